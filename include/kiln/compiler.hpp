@@ -1,0 +1,108 @@
+// Kiln's compiler C++ API (libkiln-compiler, which links LLVM): ingest a
+// unit, plan its job graph, compile what the cache lacks, record closures
+// and link images. The loader (kiln.hpp) needs none of this.
+#pragma once
+
+#include <kiln/result.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+/// One input: a file path, or in-memory bytes (bitcode or textual IR) with a
+/// name used in messages.
+struct SourceInput {
+  std::string name;
+  std::string bytes;
+  bool in_memory = false;
+
+  static SourceInput file(std::string path) { return {std::move(path), {}, false}; }
+  static SourceInput memory(std::string name, std::string bytes) {
+    return {std::move(name), std::move(bytes), true};
+  }
+};
+
+struct Progress {
+  size_t done = 0;
+  size_t total = 0;
+  std::string entry;
+  std::string target;
+  std::string status; ///< "compiled", "cached" or "failed"
+};
+
+struct CompileRequest {
+  std::vector<SourceInput> inputs;
+  std::vector<std::string> entries;          ///< empty: every exported function
+  std::vector<std::string> targets{"host"};  ///< target specs
+  int opt_level = 2;                         ///< 0..3
+  bool debug = false;                        ///< keep debug info
+  unsigned jobs = 0;                         ///< parallel compiles; 0: hardware threads
+  bool link_images = true;                   ///< link an image per root after compiling
+  /// Called (serialised) after each job; may be empty.
+  std::function<void(const Progress&)> progress;
+};
+
+enum class JobStatus { compiled, cached, failed };
+const char* job_status_name(JobStatus s);
+
+struct JobReport {
+  std::string key; ///< 32 hex
+  std::string entry;
+  std::string target;
+  std::string symbol;
+  std::string options;
+  std::string module_hash;
+  std::string toolchain;
+  JobStatus status = JobStatus::failed;
+  std::string error;                                    ///< when failed
+  std::vector<std::pair<std::string, std::string>> refs; ///< symbol → child key
+  double compile_ms = 0;
+};
+
+struct RootReport {
+  std::string name;
+  std::string target;
+  std::string closure; ///< 32 hex; empty if a member failed
+  std::string error;
+};
+
+struct CompileReport {
+  std::vector<JobReport> jobs;   ///< every distinct job, in discovery order
+  std::vector<RootReport> roots;
+  bool ok() const;
+};
+
+/// A planned compilation: the unit ingested, every job discovered and keyed.
+/// Planning touches no cache, so bad input never changes one.
+class Plan {
+public:
+  /// Input errors (syntax, missing entry, unknown target, bad
+  /// kiln_deferred) are `invalid_argument` with file/line or entry context.
+  static Result<Plan> create(const CompileRequest& request);
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+  ~Plan();
+
+  /// Number of distinct jobs over all targets.
+  size_t job_count() const;
+
+  /// Compiles the jobs the cache at `cache_path` lacks, stores each in its
+  /// own transaction, records closures and names, links images. A failed
+  /// job is reported in its JobReport; the others are still stored.
+  Result<CompileReport> run(const std::string& cache_path);
+
+  /// Key reports without compiling (status reflects nothing yet).
+  CompileReport describe() const;
+
+  struct Impl;
+
+private:
+  explicit Plan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace kiln

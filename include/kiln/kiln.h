@@ -1,0 +1,65 @@
+/* Kiln loader C API: open a cache, load a precompiled image, look up its
+ * functions. Needs nothing but C types, so any FFI (Julia ccall, Python
+ * ctypes, Rust bindgen) can call it. Link with `pkg-config --libs kiln`.
+ *
+ * Thread safety: a kiln_cache may be shared by threads; each call takes the
+ * cache's lock for its database work. A kiln_image is immutable once loaded;
+ * kiln_image_lookup may be called from any thread concurrently. */
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_cache kiln_cache;
+typedef struct kiln_image kiln_image;
+
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_NOT_FOUND,        /* no such name, key, closure or function */
+  KILN_INVALID_ARGUMENT, /* malformed key, target spec or argument */
+  KILN_UNAVAILABLE,      /* a runtime or linker needed for this is not installed */
+  KILN_CORRUPT,          /* stored bytes failed their checksum or validation */
+  KILN_INTERNAL          /* anything else; kiln_last_error() says what */
+} kiln_status;
+
+/** Opens (creating if needed) the cache at `path`; NULL means the default:
+ *  $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db (XDG default ~/.cache).
+ *  On success *out owns the handle; close it with kiln_cache_close. */
+kiln_status kiln_cache_open(const char* path, kiln_cache** out);
+
+/** Closes a cache. Images loaded from it stay valid after the close. */
+void kiln_cache_close(kiln_cache* cache);
+
+/** Loads the image of a precompiled root.
+ *  name: a root's entry name (the latest precompile for that target) or a
+ *        32-hex closure key.
+ *  target: "host", "sm_90", "gfx942", ... or NULL for the best match for this
+ *        process's devices.
+ *  A cached image is loaded without compiling anything; if only the
+ *  closure's job artifacts are cached, they are relinked (bringing in the
+ *  linker lazily) and the image is stored for next time.
+ *  On success *out owns the image; release it with kiln_image_release. */
+kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
+                            kiln_image** out);
+
+/** Looks up a function of a loaded image by its original entry name (any
+ *  job of the closure). For host images *out is the function's address. */
+kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out);
+
+/** Unloads an image. Pointers obtained from it become invalid. */
+void kiln_image_release(kiln_image* image);
+
+/** This thread's last failure, with context (path, key, entry, target).
+ *  Valid until this thread's next Kiln call. Never NULL. */
+const char* kiln_last_error(void);
+
+/** Name of a status code, e.g. "KILN_CORRUPT". */
+const char* kiln_status_name(kiln_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_H */

@@ -1,0 +1,65 @@
+// Kiln loader C++ API: RAII handles over the same loader as kiln.h.
+// Loading a cached image never loads LLVM; a missing image is relinked from
+// the closure's cached job artifacts (bringing in the linker lazily).
+#pragma once
+
+#include <kiln/kiln.h>
+#include <kiln/result.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+/// A loaded image: the code of one closure, linked and loaded. Movable, not
+/// copyable; unloads on destruction. Lookups are thread-safe.
+class Image {
+public:
+  Image(Image&&) noexcept = default;
+  Image& operator=(Image&&) noexcept = default;
+  ~Image() = default;
+
+  /// The address of a function of the closure by its original entry name.
+  Result<void*> lookup(std::string_view entry) const;
+
+  /// Typed form: `image.function<int(int)>("f")`.
+  template <typename Fn> Result<Fn*> function(std::string_view entry) const {
+    auto p = lookup(entry);
+    if (!p)
+      return p.error();
+    return reinterpret_cast<Fn*>(*p);
+  }
+
+  kiln_image* raw() const { return img_.get(); }
+
+private:
+  friend class Cache;
+  struct Release {
+    void operator()(kiln_image* i) const { kiln_image_release(i); }
+  };
+  explicit Image(kiln_image* i) : img_(i) {}
+  std::unique_ptr<kiln_image, Release> img_;
+};
+
+/// A handle on a cache file. Thread-safe; images outlive it.
+class Cache {
+public:
+  /// Opens the cache at `path`; empty means the default path.
+  static Result<Cache> open(const std::string& path = {});
+
+  /// Loads a root by entry name or 32-hex closure key; empty target means
+  /// the best match for this process's devices.
+  Result<Image> load(std::string_view name, std::string_view target = {}) const;
+
+  kiln_cache* raw() const { return cache_.get(); }
+
+private:
+  struct Close {
+    void operator()(kiln_cache* c) const { kiln_cache_close(c); }
+  };
+  explicit Cache(kiln_cache* c) : cache_(c, Close{}) {}
+  std::shared_ptr<kiln_cache> cache_;
+};
+
+} // namespace kiln

@@ -1,0 +1,570 @@
+#include "cache/store.h"
+
+#include "support/compress.h"
+#include "support/files.h"
+
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kiln::cache {
+
+namespace {
+
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Generated from schema/NNNN_*.sql at build time, in version order.
+#include "kiln_schema.inc"
+
+// 'KILN' in ASCII: marks a file as a Kiln cache, so that a foreign SQLite
+// database is refused rather than migrated.
+constexpr int kApplicationId = 0x4B494C4E;
+
+int64_t now_seconds() { return int64_t(std::time(nullptr)); }
+
+// Resets and clears a cached statement when it goes out of scope.
+class Bound {
+public:
+  explicit Bound(sqlite3_stmt* s) : s_(s) {}
+  ~Bound() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  Bound& text(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Bound& blob(int i, const std::string& v) {
+    sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Bound& i64(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Bound& real(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  int step() { return sqlite3_step(s_); }
+  std::string col_text(int i) const {
+    const unsigned char* p = sqlite3_column_text(s_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
+             : std::string();
+  }
+  std::string col_blob(int i) const {
+    const void* p = sqlite3_column_blob(s_, i);
+    return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
+             : std::string();
+  }
+  int64_t col_i64(int i) const { return sqlite3_column_int64(s_, i); }
+  double col_real(int i) const { return sqlite3_column_double(s_, i); }
+
+private:
+  sqlite3_stmt* s_;
+};
+
+Hash128 key_of(const std::string& hex) {
+  auto h = parse_hash128(hex);
+  return h ? *h : Hash128{};
+}
+
+// Stored checksum: XXH3-64 of the raw bytes, as SQLite's signed integer.
+int64_t checksum_of(const std::string& raw) { return int64_t(hash64(raw)); }
+
+} // namespace
+
+int schema_version() { return kMigrations[sizeof kMigrations / sizeof kMigrations[0] - 1].version; }
+
+Error Store::db_error(const std::string& what) const {
+  int rc = sqlite3_errcode(db_);
+  Code code = (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) ? Code::corrupt : Code::internal;
+  return make_error(code, "cache '" + path_ + "': " + what + ": " + sqlite3_errmsg(db_));
+}
+
+Status Store::exec(const char* sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    std::string m = msg ? msg : "unknown error";
+    sqlite3_free(msg);
+    return db_error(std::string("'") + sql + "' failed (" + m + ")");
+  }
+  return Status::ok();
+}
+
+Result<sqlite3_stmt*> Store::prepare(const char* sql) {
+  // Statements are keyed by the literal's address: every call site passes a
+  // string literal, so this is a cheap exact cache.
+  for (auto& [k, s] : stmts_)
+    if (k == sql)
+      return s;
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK)
+    return db_error("cannot prepare a statement");
+  stmts_.emplace_back(sql, s);
+  return s;
+}
+
+Store::~Store() {
+  for (auto& [k, s] : stmts_)
+    sqlite3_finalize(s);
+  if (db_)
+    sqlite3_close_v2(db_);
+}
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+  std::unique_ptr<Store> st(new Store());
+  st->path_ = path;
+  if (auto slash = path.rfind('/'); slash != std::string::npos && slash > 0)
+    KILN_TRY(make_dirs(path.substr(0, slash)));
+
+  // Create a new cache file with owner-only permissions: it holds code that
+  // will be run by whoever loads from it.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return make_error(Code::invalid_argument,
+                      "cannot open cache '" + path + "': " + std::strerror(errno));
+  ::close(fd);
+
+  int rc = sqlite3_open_v2(path.c_str(), &st->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK)
+    return st->db_error("cannot open");
+  sqlite3_extended_result_codes(st->db_, 1);
+  sqlite3_busy_timeout(st->db_, 30000);
+
+  // Identify the file before changing anything in it: a non-database or a
+  // foreign database must be left exactly as it was.
+  int app_id = 0, user_version = 0, objects = 0;
+  {
+    auto read_int = [&](const char* sql, int* out) -> Status {
+      sqlite3_stmt* s = nullptr;
+      if (sqlite3_prepare_v2(st->db_, sql, -1, &s, nullptr) != SQLITE_OK)
+        return st->db_error("cannot read the cache header");
+      int r = sqlite3_step(s);
+      if (r == SQLITE_ROW)
+        *out = sqlite3_column_int(s, 0);
+      sqlite3_finalize(s);
+      if (r != SQLITE_ROW && r != SQLITE_DONE)
+        return st->db_error("cannot read the cache header");
+      return Status::ok();
+    };
+    Status s1 = read_int("PRAGMA application_id", &app_id);
+    if (!s1)
+      return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (" +
+                                           s1.error().message + ")");
+    KILN_TRY(read_int("PRAGMA user_version", &user_version));
+    KILN_TRY(read_int("SELECT count(*) FROM sqlite_master", &objects));
+  }
+  if (objects > 0 && app_id != kApplicationId)
+    return make_error(Code::corrupt,
+                      "'" + path + "' is an SQLite database but not a Kiln cache; refusing to use it");
+  if (user_version > schema_version())
+    return make_error(Code::invalid_argument,
+                      "cache '" + path + "' has schema version " + std::to_string(user_version) +
+                          ", newer than this Kiln's " + std::to_string(schema_version()) +
+                          "; use a newer Kiln or another cache");
+
+  KILN_TRY(st->exec("PRAGMA journal_mode=WAL"));
+  KILN_TRY(st->exec("PRAGMA synchronous=NORMAL"));
+  KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
+  if (user_version < schema_version())
+    KILN_TRY(st->migrate());
+  return st;
+}
+
+Status Store::migrate() {
+  KILN_TRY(exec("BEGIN IMMEDIATE"));
+  // Another process may have migrated while we waited for the write lock.
+  int current = 0;
+  {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &s, nullptr);
+    if (sqlite3_step(s) == SQLITE_ROW)
+      current = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+  }
+  for (const Migration& m : kMigrations) {
+    if (m.version <= current)
+      continue;
+    Status s = exec(m.sql);
+    if (!s) {
+      (void)exec("ROLLBACK");
+      return s.error().context("migration to schema " + std::to_string(m.version));
+    }
+  }
+  std::string pragmas = "PRAGMA application_id=" + std::to_string(kApplicationId) +
+                        "; PRAGMA user_version=" + std::to_string(schema_version()) + ";";
+  Status s = exec(pragmas.c_str());
+  if (s)
+    s = exec("INSERT OR REPLACE INTO meta(key, value) VALUES ('format', 'kiln-cache')");
+  if (!s) {
+    (void)exec("ROLLBACK");
+    return s;
+  }
+  return exec("COMMIT");
+}
+
+Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& formats) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT count(*) FROM artifacts WHERE job_key = ?1 AND format = ?2");
+  if (!s)
+    return s.error();
+  std::string hex = key.hex();
+  for (const std::string& f : formats) {
+    Bound b(*s);
+    b.text(1, hex).text(2, f);
+    if (b.step() != SQLITE_ROW)
+      return db_error("cannot look up job " + hex);
+    if (b.col_i64(0) == 0)
+      return false;
+  }
+  if (formats.empty()) {
+    auto j = prepare("SELECT 1 FROM jobs WHERE key = ?1");
+    if (!j)
+      return j.error();
+    Bound b(*j);
+    b.text(1, hex);
+    return b.step() == SQLITE_ROW;
+  }
+  return true;
+}
+
+Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
+                      const std::vector<JobRef>& refs) {
+  // Compress outside the lock: it is the expensive part.
+  std::vector<std::string> packed;
+  packed.reserve(artifacts.size());
+  for (const Artifact& a : artifacts)
+    packed.push_back(zstd_compress(a.bytes));
+
+  std::lock_guard lock(mu_);
+  std::string hex = job.key.hex();
+  KILN_TRY(exec("BEGIN IMMEDIATE"));
+  auto fail = [&](const Error& e) -> Status {
+    (void)exec("ROLLBACK");
+    return e.context("storing job " + hex + " (" + job.entry + ", " + job.target + ")");
+  };
+  auto ins = prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target, triple, cpu, "
+                     "features, options, module_hash, toolchain, compile_ms, created_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+  if (!ins)
+    return fail(ins.error());
+  {
+    Bound b(*ins);
+    b.text(1, hex).text(2, job.entry).text(3, job.symbol).text(4, job.target);
+    b.text(5, job.triple).text(6, job.cpu).text(7, job.features).text(8, job.options);
+    b.text(9, job.module_hash.hex()).text(10, job.toolchain).real(11, job.compile_ms);
+    b.i64(12, job.created_at ? job.created_at : now_seconds());
+    if (b.step() != SQLITE_DONE)
+      return fail(db_error("cannot insert the job"));
+  }
+  auto art = prepare("INSERT OR IGNORE INTO artifacts(job_key, format, raw_size, checksum, data) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5)");
+  if (!art)
+    return fail(art.error());
+  for (size_t i = 0; i < artifacts.size(); ++i) {
+    Bound b(*art);
+    b.text(1, hex).text(2, artifacts[i].format).i64(3, int64_t(artifacts[i].bytes.size()));
+    b.i64(4, checksum_of(artifacts[i].bytes)).blob(5, packed[i]);
+    if (b.step() != SQLITE_DONE)
+      return fail(db_error("cannot insert artifact " + artifacts[i].format));
+  }
+  auto ref = prepare("INSERT OR IGNORE INTO job_refs(job_key, symbol, entry) VALUES (?1, ?2, ?3)");
+  if (!ref)
+    return fail(ref.error());
+  for (const JobRef& r : refs) {
+    Bound b(*ref);
+    b.text(1, hex).text(2, r.symbol).text(3, r.entry);
+    if (b.step() != SQLITE_DONE)
+      return fail(db_error("cannot insert deferred reference " + r.symbol));
+  }
+  Status c = exec("COMMIT");
+  if (!c)
+    return fail(c.error());
+  return Status::ok();
+}
+
+static JobRecord read_job(const Bound& b) {
+  JobRecord j;
+  j.key = key_of(b.col_text(0));
+  j.entry = b.col_text(1);
+  j.symbol = b.col_text(2);
+  j.target = b.col_text(3);
+  j.triple = b.col_text(4);
+  j.cpu = b.col_text(5);
+  j.features = b.col_text(6);
+  j.options = b.col_text(7);
+  j.module_hash = key_of(b.col_text(8));
+  j.toolchain = b.col_text(9);
+  j.compile_ms = b.col_real(10);
+  j.created_at = b.col_i64(11);
+  return j;
+}
+
+#define KILN_JOB_COLUMNS                                                                           \
+  "key, entry, symbol, target, triple, cpu, features, options, module_hash, toolchain, "           \
+  "compile_ms, created_at"
+
+Result<JobRecord> Store::get_job(const Hash128& key) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs WHERE key = ?1");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, key.hex());
+  int rc = b.step();
+  if (rc == SQLITE_ROW)
+    return read_job(b);
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no job " + key.hex() + " in cache '" + path_ + "'");
+  return db_error("cannot read job " + key.hex());
+}
+
+Result<std::vector<JobRecord>> Store::list_jobs() {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs ORDER BY target, entry, key");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  std::vector<JobRecord> out;
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    out.push_back(read_job(b));
+  if (rc != SQLITE_DONE)
+    return db_error("cannot list jobs");
+  return out;
+}
+
+Result<std::vector<JobRef>> Store::job_refs(const Hash128& key) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT symbol, entry FROM job_refs WHERE job_key = ?1 ORDER BY symbol");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, key.hex());
+  std::vector<JobRef> out;
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    out.push_back({b.col_text(0), b.col_text(1)});
+  if (rc != SQLITE_DONE)
+    return db_error("cannot read the references of job " + key.hex());
+  return out;
+}
+
+Result<std::vector<ArtifactInfo>> Store::artifact_infos(const Hash128& key) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT format, raw_size, length(data) FROM artifacts WHERE job_key = ?1 "
+                   "ORDER BY format");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, key.hex());
+  std::vector<ArtifactInfo> out;
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    out.push_back({b.col_text(0), b.col_i64(1), b.col_i64(2)});
+  if (rc != SQLITE_DONE)
+    return db_error("cannot read the artifacts of job " + key.hex());
+  return out;
+}
+
+// Decompresses and checks a stored blob; `what` names it in errors.
+static Result<std::string> unpack(const std::string& packed, int64_t raw_size, int64_t checksum,
+                                  const std::string& what) {
+  if (raw_size < 0)
+    return make_error(Code::corrupt, what + " has a negative size");
+  auto raw = zstd_decompress(packed, size_t(raw_size));
+  if (!raw)
+    return raw.error().context(what);
+  if (checksum_of(*raw) != checksum)
+    return make_error(Code::corrupt, what + " fails its checksum");
+  return raw;
+}
+
+Result<std::string> Store::get_artifact(const Hash128& job, const std::string& format) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT raw_size, checksum, data FROM artifacts WHERE job_key = ?1 AND "
+                   "format = ?2");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, job.hex()).text(2, format);
+  int rc = b.step();
+  std::string what = "artifact " + format + " of job " + job.hex();
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");
+  if (rc != SQLITE_ROW)
+    return db_error("cannot read " + what);
+  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+}
+
+Status Store::put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names) {
+  std::lock_guard lock(mu_);
+  std::string hex = closure.key.hex();
+  KILN_TRY(exec("BEGIN IMMEDIATE"));
+  auto fail = [&](const Error& e) -> Status {
+    (void)exec("ROLLBACK");
+    return e.context("storing closure " + hex);
+  };
+  int64_t now = now_seconds();
+  auto c = prepare("INSERT OR IGNORE INTO closures(key, root_job, target, created_at, last_used) "
+                   "VALUES (?1, ?2, ?3, ?4, ?4)");
+  if (!c)
+    return fail(c.error());
+  {
+    Bound b(*c);
+    b.text(1, hex).text(2, closure.root_job.hex()).text(3, closure.target).i64(4, now);
+    if (b.step() != SQLITE_DONE)
+      return fail(db_error("cannot insert the closure"));
+  }
+  auto m = prepare("INSERT OR IGNORE INTO closure_members(closure_key, symbol, job_key) "
+                   "VALUES (?1, ?2, ?3)");
+  if (!m)
+    return fail(m.error());
+  for (const ClosureMember& mem : closure.members) {
+    Bound b(*m);
+    b.text(1, hex).text(2, mem.symbol).text(3, mem.job.hex());
+    if (b.step() != SQLITE_DONE)
+      return fail(db_error("cannot insert closure member " + mem.symbol));
+  }
+  auto n = prepare("INSERT INTO names(name, target, closure_key, updated_at) VALUES (?1, ?2, ?3, "
+                   "?4) ON CONFLICT(name, target) DO UPDATE SET closure_key = excluded.closure_key, "
+                   "updated_at = excluded.updated_at");
+  if (!n)
+    return fail(n.error());
+  for (const NameRecord& nr : names) {
+    Bound b(*n);
+    b.text(1, nr.name).text(2, nr.target).text(3, nr.closure.hex()).i64(4, now);
+    if (b.step() != SQLITE_DONE)
+      return fail(db_error("cannot record name " + nr.name));
+  }
+  Status s = exec("COMMIT");
+  if (!s)
+    return fail(s.error());
+  return Status::ok();
+}
+
+Result<ClosureRecord> Store::get_closure(const Hash128& key) {
+  std::lock_guard lock(mu_);
+  std::string hex = key.hex();
+  ClosureRecord out;
+  out.key = key;
+  {
+    auto s = prepare("SELECT root_job, target FROM closures WHERE key = ?1");
+    if (!s)
+      return s.error();
+    Bound b(*s);
+    b.text(1, hex);
+    int rc = b.step();
+    if (rc == SQLITE_DONE)
+      return make_error(Code::not_found, "no closure " + hex + " in cache '" + path_ + "'");
+    if (rc != SQLITE_ROW)
+      return db_error("cannot read closure " + hex);
+    out.root_job = key_of(b.col_text(0));
+    out.target = b.col_text(1);
+  }
+  auto s = prepare("SELECT m.symbol, m.job_key, j.entry FROM closure_members m JOIN jobs j ON "
+                   "j.key = m.job_key WHERE m.closure_key = ?1 ORDER BY m.symbol");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, hex);
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    out.members.push_back({b.col_text(0), key_of(b.col_text(1)), b.col_text(2)});
+  if (rc != SQLITE_DONE)
+    return db_error("cannot read the members of closure " + hex);
+  if (out.members.empty())
+    return make_error(Code::corrupt, "closure " + hex + " has no members whose jobs are present");
+  return out;
+}
+
+Result<Hash128> Store::resolve_name(const std::string& name, const std::string& target) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT closure_key FROM names WHERE name = ?1 AND target = ?2");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, name).text(2, target);
+  int rc = b.step();
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no root named '" + name + "' for target " + target +
+                                           " in cache '" + path_ + "'");
+  if (rc != SQLITE_ROW)
+    return db_error("cannot resolve name " + name);
+  return parse_hash128(b.col_text(0));
+}
+
+Result<std::vector<NameRecord>> Store::names_for(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT name, target, closure_key FROM names WHERE name = ?1 ORDER BY target");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, name);
+  std::vector<NameRecord> out;
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    out.push_back({b.col_text(0), b.col_text(1), key_of(b.col_text(2))});
+  if (rc != SQLITE_DONE)
+    return db_error("cannot read names");
+  return out;
+}
+
+Result<std::vector<NameRecord>> Store::list_names() {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT name, target, closure_key FROM names ORDER BY name, target");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  std::vector<NameRecord> out;
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    out.push_back({b.col_text(0), b.col_text(1), key_of(b.col_text(2))});
+  if (rc != SQLITE_DONE)
+    return db_error("cannot list names");
+  return out;
+}
+
+Status Store::put_image(const ImageKey& key, const std::string& format, const std::string& bytes) {
+  std::string packed = zstd_compress(bytes);
+  std::lock_guard lock(mu_);
+  auto s = prepare("INSERT OR IGNORE INTO images(closure_key, arch, linker, format, raw_size, "
+                   "checksum, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker).text(4, format);
+  b.i64(5, int64_t(bytes.size())).i64(6, checksum_of(bytes)).blob(7, packed).i64(8, now_seconds());
+  if (b.step() != SQLITE_DONE)
+    return db_error("cannot store the image of closure " + key.closure.hex());
+  return Status::ok();
+}
+
+Result<std::string> Store::get_image(const ImageKey& key) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
+                   "arch = ?2 AND linker = ?3");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker);
+  int rc = b.step();
+  std::string what = "image of closure " + key.closure.hex() + " for " + key.arch;
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no " + what);
+  if (rc != SQLITE_ROW)
+    return db_error("cannot read " + what);
+  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+}
+
+} // namespace kiln::cache

@@ -1,0 +1,33 @@
+// Compiling one job: parse its canonical module into a private context,
+// apply the finishing steps every job gets (whatever its depth), optimize
+// and emit code. Safe to run for many jobs on many threads at once.
+#pragma once
+
+#include "codegen/target.h"
+
+#include <kiln/result.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct JobInput {
+  std::string entry;   ///< original entry name in the module
+  std::string symbol;  ///< the deferred symbol the job defines for its entry
+  std::string bitcode; ///< canonical module
+};
+
+struct CompiledArtifact {
+  std::string format; ///< "obj"
+  std::string bytes;
+};
+
+/// Finishes, optimizes and emits a job. Errors name the entry and target.
+Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const TargetDesc& target,
+                                                  const CodegenOptions& options);
+
+/// The artifact formats a job for `target` stores (what a cache hit needs).
+std::vector<std::string> artifact_formats(const TargetDesc& target);
+
+} // namespace kiln::codegen

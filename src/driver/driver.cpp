@@ -1,0 +1,390 @@
+// The driver: a worklist over the job graph. Every kiln_deferred reference,
+// at any depth, becomes a job of its own with the same finishing steps; a
+// visited set makes self-references and cycles terminate; jobs the cache
+// already holds are not compiled; the rest compile in parallel, each in its
+// own LLVM context, and are stored one transaction per job.
+#include "cache/store.h"
+#include "codegen/compile.h"
+#include "codegen/target.h"
+#include "driver/job_key.h"
+#include "ir/extract.h"
+#include "ir/unit.h"
+#include "link/link_abi.h"
+#include "runtime/loader.h"
+
+#include <kiln/compiler.hpp>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+namespace kiln {
+
+const char* job_status_name(JobStatus s) {
+  switch (s) {
+  case JobStatus::compiled: return "compiled";
+  case JobStatus::cached: return "cached";
+  case JobStatus::failed: return "failed";
+  }
+  return "?";
+}
+
+bool CompileReport::ok() const {
+  for (const JobReport& j : jobs)
+    if (j.status == JobStatus::failed)
+      return false;
+  for (const RootReport& r : roots)
+    if (!r.error.empty())
+      return false;
+  return true;
+}
+
+namespace {
+
+struct PlannedJob {
+  Hash128 key;
+  driver::KeyComponents components;
+  std::string symbol;
+  std::string bitcode;
+  std::vector<ir::DeferredRef> refs; ///< symbol → child entry
+  std::vector<Hash128> ref_keys;     ///< parallel to refs, filled after discovery
+  codegen::TargetDesc target;
+};
+
+struct PlannedRoot {
+  std::string name;
+  codegen::TargetDesc target;
+  Hash128 root;
+};
+
+} // namespace
+
+struct Plan::Impl {
+  CompileRequest request;
+  codegen::CodegenOptions options;
+  std::vector<PlannedJob> jobs; ///< discovery order
+  std::unordered_map<std::string, size_t> by_key; ///< key hex → index
+  std::vector<PlannedRoot> roots;
+
+  Status discover(const llvm::Module& unit, const codegen::TargetDesc& target,
+                  const std::vector<std::string>& roots);
+  driver::ClosureMap closure_of(const Hash128& root) const;
+  JobReport report_of(const PlannedJob& j) const;
+};
+
+Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc& target,
+                            const std::vector<std::string>& root_entries) {
+  auto layout = codegen::target_data_layout(target);
+  if (!layout)
+    return layout.error();
+  std::string toolchain = codegen::toolchain_fingerprint(target);
+  ir::ExtractConfig cfg;
+  cfg.triple = target.triple;
+  cfg.data_layout = *layout;
+  cfg.debug = options.debug;
+  cfg.deferred_symbol = [&](const std::string& entry) {
+    return driver::deferred_symbol({entry, target, options});
+  };
+
+  std::unordered_map<std::string, Hash128> key_of_entry;
+  std::deque<std::string> work(root_entries.begin(), root_entries.end());
+  std::vector<size_t> discovered;
+  while (!work.empty()) {
+    std::string entry = std::move(work.front());
+    work.pop_front();
+    if (key_of_entry.count(entry))
+      continue;
+    auto ex = ir::extract_job(unit, entry, cfg);
+    if (!ex)
+      return ex.error().context("target " + target.spec);
+    PlannedJob job;
+    job.components = {hash128(ex->bitcode), {entry, target, options}, toolchain};
+    job.key = driver::job_key(job.components);
+    job.symbol = driver::deferred_symbol(job.components.identity);
+    job.bitcode = std::move(ex->bitcode);
+    job.refs = std::move(ex->refs);
+    job.target = target;
+    key_of_entry[entry] = job.key;
+    for (const ir::DeferredRef& r : job.refs)
+      work.push_back(r.entry);
+    std::string hex = job.key.hex();
+    if (by_key.count(hex))
+      continue; // the same job reached from another target spec alias
+    by_key[hex] = jobs.size();
+    discovered.push_back(jobs.size());
+    jobs.push_back(std::move(job));
+  }
+  for (size_t i : discovered)
+    for (const ir::DeferredRef& r : jobs[i].refs)
+      jobs[i].ref_keys.push_back(key_of_entry.at(r.entry));
+  for (const std::string& r : root_entries)
+    roots.push_back({r, target, key_of_entry.at(r)});
+  return Status::ok();
+}
+
+driver::ClosureMap Plan::Impl::closure_of(const Hash128& root) const {
+  std::map<std::string, Hash128> members;
+  std::deque<Hash128> work{root};
+  std::set<std::string> seen;
+  while (!work.empty()) {
+    Hash128 k = work.front();
+    work.pop_front();
+    if (!seen.insert(k.hex()).second)
+      continue;
+    const PlannedJob& j = jobs[by_key.at(k.hex())];
+    members[j.symbol] = j.key;
+    for (const Hash128& c : j.ref_keys)
+      work.push_back(c);
+  }
+  return {members.begin(), members.end()};
+}
+
+JobReport Plan::Impl::report_of(const PlannedJob& j) const {
+  JobReport r;
+  r.key = j.key.hex();
+  r.entry = j.components.identity.entry;
+  r.target = j.target.spec;
+  r.symbol = j.symbol;
+  r.options = options.canonical();
+  r.module_hash = j.components.module_hash.hex();
+  r.toolchain = j.components.toolchain;
+  for (size_t i = 0; i < j.refs.size(); ++i)
+    r.refs.emplace_back(j.refs[i].symbol, j.ref_keys[i].hex());
+  return r;
+}
+
+Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+Plan::~Plan() = default;
+size_t Plan::job_count() const { return impl_->jobs.size(); }
+
+Result<Plan> Plan::create(const CompileRequest& request) {
+  auto impl = std::make_unique<Impl>();
+  impl->request = request;
+  if (request.opt_level < 0 || request.opt_level > 3)
+    return make_error(Code::invalid_argument, "optimization level must be 0..3, not " +
+                                                  std::to_string(request.opt_level));
+  impl->options.opt_level = request.opt_level;
+  impl->options.debug = request.debug;
+
+  std::vector<codegen::TargetDesc> targets;
+  std::set<std::string> seen_specs;
+  for (const std::string& spec : request.targets.empty() ? std::vector<std::string>{"host"}
+                                                         : request.targets) {
+    auto t = codegen::resolve_target(spec);
+    if (!t)
+      return make_error(Code::invalid_argument, t.error().message);
+    if (seen_specs.insert(t->spec).second)
+      targets.push_back(*t);
+  }
+
+  llvm::LLVMContext ctx;
+  std::vector<ir::Input> inputs;
+  for (const SourceInput& s : request.inputs)
+    inputs.push_back({s.name, s.bytes, s.in_memory});
+  auto unit = ir::ingest(ctx, inputs);
+  if (!unit)
+    return unit.error();
+
+  std::vector<std::string> roots = request.entries;
+  if (roots.empty()) {
+    roots = ir::exported_functions(**unit);
+    if (roots.empty())
+      return make_error(Code::invalid_argument,
+                        "the unit defines no externally visible function to precompile");
+  }
+  std::set<std::string> unique_roots;
+  std::vector<std::string> ordered_roots;
+  for (const std::string& r : roots) {
+    if (!unique_roots.insert(r).second)
+      continue;
+    const llvm::Function* f = (*unit)->getFunction(r);
+    if (!f || f->isDeclaration())
+      return make_error(Code::invalid_argument,
+                        "entry '" + r + "' is not a function defined in the unit");
+    ordered_roots.push_back(r);
+  }
+  for (const codegen::TargetDesc& t : targets)
+    KILN_TRY(impl->discover(**unit, t, ordered_roots));
+  return Plan(std::move(impl));
+}
+
+CompileReport Plan::describe() const {
+  CompileReport rep;
+  for (const PlannedJob& j : impl_->jobs)
+    rep.jobs.push_back(impl_->report_of(j));
+  for (const PlannedRoot& r : impl_->roots)
+    rep.roots.push_back({r.name, r.target.spec,
+                         driver::closure_key(r.root, impl_->closure_of(r.root)).hex(), {}});
+  return rep;
+}
+
+namespace {
+
+Result<std::string> link_image(cache::Store& store, const driver::ClosureMap& members) {
+  std::vector<std::string> objects;
+  for (const auto& [symbol, key] : members) {
+    auto obj = store.get_artifact(key, "obj");
+    if (!obj)
+      return obj.error();
+    objects.push_back(obj.take());
+  }
+  std::vector<kiln_link_input> in;
+  std::vector<std::string> names;
+  names.reserve(members.size());
+  for (size_t i = 0; i < objects.size(); ++i) {
+    names.push_back(members[i].second.hex());
+    in.push_back({objects[i].data(), objects[i].size(), names.back().c_str()});
+  }
+  char *out = nullptr, *err = nullptr;
+  size_t size = 0;
+  if (kiln_link_host_shared(in.data(), in.size(), &out, &size, &err) != 0) {
+    std::string msg = err ? err : "link failed";
+    kiln_link_free(err);
+    return make_error(Code::internal, msg);
+  }
+  std::string bytes(out, size);
+  kiln_link_free(out);
+  return bytes;
+}
+
+} // namespace
+
+Result<CompileReport> Plan::run(const std::string& cache_path) {
+  auto opened = cache::Store::open(cache_path);
+  if (!opened)
+    return opened.error();
+  cache::Store& store = **opened;
+  Impl& p = *impl_;
+
+  CompileReport rep;
+  std::vector<size_t> todo;
+  for (const PlannedJob& j : p.jobs) {
+    rep.jobs.push_back(p.report_of(j));
+    auto has = store.has_job(j.key, codegen::artifact_formats(j.target));
+    if (!has)
+      return has.error();
+    if (*has)
+      rep.jobs.back().status = JobStatus::cached;
+    else
+      todo.push_back(rep.jobs.size() - 1);
+  }
+
+  std::mutex progress_mu;
+  size_t done = 0, total = p.jobs.size();
+  auto report_progress = [&](const JobReport& r) {
+    std::lock_guard lock(progress_mu);
+    ++done;
+    if (p.request.progress)
+      p.request.progress({done, total, r.entry, r.target, job_status_name(r.status)});
+  };
+  for (const JobReport& r : rep.jobs)
+    if (r.status == JobStatus::cached)
+      report_progress(r);
+
+  unsigned workers = p.request.jobs ? p.request.jobs : std::max(1u, std::thread::hardware_concurrency());
+  workers = std::max(1u, std::min<unsigned>(workers, unsigned(todo.size())));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
+      size_t i = todo[t];
+      const PlannedJob& j = p.jobs[i];
+      JobReport& r = rep.jobs[i];
+      auto start = std::chrono::steady_clock::now();
+      auto arts = codegen::compile_job({r.entry, j.symbol, j.bitcode}, j.target, p.options);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                      .count();
+      r.compile_ms = ms;
+      if (!arts) {
+        r.status = JobStatus::failed;
+        r.error = arts.error().message;
+        report_progress(r);
+        continue;
+      }
+      cache::JobRecord rec;
+      rec.key = j.key;
+      rec.entry = r.entry;
+      rec.symbol = j.symbol;
+      rec.target = j.target.spec;
+      rec.triple = j.target.triple;
+      rec.cpu = j.target.cpu;
+      rec.features = j.target.features;
+      rec.options = r.options;
+      rec.module_hash = j.components.module_hash;
+      rec.toolchain = j.components.toolchain;
+      rec.compile_ms = ms;
+      std::vector<cache::Artifact> stored;
+      for (codegen::CompiledArtifact& a : *arts)
+        stored.push_back({a.format, std::move(a.bytes)});
+      std::vector<cache::JobRef> refs;
+      for (const ir::DeferredRef& d : j.refs)
+        refs.push_back({d.symbol, d.entry});
+      Status s = store.put_job(rec, stored, refs);
+      if (!s) {
+        r.status = JobStatus::failed;
+        r.error = s.error().message;
+      } else {
+        r.status = JobStatus::compiled;
+      }
+      report_progress(r);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w)
+    pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool)
+    t.join();
+
+  std::unordered_map<std::string, const JobReport*> status_of;
+  for (const JobReport& r : rep.jobs)
+    status_of[r.key] = &r;
+  for (const PlannedRoot& root : p.roots) {
+    RootReport rr{root.name, root.target.spec, {}, {}};
+    driver::ClosureMap members = p.closure_of(root.root);
+    for (const auto& [symbol, key] : members) {
+      const JobReport* jr = status_of.at(key.hex());
+      if (jr->status == JobStatus::failed && rr.error.empty())
+        rr.error = "member job '" + jr->entry + "' (" + jr->key + ") failed";
+    }
+    if (rr.error.empty()) {
+      Hash128 ck = driver::closure_key(root.root, members);
+      cache::ClosureRecord rec;
+      rec.key = ck;
+      rec.root_job = root.root;
+      rec.target = root.target.spec;
+      for (const auto& [symbol, key] : members)
+        rec.members.push_back({symbol, key, {}});
+      Status s = store.put_closure(rec, {{root.name, root.target.spec, ck}});
+      if (!s) {
+        rr.error = s.error().message;
+      } else {
+        rr.closure = ck.hex();
+        if (p.request.link_images && root.target.kind == codegen::TargetKind::host) {
+          cache::ImageKey ikey{ck, runtime::host_arch(), kiln_link_fingerprint()};
+          auto have = store.get_image(ikey);
+          if (!have) {
+            auto image = link_image(store, members);
+            if (!image)
+              rr.error = image.error().context("linking root '" + root.name + "'").message;
+            else if (Status ps = store.put_image(ikey, "so", *image); !ps)
+              rr.error = ps.error().message;
+          }
+        }
+      }
+    }
+    rep.roots.push_back(std::move(rr));
+  }
+  return rep;
+}
+
+} // namespace kiln

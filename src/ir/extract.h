@@ -1,0 +1,44 @@
+// Job modules: extract an entry and everything it calls or references
+// directly from the unit into a canonical module, lowering each
+// kiln_deferred(@f) to a symbolic reference to f's own job.
+#pragma once
+
+#include <kiln/result.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln::ir {
+
+struct ExtractConfig {
+  std::string triple;
+  std::string data_layout;
+  bool debug = false; ///< keep debug info and locations
+  /// The deferred symbol for a child entry (derived from its identity).
+  std::function<std::string(const std::string& entry)> deferred_symbol;
+};
+
+struct DeferredRef {
+  std::string symbol;
+  std::string entry;
+  bool operator<(const DeferredRef& o) const { return symbol < o.symbol; }
+  bool operator==(const DeferredRef& o) const = default;
+};
+
+struct ExtractedJob {
+  std::string bitcode;           ///< the canonical module: its bytes define the job
+  std::vector<DeferredRef> refs; ///< sorted by symbol, unique
+};
+
+/// Extracts the job module for `entry`. Errors: the entry is not a function
+/// defined in the unit; kiln_deferred applied to anything but such a
+/// function, or used other than as a direct call (naming the call site).
+Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& entry,
+                                 const ExtractConfig& config);
+
+} // namespace kiln::ir

@@ -1,0 +1,111 @@
+#include "ir/unit.h"
+
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace kiln::ir {
+
+namespace {
+
+// Collects the linker's diagnostics instead of printing them.
+struct CollectDiagnostics : llvm::DiagnosticHandler {
+  std::string* sink;
+  explicit CollectDiagnostics(std::string* s) : sink(s) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& di) override {
+    if (di.getSeverity() == llvm::DS_Error) {
+      llvm::raw_string_ostream os(*sink);
+      llvm::DiagnosticPrinterRawOStream dp(os);
+      di.print(dp);
+      os << "\n";
+    }
+    return true;
+  }
+};
+
+Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const Input& in) {
+  std::unique_ptr<llvm::MemoryBuffer> buf;
+  if (in.in_memory) {
+    buf = llvm::MemoryBuffer::getMemBufferCopy(in.bytes, in.name);
+  } else {
+    auto b = llvm::MemoryBuffer::getFile(in.name, /*IsText=*/false, /*RequiresNullTerminator=*/true);
+    if (!b)
+      return make_error(Code::invalid_argument,
+                        "cannot read '" + in.name + "': " + b.getError().message());
+    buf = std::move(*b);
+  }
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
+  if (!m) {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    // file:line:col: error: message, plus the offending line for textual IR.
+    diag.print(nullptr, os, /*ShowColors=*/false);
+    os.flush();
+    while (!msg.empty() && msg.back() == '\n')
+      msg.pop_back();
+    if (msg.find(in.name) == std::string::npos)
+      msg = in.name + ": " + msg;
+    return make_error(Code::invalid_argument, msg);
+  }
+  return m;
+}
+
+} // namespace
+
+Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
+                                             const std::vector<Input>& inputs) {
+  if (inputs.empty())
+    return make_error(Code::invalid_argument, "no input files");
+  std::string link_errors;
+  ctx.setDiagnosticHandler(std::make_unique<CollectDiagnostics>(&link_errors));
+
+  std::unique_ptr<llvm::Module> unit;
+  for (const Input& in : inputs) {
+    auto m = parse_one(ctx, in);
+    if (!m)
+      return m.error();
+    if (!unit) {
+      unit = m.take();
+      continue;
+    }
+    if (llvm::Linker::linkModules(*unit, m.take()))
+      return make_error(Code::invalid_argument,
+                        "cannot link '" + in.name + "' into the unit: " + link_errors);
+  }
+  std::string verify;
+  llvm::raw_string_ostream vos(verify);
+  if (llvm::verifyModule(*unit, &vos)) {
+    vos.flush();
+    return make_error(Code::invalid_argument, "invalid IR in '" + inputs.front().name +
+                                                  (inputs.size() > 1 ? "' and others" : "'") +
+                                                  ": " + verify);
+  }
+  // Jobs share mutable globals by name at link time (see finish), so an
+  // unnamed one gets a name now, from its position in the unit.
+  unsigned anon = 0;
+  for (llvm::GlobalVariable& gv : unit->globals())
+    if (!gv.hasName() && !gv.isConstant())
+      gv.setName("__kiln_anon_global_" + std::to_string(anon++));
+  unit->setSourceFileName("");
+  unit->setModuleIdentifier("kiln-unit");
+  return unit;
+}
+
+std::vector<std::string> exported_functions(const llvm::Module& unit) {
+  std::vector<std::string> out;
+  for (const llvm::Function& f : unit.functions())
+    if (!f.isDeclaration() && !f.hasLocalLinkage() && !f.isIntrinsic() &&
+        f.getName() != kDeferredMarker)
+      out.push_back(f.getName().str());
+  return out;
+}
+
+} // namespace kiln::ir

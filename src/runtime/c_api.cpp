@@ -1,0 +1,114 @@
+// The C API (kiln.h) and the C++ API (kiln.hpp) over the loader.
+#include "runtime/loader.h"
+
+#include "support/files.h"
+
+#include <kiln/kiln.hpp>
+
+namespace {
+
+thread_local std::string t_last_error;
+
+kiln_status fail(const kiln::Error& e) {
+  t_last_error = e.message;
+  return static_cast<kiln_status>(e.code);
+}
+
+} // namespace
+
+extern "C" {
+
+kiln_status kiln_cache_open(const char* path, kiln_cache** out) {
+  if (!out)
+    return fail(kiln::make_error(kiln::Code::invalid_argument, "kiln_cache_open: out is NULL"));
+  *out = nullptr;
+  std::string p;
+  if (path && *path) {
+    p = path;
+  } else {
+    auto d = kiln::default_cache_path();
+    if (!d)
+      return fail(d.error());
+    p = *d;
+  }
+  auto store = kiln::cache::Store::open(p);
+  if (!store)
+    return fail(store.error());
+  *out = new kiln_cache{store.take()};
+  return KILN_OK;
+}
+
+void kiln_cache_close(kiln_cache* cache) { delete cache; }
+
+kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
+                            kiln_image** out) {
+  if (!cache || !name || !out)
+    return fail(kiln::make_error(kiln::Code::invalid_argument,
+                                 "kiln_image_load: cache, name and out must not be NULL"));
+  *out = nullptr;
+  auto img = kiln::runtime::load_image(*cache, name, target ? target : "");
+  if (!img)
+    return fail(img.error());
+  *out = img.take().release();
+  return KILN_OK;
+}
+
+kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) {
+  if (!image || !entry || !out) [[unlikely]]
+    return fail(kiln::make_error(kiln::Code::invalid_argument,
+                                 "kiln_image_lookup: image, entry and out must not be NULL"));
+  auto it = image->symbols.find(std::string_view(entry));
+  if (it == image->symbols.end()) [[unlikely]] {
+    *out = nullptr;
+    return fail(kiln::make_error(kiln::Code::not_found,
+                                 std::string("no function '") + entry + "' in the image of closure " +
+                                     image->closure.hex()));
+  }
+  *out = it->second;
+  return KILN_OK;
+}
+
+void kiln_image_release(kiln_image* image) { delete image; }
+
+const char* kiln_last_error(void) { return t_last_error.c_str(); }
+
+const char* kiln_status_name(kiln_status status) {
+  switch (status) {
+  case KILN_OK: return "KILN_OK";
+  case KILN_NOT_FOUND: return "KILN_NOT_FOUND";
+  case KILN_INVALID_ARGUMENT: return "KILN_INVALID_ARGUMENT";
+  case KILN_UNAVAILABLE: return "KILN_UNAVAILABLE";
+  case KILN_CORRUPT: return "KILN_CORRUPT";
+  case KILN_INTERNAL: return "KILN_INTERNAL";
+  }
+  return "KILN_UNKNOWN_STATUS";
+}
+
+} // extern "C"
+
+namespace kiln {
+
+Result<void*> Image::lookup(std::string_view entry) const {
+  auto it = img_->symbols.find(entry);
+  if (it == img_->symbols.end())
+    return make_error(Code::not_found, "no function '" + std::string(entry) +
+                                           "' in the image of closure " + img_->closure.hex());
+  return it->second;
+}
+
+Result<Cache> Cache::open(const std::string& path) {
+  kiln_cache* c = nullptr;
+  kiln_status st = kiln_cache_open(path.empty() ? nullptr : path.c_str(), &c);
+  if (st != KILN_OK)
+    return make_error(static_cast<Code>(st), t_last_error);
+  return Cache(c);
+}
+
+Result<Image> Cache::load(std::string_view name, std::string_view target) const {
+  auto img = runtime::load_image(*cache_, name, target);
+  if (!img)
+    return img.error();
+  return Image(img.take().release());
+}
+
+} // namespace kiln

@@ -1,0 +1,109 @@
+// Host images: check the bytes are a shared object for this machine, then
+// dlopen them from an anonymous memory file, so nothing touches the disk.
+#include "runtime/loader.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kiln::runtime {
+
+namespace {
+
+#if defined(__x86_64__)
+constexpr uint16_t kMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kMachine = EM_AARCH64;
+#else
+#error "unsupported host architecture"
+#endif
+
+class HostModule final : public LoadedModule {
+public:
+  HostModule(void* handle, int fd) : handle_(handle), fd_(fd) {}
+  ~HostModule() override {
+    if (handle_)
+      dlclose(handle_);
+    // The memfd stays open while the object is loaded: glibc identifies
+    // loaded objects by path, and a reused /proc/self/fd/N would alias.
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+
+private:
+  void* handle_;
+  int fd_;
+};
+
+// Treat the cache as hostile: only a well-formed ELF shared object for this
+// machine reaches dlopen, whatever the checksum said.
+Status validate_elf(const std::string& b, const std::string& what) {
+  if (b.size() < sizeof(Elf64_Ehdr) || std::memcmp(b.data(), ELFMAG, SELFMAG) != 0)
+    return make_error(Code::corrupt, what + " is not an ELF file");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+    return make_error(Code::corrupt, what + " is not a 64-bit little-endian ELF file");
+  if (eh.e_type != ET_DYN)
+    return make_error(Code::corrupt, what + " is not a shared object");
+  if (eh.e_machine != kMachine)
+    return make_error(Code::corrupt, what + " is for another machine (e_machine " +
+                                         std::to_string(eh.e_machine) + ")");
+  if (eh.e_phoff > b.size() || eh.e_phnum * uint64_t(sizeof(Elf64_Phdr)) > b.size() - eh.e_phoff)
+    return make_error(Code::corrupt, what + " has program headers outside the file");
+  return Status::ok();
+}
+
+} // namespace
+
+const char* host_arch() {
+#if defined(__x86_64__)
+  return "x86_64-linux";
+#else
+  return "aarch64-linux";
+#endif
+}
+
+Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
+                                                      const cache::ClosureRecord& closure,
+                                                      SymbolMap& symbols) {
+  std::string what = "image of closure " + closure.key.hex();
+  KILN_TRY(validate_elf(bytes, what));
+  int fd = ::memfd_create("kiln-image", MFD_CLOEXEC);
+  if (fd < 0)
+    return make_error(Code::unavailable, std::string("memfd_create failed: ") + std::strerror(errno));
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ::close(fd);
+      return make_error(Code::internal, "cannot write the image to memory: " +
+                                            std::string(std::strerror(errno)));
+    }
+    off += size_t(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    ::close(fd);
+    return make_error(Code::corrupt, "dlopen of " + what + " failed: " + (e ? e : "unknown"));
+  }
+  auto mod = std::make_unique<HostModule>(handle, fd);
+  for (const cache::ClosureMember& m : closure.members) {
+    void* p = ::dlsym(handle, m.symbol.c_str());
+    if (!p)
+      return make_error(Code::corrupt, what + " lacks symbol " + m.symbol + " (entry " + m.entry +
+                                           ", job " + m.job.hex() + ")");
+    symbols.emplace(m.entry, p);
+  }
+  return std::unique_ptr<LoadedModule>(std::move(mod));
+}
+
+} // namespace kiln::runtime

@@ -1,0 +1,38 @@
+// File helpers: whole-file reads, commit-or-discard writes, temp dirs,
+// the default cache path. Knows nothing of jobs or caches.
+#pragma once
+
+#include <kiln/result.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+Result<std::string> read_file(const std::string& path);
+
+/// Writes `bytes` to a temp file beside `path` and renames it over `path`:
+/// readers see the old file or the new one, never a half-written one.
+Status write_file_atomic(const std::string& path, std::string_view bytes);
+
+/// Creates the directory and its parents (mode 0700 for new ones).
+Status make_dirs(const std::string& dir);
+
+/// $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db, else ~/.cache/kiln/kiln.db.
+Result<std::string> default_cache_path();
+
+/// A private temporary directory, removed with its contents on destruction.
+class TempDir {
+public:
+  static Result<TempDir> create(const char* prefix = "kiln");
+  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+private:
+  explicit TempDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+} // namespace kiln

@@ -1,0 +1,189 @@
+// Bad input: every usage or input error exits 2 with a message a user can
+// act on (stderr), and leaves an existing cache exactly as it was: the same
+// `kiln-inspect ls --json` and the same bytes on disk.
+#include "harness.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <regex>
+
+using namespace kiln_it;
+
+namespace {
+
+struct BadInput {
+  std::string what;
+  std::vector<std::string> args;       // after --cache/--json
+  std::vector<std::string> mentions;   // substrings stderr must contain
+};
+
+constexpr std::size_t kWhole = 0;
+constexpr std::size_t kHalf = std::size_t(-1);
+
+// Writes the first `bytes` bytes (kWhole: all, kHalf: half) of a valid bitcode
+// file for nested.ll to `out`. Returns false if llvm-as is unavailable.
+bool write_bitcode(const fs::path& dir, const fs::path& out, std::size_t bytes) {
+  const fs::path as = llvm_as();
+  if (as.empty())
+    return false;
+  const fs::path full = dir / "full-for-truncation.bc";
+  if (!fs::exists(full)) {
+    RunResult r = run({as.string(), data("nested.ll"), "-o", full.string()});
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+  }
+  std::string content = slurp(full);
+  REQUIRE(content.size() > 64);
+  if (bytes != kWhole)
+    content.resize(bytes < content.size() ? bytes : content.size() / 2);
+  std::ofstream(out, std::ios::binary) << content;
+  return true;
+}
+
+std::vector<BadInput> bad_inputs(const TempDir& scratch) {
+  std::vector<BadInput> v{
+      {"syntax error", {data("bad_syntax.ll")}, {"bad_syntax.ll"}},
+      {"kiln_deferred on a global variable", {data("bad_deferred_global.ll")}, {"bdg_parent"}},
+      {"kiln_deferred on a declared-only function",
+       {data("bad_deferred_decl.ll")},
+       {"bdd_parent"}},
+      {"missing entry", {"--entry", "nosuch", data("nested.ll")}, {"nosuch"}},
+      {"one good and one missing entry",
+       {"--entry", "nest_a", "--entry", "nosuch", data("nested.ll")},
+       {"nosuch"}},
+      {"unknown target", {"--target", "nosuchtarget", data("nested.ll")}, {"nosuchtarget"}},
+      {"one good and one unknown target",
+       {"--target", "host", "--target", "nosuchtarget", data("nested.ll")},
+       {"nosuchtarget"}},
+      {"good file followed by a file with a syntax error",
+       {data("nested.ll"), data("bad_syntax.ll")},
+       {"bad_syntax.ll"}},
+      {"missing input file",
+       {(scratch.path() / "does-not-exist.ll").string()},
+       {"does-not-exist.ll"}},
+      {"no input file", {}, {}},
+      {"unknown option", {"--no-such-option", data("nested.ll")}, {"--no-such-option"}},
+  };
+  const fs::path half = scratch.path() / "truncated-half.bc";
+  const fs::path header = scratch.path() / "truncated-header.bc";
+  if (write_bitcode(scratch.path(), half, kHalf) &&
+      write_bitcode(scratch.path(), header, 8)) {
+    v.push_back({"bitcode truncated to half its size", {half.string()}, {"truncated-half.bc"}});
+    v.push_back({"bitcode truncated to 8 bytes", {header.string()}, {"truncated-header.bc"}});
+  } else {
+    MESSAGE("truncated-bitcode inputs skipped: llvm-as not found (KILN_LLVM_AS)");
+  }
+  return v;
+}
+
+// Every regular file under `dir`, relative path -> bytes.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file())
+      files[fs::relative(e.path(), dir).string()] = slurp(e.path());
+  return files;
+}
+
+std::string ls_json(const Cache& cache) {
+  RunResult r = inspect(cache, {"ls", "--json"});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  json parsed;
+  REQUIRE_NOTHROW(parsed = json::parse(r.out));
+  return r.out;
+}
+
+void check_rejected(const RunResult& r, const BadInput& bad) {
+  INFO("case: " << bad.what);
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK(!r.err.empty());
+  for (const std::string& m : bad.mentions)
+    CHECK_MESSAGE(r.err.find(m) != std::string::npos, "stderr should mention " << m);
+}
+
+BadInput find(const std::vector<BadInput>& all, std::string_view what) {
+  for (const BadInput& b : all)
+    if (b.what == what)
+      return b;
+  FAIL("no bad input named " << what);
+  return {};
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("integration.errors");
+
+TEST_CASE("every bad input exits 2 and says what is wrong") {
+  TempDir scratch;
+  for (const BadInput& bad : bad_inputs(scratch)) {
+    Cache cache;
+    check_rejected(precompile(cache, bad.args), bad);
+  }
+}
+
+TEST_CASE("a syntax error names the file and the line") {
+  Cache cache;
+  TempDir scratch;
+  const BadInput bad = find(bad_inputs(scratch), "syntax error");
+  RunResult r = precompile(cache, bad.args);
+  check_rejected(r, bad);
+  INFO(describe(r));
+  // The malformed operand is on line 13 of bad_syntax.ll.
+  CHECK(std::regex_search(r.err, std::regex("(^|[^0-9])13([^0-9]|$)")));
+}
+
+TEST_CASE("truncated bitcode is an input error, whole bitcode is accepted") {
+  TempDir scratch;
+  const fs::path whole = scratch.path() / "whole.bc";
+  const fs::path cut = scratch.path() / "cut.bc";
+  if (!write_bitcode(scratch.path(), whole, kWhole) ||
+      !write_bitcode(scratch.path(), cut, kHalf)) {
+    MESSAGE("skipped: llvm-as not found (KILN_LLVM_AS)");
+    return;
+  }
+  {
+    Cache cache;
+    json j = precompile_ok(cache, {"--entry", "nest_a", whole.string()});
+    CHECK(j["jobs"].size() == 3);
+  }
+  Cache cache;
+  check_rejected(precompile(cache, {"--entry", "nest_a", cut.string()}),
+                 {"truncated bitcode", {}, {"cut.bc"}});
+}
+
+TEST_CASE("bad input leaves an existing cache exactly as it was") {
+  Cache cache;
+  precompile_ok(cache, {"--entry", "dia_root", data("diamond.ll")});
+  const std::string ls_before = ls_json(cache);
+  const auto files_before = snapshot(cache.dir());
+  REQUIRE(files_before.count("kiln.db") == 1);
+
+  TempDir scratch;
+  for (const BadInput& bad : bad_inputs(scratch)) {
+    check_rejected(precompile(cache, bad.args), bad);
+    INFO("after case: " << bad.what);
+    const auto files_after = snapshot(cache.dir());
+    std::set<std::string> names_before, names_after;
+    for (const auto& [name, bytes] : files_before)
+      names_before.insert(name);
+    for (const auto& [name, bytes] : files_after)
+      names_after.insert(name);
+    CHECK(names_after == names_before);
+    for (const auto& [name, bytes] : files_before) {
+      INFO("file " << name);
+      CHECK((files_after.count(name) && files_after.at(name) == bytes));
+    }
+    CHECK(ls_json(cache) == ls_before);
+  }
+
+  // And the cache still works: nothing recompiles, the image still loads.
+  json j = precompile_ok(cache, {"--entry", "dia_root", data("diamond.ll")});
+  CHECK(statuses(j) == std::set<std::string>{"cached"});
+  Image image(cache, "dia_root");
+  CHECK(image.fn<I32Fn>("dia_root")(5) == 1026);
+}
+
+TEST_SUITE_END();

@@ -1,0 +1,141 @@
+// kiln-precompile: compile every job of a unit the cache lacks, record the
+// roots' closures and link their images, so that loading is a cache hit.
+// Exit: 0 all good; 1 some job failed (the others are stored); 2 usage or
+// input error (nothing written).
+#include <kiln/compiler.hpp>
+
+#include "support/files.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitJobFailed = 1;
+constexpr int kExitUsage = 2;
+
+int fail_usage(const std::string& msg) {
+  std::cerr << "kiln-precompile: error: " << msg << "\n";
+  return kExitUsage;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Precompile LLVM IR kernels and their deferred jobs into a Kiln cache",
+               "kiln-precompile"};
+  std::string cache_path;
+  std::vector<std::string> targets, entries, files;
+  int opt_level = 2;
+  unsigned jobs = 0;
+  bool json = false, debug = false, no_link = false, quiet = false;
+  app.add_option("--cache", cache_path,
+                 "cache file (default: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db)");
+  app.add_option("--target", targets, "target spec, repeatable (default: host)");
+  app.add_option("--entry", entries, "root entry function, repeatable (default: every "
+                                     "externally visible function)");
+  app.add_option("-O", opt_level, "optimization level 0..3 (default 2)")->check(CLI::Range(0, 3));
+  app.add_option("-j", jobs, "parallel compile jobs (default: all cores)");
+  app.add_flag("-g", debug, "keep debug info");
+  app.add_flag("--json", json, "print one JSON object describing jobs and roots");
+  app.add_flag("--no-link", no_link, "do not link images (they are linked at first load)");
+  app.add_flag("-q,--quiet", quiet, "no progress display");
+  app.add_option("FILE", files, "LLVM IR (.ll) or bitcode (.bc) files, linked into one unit")
+      ->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+
+  kiln::CompileRequest req;
+  for (const std::string& f : files)
+    req.inputs.push_back(kiln::SourceInput::file(f));
+  req.entries = entries;
+  if (!targets.empty())
+    req.targets = targets;
+  req.opt_level = opt_level;
+  req.debug = debug;
+  req.jobs = jobs;
+  req.link_images = !no_link;
+  bool tty = !quiet && ::isatty(STDERR_FILENO);
+  if (tty)
+    req.progress = [](const kiln::Progress& p) {
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s (%s)", p.done, p.total, p.status.c_str(),
+                   p.entry.c_str(), p.target.c_str());
+      std::fflush(stderr);
+    };
+
+  // Plan first: bad input is reported before the cache is even opened.
+  auto plan = kiln::Plan::create(req);
+  if (!plan)
+    return fail_usage(plan.error().message);
+  if (cache_path.empty()) {
+    auto d = kiln::default_cache_path();
+    if (!d)
+      return fail_usage(d.error().message);
+    cache_path = *d;
+  }
+  auto report = plan->run(cache_path);
+  if (tty)
+    std::fprintf(stderr, "\r\033[K");
+  if (!report)
+    return fail_usage(report.error().message);
+
+  size_t compiled = 0, cached = 0, failed = 0;
+  for (const kiln::JobReport& j : report->jobs) {
+    compiled += j.status == kiln::JobStatus::compiled;
+    cached += j.status == kiln::JobStatus::cached;
+    if (j.status == kiln::JobStatus::failed) {
+      ++failed;
+      std::cerr << "kiln-precompile: job " << j.key << " (" << j.entry << ", " << j.target
+                << ") failed: " << j.error << "\n";
+    }
+  }
+  for (const kiln::RootReport& r : report->roots)
+    if (!r.error.empty())
+      std::cerr << "kiln-precompile: root " << r.name << " (" << r.target << "): " << r.error
+                << "\n";
+
+  if (json) {
+    nlohmann::ordered_json out;
+    out["jobs"] = nlohmann::ordered_json::array();
+    for (const kiln::JobReport& j : report->jobs) {
+      nlohmann::ordered_json jj;
+      jj["key"] = j.key;
+      jj["entry"] = j.entry;
+      jj["target"] = j.target;
+      jj["status"] = kiln::job_status_name(j.status);
+      jj["refs"] = nlohmann::ordered_json::array();
+      for (const auto& [sym, key] : j.refs)
+        jj["refs"].push_back({{"symbol", sym}, {"key", key}});
+      if (j.status == kiln::JobStatus::failed)
+        jj["error"] = j.error;
+      out["jobs"].push_back(std::move(jj));
+    }
+    out["roots"] = nlohmann::ordered_json::array();
+    for (const kiln::RootReport& r : report->roots) {
+      nlohmann::ordered_json rr;
+      rr["name"] = r.name;
+      rr["target"] = r.target;
+      rr["closure"] = r.closure;
+      if (!r.error.empty())
+        rr["error"] = r.error;
+      out["roots"].push_back(std::move(rr));
+    }
+    std::cout << out.dump() << "\n";
+  } else if (tty) {
+    std::cerr << "kiln-precompile: " << report->jobs.size() << " jobs (" << compiled
+              << " compiled, " << cached << " cached, " << failed << " failed), "
+              << report->roots.size() << " roots in " << cache_path << "\n";
+  }
+  return report->ok() ? kExitOk : kExitJobFailed;
+}

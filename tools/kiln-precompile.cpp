@@ -36,9 +36,11 @@ int main(int argc, char** argv) {
   bool json = false, debug = false, no_link = false, quiet = false;
   app.add_option("--cache", cache_path,
                  "cache file (default: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db)");
-  app.add_option("--target", targets, "target spec, repeatable (default: host)");
+  app.add_option("--target", targets, "target spec, repeatable (default: host)")
+      ->allow_extra_args(false);
   app.add_option("--entry", entries, "root entry function, repeatable (default: every "
-                                     "externally visible function)");
+                                     "externally visible function)")
+      ->allow_extra_args(false);
   app.add_option("-O", opt_level, "optimization level 0..3 (default 2)")->check(CLI::Range(0, 3));
   app.add_option("-j", jobs, "parallel compile jobs (default: all cores)");
   app.add_flag("-g", debug, "keep debug info");

@@ -184,8 +184,7 @@ bool is_hex32(const json& v) {
          });
 }
 
-json precompile_ok(const Cache& cache, const std::vector<std::string>& args,
-                   const fs::path& cwd) {
+json precompile_ok(const Cache& cache, const std::vector<std::string>& args, const fs::path& cwd) {
   RunResult r = precompile(cache, args, cwd);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);

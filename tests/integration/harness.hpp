@@ -90,8 +90,8 @@ std::string closure(const json& j, std::string_view name);
 std::map<std::string, std::string> refs(const json& job);
 std::vector<std::string> ref_keys(const json& job);
 
-std::set<std::string> entries(const json& j);  ///< of "jobs"
-std::set<std::string> keys(const json& j);     ///< of "jobs"
+std::set<std::string> entries(const json& j); ///< of "jobs"
+std::set<std::string> keys(const json& j);    ///< of "jobs"
 std::set<std::string> root_names(const json& j);
 std::set<std::string> statuses(const json& j); ///< of "jobs"
 

@@ -219,13 +219,23 @@ TEST_CASE("a child-only change recompiles only the child and changes the result"
 
 TEST_CASE("a unit of two files is linked before its jobs are found") {
   Cache cache;
-  json j = precompile_ok(cache,
-                         {"--entry", "mf_root", data("multi_a.ll"), data("multi_b.ll")});
+  json j = precompile_ok(cache, {data("multi_a.ll"), data("multi_b.ll"), "--entry", "mf_root"});
   CHECK(entries(j) == std::set<std::string>{"mf_root", "mf_child"});
   CHECK(ref_keys(job(j, "mf_root")) == std::vector<std::string>{key(j, "mf_child")});
 
   Image image(cache, "mf_root");
   CHECK(image.fn<I32Fn>("mf_root")(10) == 28);
+}
+
+TEST_CASE("--entry and --target take exactly one value, even before several files") {
+  // Pinned usage: [--entry NAME]... [--target SPEC]... FILE...
+  Cache cache;
+  json j = precompile_ok(
+      cache, {"--entry", "mf_root", "--target", "host", data("multi_a.ll"), data("multi_b.ll")});
+  CHECK(root_names(j) == std::set<std::string>{"mf_root"});
+  Cache other;
+  json k = precompile_ok(other, {"--target", "host", data("multi_a.ll"), data("multi_b.ll")});
+  CHECK(root_names(k) == std::set<std::string>{"mf_root", "mf_child"});
 }
 
 TEST_CASE("without --entry every externally visible function is a root, jobs shared") {
@@ -234,8 +244,7 @@ TEST_CASE("without --entry every externally visible function is a root, jobs sha
 
   CHECK(root_names(j) == std::set<std::string>{"nest_a", "nest_b", "nest_c"});
   CHECK(j["jobs"].size() == 3);
-  std::set<std::string> closures{closure(j, "nest_a"), closure(j, "nest_b"),
-                                 closure(j, "nest_c")};
+  std::set<std::string> closures{closure(j, "nest_a"), closure(j, "nest_b"), closure(j, "nest_c")};
   CHECK(closures.size() == 3);
 
   Image image(cache, "nest_b");

@@ -14,8 +14,8 @@ namespace {
 
 struct BadInput {
   std::string what;
-  std::vector<std::string> args;       // after --cache/--json
-  std::vector<std::string> mentions;   // substrings stderr must contain
+  std::vector<std::string> args;     // after --cache/--json
+  std::vector<std::string> mentions; // substrings stderr must contain
 };
 
 constexpr std::size_t kWhole = 0;
@@ -45,9 +45,7 @@ std::vector<BadInput> bad_inputs(const TempDir& scratch) {
   std::vector<BadInput> v{
       {"syntax error", {data("bad_syntax.ll")}, {"bad_syntax.ll"}},
       {"kiln_deferred on a global variable", {data("bad_deferred_global.ll")}, {"bdg_parent"}},
-      {"kiln_deferred on a declared-only function",
-       {data("bad_deferred_decl.ll")},
-       {"bdd_parent"}},
+      {"kiln_deferred on a declared-only function", {data("bad_deferred_decl.ll")}, {"bdd_parent"}},
       {"missing entry", {"--entry", "nosuch", data("nested.ll")}, {"nosuch"}},
       {"one good and one missing entry",
        {"--entry", "nest_a", "--entry", "nosuch", data("nested.ll")},
@@ -67,8 +65,7 @@ std::vector<BadInput> bad_inputs(const TempDir& scratch) {
   };
   const fs::path half = scratch.path() / "truncated-half.bc";
   const fs::path header = scratch.path() / "truncated-header.bc";
-  if (write_bitcode(scratch.path(), half, kHalf) &&
-      write_bitcode(scratch.path(), header, 8)) {
+  if (write_bitcode(scratch.path(), half, kHalf) && write_bitcode(scratch.path(), header, 8)) {
     v.push_back({"bitcode truncated to half its size", {half.string()}, {"truncated-half.bc"}});
     v.push_back({"bitcode truncated to 8 bytes", {header.string()}, {"truncated-header.bc"}});
   } else {
@@ -121,6 +118,9 @@ TEST_CASE("every bad input exits 2 and says what is wrong") {
   for (const BadInput& bad : bad_inputs(scratch)) {
     Cache cache;
     check_rejected(precompile(cache, bad.args), bad);
+    // A cache that did not exist still does not.
+    INFO("case: " << bad.what);
+    CHECK(!fs::exists(cache.db()));
   }
 }
 
@@ -139,8 +139,7 @@ TEST_CASE("truncated bitcode is an input error, whole bitcode is accepted") {
   TempDir scratch;
   const fs::path whole = scratch.path() / "whole.bc";
   const fs::path cut = scratch.path() / "cut.bc";
-  if (!write_bitcode(scratch.path(), whole, kWhole) ||
-      !write_bitcode(scratch.path(), cut, kHalf)) {
+  if (!write_bitcode(scratch.path(), whole, kWhole) || !write_bitcode(scratch.path(), cut, kHalf)) {
     MESSAGE("skipped: llvm-as not found (KILN_LLVM_AS)");
     return;
   }

@@ -1,0 +1,69 @@
+// The loader's two paths, each in a process that only loads: a cached image
+// loads without LLVM or the linker; a missing image is relinked from the
+// closure's job artifacts (bringing in the linker), stored, and the next
+// process loads it without the linker again.
+#include "harness.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+using namespace kiln_it;
+
+namespace {
+
+RunResult probe(const Cache& cache, const std::string& name, const std::string& arg) {
+  return run({KILN_LOAD_PROBE, cache.db().string(), name, arg});
+}
+
+} // namespace
+
+TEST_SUITE("integration.loader") {
+
+TEST_CASE("a cached image loads without mapping LLVM or the linker") {
+  Cache cache;
+  precompile_ok(cache, {data("nested.ll")});
+  RunResult r = probe(cache, "nest_a", "5");
+  REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+  CHECK(r.out == "result=345 llvm=0 linker=0\n"); // nest_a(5) = (5 + 100 + 10) * 3
+}
+
+TEST_CASE("a missing image is relinked from job artifacts, stored, then loaded warm") {
+  Cache cache;
+  json j = precompile_ok(cache, {"--no-link", data("nested.ll")});
+  RunResult warm_ref;
+  {
+    Cache linked;
+    precompile_ok(linked, {data("nested.ll")});
+    warm_ref = probe(linked, "nest_a", "5");
+    REQUIRE_MESSAGE(warm_ref.exit_code == 0, describe(warm_ref));
+  }
+  RunResult cold = probe(cache, "nest_a", "5");
+  REQUIRE_MESSAGE(cold.exit_code == 0, describe(cold));
+  CHECK(cold.out.find("linker=1") != std::string::npos);
+  CHECK(cold.out.find("llvm=1") != std::string::npos);
+
+  RunResult warm = probe(cache, "nest_a", "5");
+  REQUIRE_MESSAGE(warm.exit_code == 0, describe(warm));
+  CHECK(warm.out.find("llvm=0 linker=0") != std::string::npos);
+  // Same result whether the image came from precompile or from the loader.
+  CHECK(warm.out.substr(0, warm.out.find(' ')) == warm_ref.out.substr(0, warm_ref.out.find(' ')));
+}
+
+TEST_CASE("without a linker, a missing image is KILN_UNAVAILABLE and a cached one still loads") {
+  Cache cache;
+  precompile_ok(cache, {"--no-link", data("nested.ll")});
+  ::setenv("KILN_LINK_LIBRARY", "", 1);
+  RunResult r = probe(cache, "nest_a", "5");
+  ::unsetenv("KILN_LINK_LIBRARY");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("linker") != std::string::npos);
+  Cache linked;
+  precompile_ok(linked, {data("nested.ll")});
+  ::setenv("KILN_LINK_LIBRARY", "", 1);
+  RunResult ok = probe(linked, "nest_a", "5");
+  ::unsetenv("KILN_LINK_LIBRARY");
+  CHECK_MESSAGE(ok.exit_code == 0, describe(ok));
+}
+
+} // TEST_SUITE

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 
 namespace {
 
@@ -206,6 +207,9 @@ int main(int argc, char** argv) {
       return report(d.error());
     cache_path = *d;
   }
+  // Inspecting never creates a cache.
+  if (::access(cache_path.c_str(), F_OK) != 0)
+    return report(kiln::make_error(kiln::Code::not_found, "no cache at '" + cache_path + "'"));
   auto store = kiln::cache::Store::open(cache_path);
   if (!store)
     return report(store.error());

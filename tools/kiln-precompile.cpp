@@ -103,6 +103,10 @@ int main(int argc, char** argv) {
     }
   }
   for (const kiln::RootReport& r : report->roots)
+    if (!r.note.empty())
+      std::cerr << "kiln-precompile: note: root " << r.name << " (" << r.target
+                << ") has no image yet: " << r.note << "\n";
+  for (const kiln::RootReport& r : report->roots)
     if (!r.error.empty())
       std::cerr << "kiln-precompile: root " << r.name << " (" << r.target << "): " << r.error
                 << "\n";
@@ -129,6 +133,7 @@ int main(int argc, char** argv) {
       rr["name"] = r.name;
       rr["target"] = r.target;
       rr["closure"] = r.closure;
+      rr["image"] = r.image;
       if (!r.error.empty())
         rr["error"] = r.error;
       out["roots"].push_back(std::move(rr));

@@ -67,6 +67,8 @@ struct RootReport {
   std::string name;
   std::string target;
   std::string closure; ///< 32 hex; empty if a member failed
+  bool image = false;  ///< an image is linked and cached
+  std::string note;    ///< why no image was linked (e.g. no nvJitLink here)
   std::string error;
 };
 

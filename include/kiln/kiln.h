@@ -45,8 +45,19 @@ kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* tar
                             kiln_image** out);
 
 /** Looks up a function of a loaded image by its original entry name (any
- *  job of the closure). For host images *out is the function's address. */
+ *  job of the closure). For host images *out is the function's address; for
+ *  NVIDIA images a CUfunction, for AMD images a hipFunction_t (kernels only:
+ *  device functions are reached through the kernels' deferred pointers).
+ *  Launch GPU kernels with cuLaunchKernel / hipModuleLaunchKernel. */
 kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out);
+
+/** The loaded module: a dlopen handle (host), CUmodule (NVIDIA, loaded into
+ *  device 0's primary context) or hipModule_t (AMD). Owned by the image. */
+void* kiln_image_module(kiln_image* image);
+
+/** The target the image was loaded for ("host", "sm_90", ...); owned by the
+ *  image. */
+const char* kiln_image_target(kiln_image* image);
 
 /** Unloads an image. Pointers obtained from it become invalid. */
 void kiln_image_release(kiln_image* image);

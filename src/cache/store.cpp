@@ -157,12 +157,22 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
         return st->db_error("cannot read the cache header");
       return Status::ok();
     };
-    Status s1 = read_int("PRAGMA application_id", &app_id);
-    if (!s1)
+    // One read transaction: another process may be migrating the same new
+    // file, and the three reads must see one state of it.
+    Status s1 = st->exec("BEGIN");
+    if (s1)
+      s1 = read_int("PRAGMA application_id", &app_id);
+    if (!s1) {
+      (void)st->exec("ROLLBACK");
       return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (" +
                                            s1.error().message + ")");
-    KILN_TRY(read_int("PRAGMA user_version", &user_version));
-    KILN_TRY(read_int("SELECT count(*) FROM sqlite_master", &objects));
+    }
+    Status s2 = read_int("PRAGMA user_version", &user_version);
+    if (s2)
+      s2 = read_int("SELECT count(*) FROM sqlite_master", &objects);
+    (void)st->exec("COMMIT");
+    if (!s2)
+      return s2.error();
   }
   if (objects > 0 && app_id != kApplicationId)
     return make_error(Code::corrupt,
@@ -173,7 +183,17 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
                           ", newer than this Kiln's " + std::to_string(schema_version()) +
                           "; use a newer Kiln or another cache");
 
-  KILN_TRY(st->exec("PRAGMA journal_mode=WAL"));
+  // Switching to WAL needs a moment of exclusive access, which SQLite's
+  // busy handler does not wait for: retry while another opener holds it.
+  for (int attempt = 0;; ++attempt) {
+    Status wal = st->exec("PRAGMA journal_mode=WAL");
+    if (wal)
+      break;
+    int rc = sqlite3_errcode(st->db_) & 0xff;
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 3000)
+      return wal.error();
+    ::usleep(10000);
+  }
   KILN_TRY(st->exec("PRAGMA synchronous=NORMAL"));
   KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
   if (user_version < schema_version())

@@ -1,8 +1,11 @@
 #include "codegen/compile.h"
 
+#include "codegen/ptxas.h"
+
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -83,14 +86,43 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
 
 } // namespace
 
-std::vector<std::string> artifact_formats(const TargetDesc&) { return {"obj"}; }
+std::vector<std::string> artifact_formats(const TargetDesc& target) {
+  switch (target.kind) {
+  case TargetKind::host:
+    return {"obj"};
+  case TargetKind::nvptx:
+    // Relocatable cubin where the toolkit's ptxas is present; PTX always.
+    if (ptxas_path().empty())
+      return {"ptx"};
+    return {"ptx", "cubin"};
+  case TargetKind::amdgpu:
+    // AMDGPU objects cannot size registers and stack across calls into
+    // another object, so jobs keep finished bitcode, linked at IR level.
+    return {"bc"};
+  }
+  return {};
+}
+
+namespace {
+
+Result<std::string> emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType type,
+                         const std::string& where) {
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
+    return make_error(Code::unavailable, where + ": the backend cannot emit this file type");
+  pm.run(m);
+  return std::string(buf.data(), buf.size());
+}
+
+} // namespace
 
 Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const TargetDesc& target,
                                                   const CodegenOptions& options) {
   std::string where = "job '" + job.entry + "' (" + target.spec + ")";
   llvm::LLVMContext ctx;
-  auto parsed = llvm::parseBitcodeFile(
-      llvm::MemoryBufferRef(job.bitcode, "kiln-job"), ctx);
+  auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(job.bitcode, "kiln-job"), ctx);
   if (!parsed)
     return make_error(Code::internal,
                       where + ": cannot read its module: " + llvm::toString(parsed.takeError()));
@@ -107,13 +139,38 @@ Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const Tar
   if (llvm::verifyModule(*m, &vos))
     return make_error(Code::internal, where + ": invalid module after finishing: " + vos.str());
 
-  llvm::SmallVector<char, 0> obj;
-  llvm::raw_svector_ostream os(obj);
-  llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return make_error(Code::unavailable, where + ": the backend cannot emit object code");
-  pm.run(*m);
-  return std::vector<CompiledArtifact>{{"obj", std::string(obj.data(), obj.size())}};
+  std::vector<CompiledArtifact> out;
+  switch (target.kind) {
+  case TargetKind::host: {
+    auto obj = emit(*m, **tm, llvm::CodeGenFileType::ObjectFile, where);
+    if (!obj)
+      return obj.error();
+    out.push_back({"obj", obj.take()});
+    break;
+  }
+  case TargetKind::nvptx: {
+    auto ptx = emit(*m, **tm, llvm::CodeGenFileType::AssemblyFile, where);
+    if (!ptx)
+      return ptx.error();
+    if (!ptxas_path().empty()) {
+      auto cubin = assemble_ptx(*ptx, target.cpu, where);
+      if (!cubin)
+        return cubin.error();
+      out.push_back({"cubin", cubin.take()});
+    }
+    out.push_back({"ptx", ptx.take()});
+    break;
+  }
+  case TargetKind::amdgpu: {
+    std::string bc;
+    llvm::raw_string_ostream os(bc);
+    llvm::WriteBitcodeToFile(*m, os);
+    os.flush();
+    out.push_back({"bc", std::move(bc)});
+    break;
+  }
+  }
+  return out;
 }
 
 } // namespace kiln::codegen

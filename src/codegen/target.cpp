@@ -1,5 +1,7 @@
 #include "codegen/target.h"
 
+#include "codegen/ptxas.h"
+
 #include <llvm/Config/llvm-config.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
@@ -7,9 +9,11 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/TargetParser.h>
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -25,6 +29,15 @@ void init_llvm_targets() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    LLVMInitializeAMDGPUTargetInfo();
+    LLVMInitializeAMDGPUTarget();
+    LLVMInitializeAMDGPUTargetMC();
+    LLVMInitializeAMDGPUAsmPrinter();
+    LLVMInitializeAMDGPUAsmParser();
   });
 }
 
@@ -42,7 +55,67 @@ std::string host_features() {
 
 } // namespace
 
-const char* accepted_target_specs() { return "host (this machine's CPU)"; }
+const char* accepted_target_specs() {
+  return "host (this machine's CPU); sm_75, sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_90a, "
+         "sm_100[a|f], sm_101[a|f], sm_103[a|f], sm_110[a|f], sm_120[a|f], sm_121[a|f] (NVIDIA); "
+         "gfxNNN[:xnack+|:xnack-][:sramecc+|:sramecc-], e.g. gfx90a, gfx942:xnack-, gfx1100 (AMD)";
+}
+
+namespace {
+
+// The PTX ISA each NVIDIA target is compiled for, chosen explicitly: the
+// lowest ISA that has the architecture, so the PTX assembles with as old a
+// toolkit and driver as possible.
+struct NvArch {
+  const char* name;
+  int ptx;
+};
+constexpr NvArch kNvArchs[] = {
+    {"sm_75", 78},   {"sm_80", 78},   {"sm_86", 78},   {"sm_87", 78},   {"sm_88", 90},
+    {"sm_89", 78},   {"sm_90", 78},   {"sm_90a", 80},  {"sm_100", 86},  {"sm_100a", 86},
+    {"sm_100f", 88}, {"sm_101", 86},  {"sm_101a", 86}, {"sm_101f", 88}, {"sm_103", 88},
+    {"sm_103a", 88}, {"sm_103f", 88}, {"sm_110", 90},  {"sm_110a", 90}, {"sm_110f", 90},
+    {"sm_120", 87},  {"sm_120a", 87}, {"sm_120f", 88}, {"sm_121", 88},  {"sm_121a", 88},
+    {"sm_121f", 88},
+};
+
+Result<TargetDesc> resolve_amdgpu(const std::string& spec) {
+  auto bad = [&](const std::string& why) {
+    return make_error(Code::invalid_argument, "unknown target '" + spec + "' (" + why +
+                                                  "); accepted: " + accepted_target_specs());
+  };
+  size_t colon = spec.find(':');
+  std::string cpu = spec.substr(0, colon);
+  if (llvm::AMDGPU::parseArchAMDGCN(cpu) == llvm::AMDGPU::GK_NONE)
+    return bad("no AMD GPU named " + cpu);
+  std::map<std::string, char> feats;
+  while (colon != std::string::npos) {
+    size_t next = spec.find(':', colon + 1);
+    std::string f = spec.substr(colon + 1, next == std::string::npos ? std::string::npos
+                                                                     : next - colon - 1);
+    colon = next;
+    if (f.size() < 2 || (f.back() != '+' && f.back() != '-'))
+      return bad("feature '" + f + "' must end in + or -");
+    std::string name = f.substr(0, f.size() - 1);
+    if (name != "xnack" && name != "sramecc")
+      return bad("feature '" + name + "' is not xnack or sramecc");
+    if (feats.count(name))
+      return bad("feature '" + name + "' given twice");
+    feats[name] = f.back();
+  }
+  TargetDesc t;
+  t.kind = TargetKind::amdgpu;
+  t.triple = "amdgcn-amd-amdhsa";
+  t.cpu = cpu;
+  t.spec = cpu;
+  for (const auto& [name, sign] : feats) { // std::map: sorted, so the spec is canonical
+    t.spec += ":" + name + sign;
+    t.features += (t.features.empty() ? "" : ",") + std::string(1, sign) + name;
+  }
+  return t;
+}
+
+} // namespace
 
 Result<TargetDesc> resolve_target(const std::string& spec) {
   if (spec == "host") {
@@ -57,11 +130,23 @@ Result<TargetDesc> resolve_target(const std::string& spec) {
     }();
     return host;
   }
-  if (spec.rfind("sm_", 0) == 0 || spec.rfind("gfx", 0) == 0)
-    return make_error(Code::unavailable, "target '" + spec +
-                                             "' is a GPU target, which this build does not "
-                                             "compile yet; accepted: " +
-                                             accepted_target_specs());
+  if (spec.rfind("sm_", 0) == 0) {
+    for (const NvArch& a : kNvArchs)
+      if (spec == a.name) {
+        TargetDesc t;
+        t.spec = spec;
+        t.kind = TargetKind::nvptx;
+        t.triple = "nvptx64-nvidia-cuda";
+        t.cpu = spec;
+        t.features = "+ptx" + std::to_string(a.ptx);
+        return t;
+      }
+    return make_error(Code::invalid_argument, "unknown target '" + spec +
+                                                  "' (no such NVIDIA architecture); accepted: " +
+                                                  accepted_target_specs());
+  }
+  if (spec.rfind("gfx", 0) == 0)
+    return resolve_amdgpu(spec);
   return make_error(Code::invalid_argument,
                     "unknown target '" + spec + "'; accepted: " + accepted_target_specs());
 }
@@ -83,8 +168,13 @@ Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(const TargetD
   case 2: level = llvm::CodeGenOptLevel::Default; break;
   default: level = llvm::CodeGenOptLevel::Aggressive; break;
   }
+  // Host objects go into a shared object: position independent. GPU code
+  // objects take the backends' defaults.
+  std::optional<llvm::Reloc::Model> rm;
+  if (target.kind == TargetKind::host)
+    rm = llvm::Reloc::PIC_;
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      triple, target.cpu, target.features, to, llvm::Reloc::PIC_, std::nullopt, level));
+      triple, target.cpu, target.features, to, rm, std::nullopt, level));
   if (!tm)
     return make_error(Code::internal, "cannot create a target machine for " + target.spec);
   return tm;
@@ -99,8 +189,12 @@ Result<std::string> target_data_layout(const TargetDesc& target) {
   return (*tm)->createDataLayout().getStringRepresentation();
 }
 
-std::string toolchain_fingerprint(const TargetDesc&) {
-  return "kiln-artifacts " + std::to_string(kArtifactFormat) + "; llvm " LLVM_VERSION_STRING;
+std::string toolchain_fingerprint(const TargetDesc& target) {
+  std::string fp = "kiln-artifacts " + std::to_string(kArtifactFormat) + "; llvm " LLVM_VERSION_STRING;
+  // NVIDIA jobs store a cubin assembled by ptxas: its version shapes the bytes.
+  if (target.kind == TargetKind::nvptx)
+    fp += "; " + (ptxas_version().empty() ? std::string("no ptxas") : ptxas_version());
+  return fp;
 }
 
 } // namespace kiln::codegen

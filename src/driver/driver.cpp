@@ -9,8 +9,7 @@
 #include "driver/job_key.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
-#include "link/link_abi.h"
-#include "runtime/loader.h"
+#include "runtime/image_link.h"
 
 #include <kiln/compiler.hpp>
 
@@ -223,41 +222,15 @@ CompileReport Plan::describe() const {
   for (const PlannedJob& j : impl_->jobs)
     rep.jobs.push_back(impl_->report_of(j));
   for (const PlannedRoot& r : impl_->roots)
-    rep.roots.push_back({r.name, r.target.spec,
-                         driver::closure_key(r.root, impl_->closure_of(r.root)).hex(), {}});
+  {
+    RootReport rr;
+    rr.name = r.name;
+    rr.target = r.target.spec;
+    rr.closure = driver::closure_key(r.root, impl_->closure_of(r.root)).hex();
+    rep.roots.push_back(std::move(rr));
+  }
   return rep;
 }
-
-namespace {
-
-Result<std::string> link_image(cache::Store& store, const driver::ClosureMap& members) {
-  std::vector<std::string> objects;
-  for (const auto& [symbol, key] : members) {
-    auto obj = store.get_artifact(key, "obj");
-    if (!obj)
-      return obj.error();
-    objects.push_back(obj.take());
-  }
-  std::vector<kiln_link_input> in;
-  std::vector<std::string> names;
-  names.reserve(members.size());
-  for (size_t i = 0; i < objects.size(); ++i) {
-    names.push_back(members[i].second.hex());
-    in.push_back({objects[i].data(), objects[i].size(), names.back().c_str()});
-  }
-  char *out = nullptr, *err = nullptr;
-  size_t size = 0;
-  if (kiln_link_host_shared(in.data(), in.size(), &out, &size, &err) != 0) {
-    std::string msg = err ? err : "link failed";
-    kiln_link_free(err);
-    return make_error(Code::internal, msg);
-  }
-  std::string bytes(out, size);
-  kiln_link_free(out);
-  return bytes;
-}
-
-} // namespace
 
 Result<CompileReport> Plan::run(const std::string& cache_path) {
   auto opened = cache::Store::open(cache_path);
@@ -349,7 +322,9 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
   for (const JobReport& r : rep.jobs)
     status_of[r.key] = &r;
   for (const PlannedRoot& root : p.roots) {
-    RootReport rr{root.name, root.target.spec, {}, {}};
+    RootReport rr;
+    rr.name = root.name;
+    rr.target = root.target.spec;
     driver::ClosureMap members = p.closure_of(root.root);
     for (const auto& [symbol, key] : members) {
       const JobReport* jr = status_of.at(key.hex());
@@ -369,16 +344,16 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
         rr.error = s.error().message;
       } else {
         rr.closure = ck.hex();
-        if (p.request.link_images && root.target.kind == codegen::TargetKind::host) {
-          cache::ImageKey ikey{ck, runtime::host_arch(), kiln_link_fingerprint()};
-          auto have = store.get_image(ikey);
-          if (!have) {
-            auto image = link_image(store, members);
-            if (!image)
-              rr.error = image.error().context("linking root '" + root.name + "'").message;
-            else if (Status ps = store.put_image(ikey, "so", *image); !ps)
-              rr.error = ps.error().message;
-          }
+        if (p.request.link_images) {
+          auto stored = store.get_closure(ck);
+          auto image = stored ? runtime::fetch_or_link_image(store, *stored)
+                              : Result<std::string>(stored.error());
+          if (image)
+            rr.image = true;
+          else if (image.error().code == Code::unavailable)
+            rr.note = image.error().message; // the loader links it where the linker exists
+          else
+            rr.error = image.error().context("linking root '" + root.name + "'").message;
         }
       }
     }

@@ -165,6 +165,9 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
       std::string child = target->getName().str();
       std::string symbol = config.deferred_symbol(child);
       llvm::FunctionCallee decl = m->getOrInsertFunction(symbol, target->getFunctionType());
+      // Calls through the pointer must use the child's convention.
+      if (auto* df = dyn_cast<llvm::Function>(decl.getCallee()))
+        df->setCallingConv(target->getCallingConv());
       llvm::Value* replacement = decl.getCallee();
       if (replacement->getType() != cb->getType())
         replacement = llvm::ConstantExpr::getPointerCast(llvm::cast<llvm::Constant>(replacement),
@@ -218,8 +221,27 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
     m->eraseNamedMetadata(ident);
   if (llvm::NamedMDNode* cl = m->getNamedMetadata("llvm.commandline"))
     m->eraseNamedMetadata(cl);
-  if (!config.debug)
+  if (!config.debug) {
     llvm::StripDebugInfo(*m);
+    // StripDebugInfo keeps the DWARF module flags; a unit built with -g must
+    // give the same job as one built without when debug info is not kept.
+    if (llvm::NamedMDNode* flags = m->getModuleFlagsMetadata()) {
+      std::vector<llvm::MDNode*> keep;
+      for (llvm::MDNode* flag : flags->operands()) {
+        auto* name = flag->getNumOperands() > 1
+                         ? llvm::dyn_cast<llvm::MDString>(flag->getOperand(1))
+                         : nullptr;
+        llvm::StringRef n = name ? name->getString() : "";
+        if (n != "Dwarf Version" && n != "Debug Info Version" && n != "CodeView")
+          keep.push_back(flag);
+      }
+      flags->clearOperands();
+      for (llvm::MDNode* flag : keep)
+        flags->addOperand(flag);
+      if (flags->getNumOperands() == 0)
+        m->eraseNamedMetadata(flags);
+    }
+  }
   strip_local_names(*m);
   m->setTargetTriple(llvm::Triple(config.triple));
   m->setDataLayout(config.data_layout);

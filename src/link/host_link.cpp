@@ -17,7 +17,7 @@
 
 LLD_HAS_DRIVER(elf)
 
-namespace {
+namespace kiln::link_detail {
 
 char* dup_string(const std::string& s) {
   char* p = static_cast<char*>(std::malloc(s.size() + 1));
@@ -27,9 +27,14 @@ char* dup_string(const std::string& s) {
 
 // lld keeps global state per link; it may run again afterwards but not
 // concurrently, so links in one process take turns.
-std::mutex g_lld_mutex;
+std::mutex& lld_mutex() {
+  static std::mutex mu;
+  return mu;
+}
 
-} // namespace
+} // namespace kiln::link_detail
+
+using kiln::link_detail::dup_string;
 
 extern "C" int kiln_link_host_shared(const kiln_link_input* inputs, size_t count, char** out,
                                      size_t* out_size, char** error) {
@@ -72,7 +77,7 @@ extern "C" int kiln_link_host_shared(const kiln_link_input* inputs, size_t count
   llvm::raw_string_ostream diag_os(diag);
   int rc;
   {
-    std::lock_guard lock(g_lld_mutex);
+    std::lock_guard lock(kiln::link_detail::lld_mutex());
     lld::Result r = lld::lldMain(args, diag_os, diag_os, {{lld::Gnu, &lld::elf::link}});
     rc = r.retCode;
   }

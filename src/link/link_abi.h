@@ -23,6 +23,12 @@ typedef struct kiln_link_input {
 int kiln_link_host_shared(const kiln_link_input* inputs, size_t count, char** out,
                           size_t* out_size, char** error);
 
+/* Links a closure's finished AMDGPU bitcode into one HSACO: IR-level link
+ * (AMDGPU cannot size registers and stack across separately compiled
+ * objects), codegen for cpu/features, then lld. Same conventions as above. */
+int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, const char* cpu,
+                     const char* features, char** out, size_t* out_size, char** error);
+
 /* Linker fingerprint, part of every image key (e.g. "lld 22.1.8"). */
 const char* kiln_link_fingerprint(void);
 

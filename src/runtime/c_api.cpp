@@ -68,6 +68,12 @@ kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) 
   return KILN_OK;
 }
 
+void* kiln_image_module(kiln_image* image) {
+  return image && image->module ? image->module->handle() : nullptr;
+}
+
+const char* kiln_image_target(kiln_image* image) { return image ? image->target.c_str() : ""; }
+
 void kiln_image_release(kiln_image* image) { delete image; }
 
 const char* kiln_last_error(void) { return t_last_error.c_str(); }

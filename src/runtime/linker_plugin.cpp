@@ -17,6 +17,7 @@ namespace {
 
 struct LinkApi {
   decltype(&kiln_link_host_shared) link_host_shared = nullptr;
+  decltype(&kiln_link_amdgpu) link_amdgpu = nullptr;
   decltype(&kiln_link_fingerprint) fingerprint = nullptr;
   decltype(&kiln_link_free) free = nullptr;
   std::string error;
@@ -51,9 +52,10 @@ const LinkApi& link_api() {
     }
     api.link_host_shared =
         reinterpret_cast<decltype(api.link_host_shared)>(dlsym(h, "kiln_link_host_shared"));
+    api.link_amdgpu = reinterpret_cast<decltype(api.link_amdgpu)>(dlsym(h, "kiln_link_amdgpu"));
     api.fingerprint = reinterpret_cast<decltype(api.fingerprint)>(dlsym(h, "kiln_link_fingerprint"));
     api.free = reinterpret_cast<decltype(api.free)>(dlsym(h, "kiln_link_free"));
-    if (!api.link_host_shared || !api.fingerprint || !api.free)
+    if (!api.link_host_shared || !api.link_amdgpu || !api.fingerprint || !api.free)
       api.error = "the linker library '" + path + "' lacks Kiln's link entry points";
     else if (std::string(api.fingerprint()) != KILN_LINKER_FINGERPRINT)
       api.error = "the linker library '" + path + "' is " + api.fingerprint() +
@@ -78,6 +80,29 @@ Result<std::string> link_host_image(const std::vector<std::string>& objects,
   size_t out_size = 0;
   char* err = nullptr;
   if (api.link_host_shared(in.data(), in.size(), &out, &out_size, &err) != 0) {
+    std::string msg = err ? err : "link failed";
+    api.free(err);
+    return make_error(Code::internal, msg);
+  }
+  std::string bytes(out, out_size);
+  api.free(out);
+  return bytes;
+}
+
+Result<std::string> link_amdgpu_image(const std::vector<std::string>& bitcode,
+                                      const std::vector<std::string>& names,
+                                      const std::string& cpu, const std::string& features) {
+  const LinkApi& api = link_api();
+  if (!api.error.empty())
+    return make_error(Code::unavailable, api.error);
+  std::vector<kiln_link_input> in;
+  for (size_t i = 0; i < bitcode.size(); ++i)
+    in.push_back({bitcode[i].data(), bitcode[i].size(), names[i].c_str()});
+  char* out = nullptr;
+  size_t out_size = 0;
+  char* err = nullptr;
+  if (api.link_amdgpu(in.data(), in.size(), cpu.c_str(), features.c_str(), &out, &out_size,
+                      &err) != 0) {
     std::string msg = err ? err : "link failed";
     api.free(err);
     return make_error(Code::internal, msg);

@@ -1,14 +1,11 @@
 #include "runtime/loader.h"
 
+#include "runtime/image_link.h"
 #include "support/hash.h"
 
 namespace kiln::runtime {
 
 namespace {
-
-// The target a NULL/empty target means. Device probing (CUDA, HIP) chooses
-// a GPU target once those runtimes are present; the host is always there.
-std::string default_target() { return "host"; }
 
 Result<Hash128> resolve(cache::Store& store, std::string_view name, const std::string& target) {
   std::string n(name);
@@ -18,24 +15,25 @@ Result<Hash128> resolve(cache::Store& store, std::string_view name, const std::s
   return parse_hash128(name);
 }
 
-Result<std::string> relink(cache::Store& store, const cache::ClosureRecord& closure,
-                           const cache::ImageKey& key) {
-  std::vector<std::string> objects, names;
-  for (const cache::ClosureMember& m : closure.members) {
-    auto obj = store.get_artifact(m.job, "obj");
-    if (!obj)
-      return obj.error().context("relinking closure " + closure.key.hex() + " (entry " + m.entry +
-                                 ")");
-    objects.push_back(obj.take());
-    names.push_back(m.job.hex());
+// The target a NULL/empty target means: the best one the cache has for this
+// process's devices (an NVIDIA GPU, then an AMD GPU), else the host.
+Result<std::string> choose_target(cache::Store& store, std::string_view name) {
+  std::vector<std::string> have;
+  if (is_hash128_hex(name)) {
+    auto c = store.get_closure(*parse_hash128(name));
+    if (c)
+      return c->target;
   }
-  auto image = link_host_image(objects, names);
-  if (!image)
-    return image.error().context("relinking closure " + closure.key.hex());
-  // A store failure (read-only cache, disk full) costs the next process a
-  // relink; it does not fail this load.
-  (void)store.put_image(key, "so", *image);
-  return image;
+  auto names = store.names_for(std::string(name));
+  if (!names)
+    return names.error();
+  for (const cache::NameRecord& n : *names)
+    have.push_back(n.target);
+  if (auto nv = choose_cuda_target(have); nv && !nv->empty())
+    return *nv;
+  if (auto amd = choose_hip_target(have); amd && !amd->empty())
+    return *amd;
+  return std::string("host");
 }
 
 } // namespace
@@ -44,11 +42,16 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
                                                std::string_view target_arg) {
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
-  std::string target = target_arg.empty() ? default_target() : std::string(target_arg);
-  if (target != "host")
-    return make_error(Code::unavailable, "target '" + target +
-                                             "': this loader loads host images only");
   cache::Store& store = *cache.store;
+  std::string target;
+  if (target_arg.empty()) {
+    auto t = choose_target(store, name);
+    if (!t)
+      return t.error();
+    target = *t;
+  } else {
+    target = std::string(target_arg);
+  }
   auto key = resolve(store, name, target);
   if (!key)
     return key.error();
@@ -59,21 +62,25 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     return make_error(Code::invalid_argument, "closure " + key->hex() + " is for target " +
                                                   closure->target + ", not " + target);
 
-  cache::ImageKey ikey{*key, host_arch(), host_linker_fingerprint()};
-  auto bytes = store.get_image(ikey);
-  if (!bytes && bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt)
-    return bytes.error();
-  // A damaged image is a miss: relink it from the job artifacts, which carry
-  // their own checksums.
+  auto bytes = fetch_or_link_image(store, *closure);
   if (!bytes)
-    bytes = relink(store, *closure, ikey);
-  if (!bytes)
-    return bytes.error();
+    return bytes.error().context("loading '" + std::string(name) + "' for " + target);
 
   auto img = std::make_unique<kiln_image>();
   img->closure = *key;
   img->target = target;
-  auto mod = load_host_image(*bytes, *closure, img->symbols);
+  Result<std::unique_ptr<LoadedModule>> mod = make_error(Code::internal, "no loader");
+  switch (device_kind(target)) {
+  case DeviceKind::host:
+    mod = load_host_image(*bytes, *closure, img->symbols);
+    break;
+  case DeviceKind::nvidia:
+    mod = load_cuda_image(*bytes, *closure, img->symbols);
+    break;
+  case DeviceKind::amd:
+    mod = load_hip_image(*bytes, *closure, img->symbols);
+    break;
+  }
   if (!mod)
     return mod.error();
   img->module = mod.take();

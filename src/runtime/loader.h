@@ -27,6 +27,8 @@ using SymbolMap = std::unordered_map<std::string, void*, StringHash, std::equal_
 class LoadedModule {
 public:
   virtual ~LoadedModule() = default;
+  /// dlopen handle, CUmodule or hipModule_t.
+  virtual void* handle() const = 0;
 };
 
 /// Host images: validated, then loaded from memory (memfd) with dlopen.
@@ -34,9 +36,29 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const cache::ClosureRecord& closure,
                                                       SymbolMap& symbols);
 
+/// NVIDIA images: loaded through the CUDA driver (libcuda.so.1, dlopen'd);
+/// lookups give CUfunction handles of the closure's kernels.
+Result<std::unique_ptr<LoadedModule>> load_cuda_image(const std::string& bytes,
+                                                      const cache::ClosureRecord& closure,
+                                                      SymbolMap& symbols);
+/// AMD images: loaded through HIP (libamdhip64.so, dlopen'd); lookups give
+/// hipFunction_t handles.
+Result<std::unique_ptr<LoadedModule>> load_hip_image(const std::string& bytes,
+                                                     const cache::ClosureRecord& closure,
+                                                     SymbolMap& symbols);
+/// Of the targets a cache has for a root, the one this process's NVIDIA
+/// device runs best; empty when none fits or there is no device.
+Result<std::string> choose_cuda_target(const std::vector<std::string>& have);
+/// Same for an AMD device: an exact gfx + features match.
+Result<std::string> choose_hip_target(const std::vector<std::string>& have);
+
 /// Links a closure's host objects through the lazily loaded linker library.
 Result<std::string> link_host_image(const std::vector<std::string>& objects,
                                     const std::vector<std::string>& names);
+/// Links a closure's AMDGPU bitcode into an HSACO through the linker library.
+Result<std::string> link_amdgpu_image(const std::vector<std::string>& bitcode,
+                                      const std::vector<std::string>& names,
+                                      const std::string& cpu, const std::string& features);
 /// The fingerprint of the linker the loader would use, without loading it.
 const char* host_linker_fingerprint();
 

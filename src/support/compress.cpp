@@ -13,6 +13,10 @@ std::string zstd_compress(std::string_view raw, int level) {
 }
 
 Result<std::string> zstd_decompress(std::string_view compressed, size_t expected_size) {
+  // A stored size is input too: refuse absurd ones before allocating.
+  constexpr size_t kMaxBlob = size_t(1) << 32;
+  if (expected_size > kMaxBlob)
+    return make_error(Code::corrupt, "blob claims " + std::to_string(expected_size) + " bytes");
   unsigned long long size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size != expected_size)
     return make_error(Code::corrupt, "compressed blob has a bad zstd header or size");

@@ -246,6 +246,17 @@ TEST_CASE("extract_job: debug info does not change a job extracted without debug
   auto plain = must_extract(kBase, "f", "unit.ll", /*debug=*/false);
   auto with_dbg = must_extract(kWithDebug, "f", "unit.ll", /*debug=*/false);
   CHECK(plain.bitcode == with_dbg.bitcode);
+  {
+    // Nothing of the debug info may survive, module flags included.
+    llvm::LLVMContext ctx;
+    auto m = parse_bitcode(ctx, with_dbg.bitcode);
+    CHECK(m->getNamedMetadata("llvm.dbg.cu") == nullptr);
+    CHECK(m->getNamedMetadata("llvm.ident") == nullptr);
+    CHECK(m->getModuleFlag("Debug Info Version") == nullptr);
+    CHECK(m->getModuleFlag("Dwarf Version") == nullptr);
+    REQUIRE(m->getFunction("f"));
+    CHECK(m->getFunction("f")->getSubprogram() == nullptr);
+  }
 
   // With debug kept, the debug info is part of the job.
   auto kept = must_extract(kWithDebug, "f", "unit.ll", /*debug=*/true);

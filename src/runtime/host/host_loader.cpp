@@ -25,6 +25,7 @@ constexpr uint16_t kMachine = EM_AARCH64;
 class HostModule final : public LoadedModule {
 public:
   HostModule(void* handle, int fd) : handle_(handle), fd_(fd) {}
+  void* handle() const override { return handle_; }
   ~HostModule() override {
     if (handle_)
       dlclose(handle_);
@@ -72,7 +73,7 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const cache::ClosureRecord& closure,
                                                       SymbolMap& symbols) {
   std::string what = "image of closure " + closure.key.hex();
-  KILN_TRY(validate_elf(bytes, what));
+  KILN_TRY(validate_elf(bytes, what)); // image_link's check_image ran too; this guards dlopen itself
   int fd = ::memfd_create("kiln-image", MFD_CLOEXEC);
   if (fd < 0)
     return make_error(Code::unavailable, std::string("memfd_create failed: ") + std::strerror(errno));

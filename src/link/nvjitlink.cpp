@@ -1,0 +1,136 @@
+#include "link/nvjitlink.h"
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+
+namespace kiln::link {
+
+namespace {
+
+// nvJitLink's input kinds (nvJitLinkInputType): cubin 1, PTX 2.
+constexpr int kInputCubin = 1;
+constexpr int kInputPtx = 2;
+
+struct Api {
+#define KILN_NVJITLINK(name, ret, params) ret(*name) params = nullptr;
+#include "link/nvjitlink_symbols.def"
+#undef KILN_NVJITLINK
+  int (*Version)(unsigned*, unsigned*) = nullptr;
+  std::string fingerprint;
+  std::string error;
+};
+
+const Api& api() {
+  static Api a;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> cands;
+    if (const char* p = std::getenv("KILN_NVJITLINK")) {
+      if (!*p) {
+        a.error = "nvJitLink is disabled (KILN_NVJITLINK is empty)";
+        return;
+      }
+      cands.push_back(p);
+    }
+    for (const char* lib : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"}) {
+      if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+        cands.push_back(std::string(home) + "/lib64/" + lib);
+      cands.push_back(std::string("/usr/local/cuda/lib64/") + lib);
+      cands.push_back(lib);
+    }
+    void* h = nullptr;
+    for (const std::string& c : cands)
+      if ((h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!h) {
+      a.error = "nvJitLink is not installed (looked for libnvJitLink.so.13/.12 in $CUDA_HOME/lib64, "
+                "/usr/local/cuda/lib64 and the library path)";
+      return;
+    }
+    a.Version = reinterpret_cast<int (*)(unsigned*, unsigned*)>(dlsym(h, "nvJitLinkVersion"));
+    unsigned major = 0, minor = 0;
+    if (!a.Version || a.Version(&major, &minor) != 0) {
+      a.error = "the nvJitLink library does not report its version";
+      return;
+    }
+    // Entry points carry the API version they were introduced with; try
+    // the library's own major first, then older APIs it still exports.
+    for (unsigned m = major; m >= 12; --m) {
+      std::string suffix = "_" + std::to_string(m) + "_0";
+      bool all = true;
+#define KILN_NVJITLINK(name, ret, params)                                                          \
+  a.name = reinterpret_cast<ret(*) params>(dlsym(h, ("__nvJitLink" #name + suffix).c_str()));      \
+  all = all && a.name;
+#include "link/nvjitlink_symbols.def"
+#undef KILN_NVJITLINK
+      if (all) {
+        a.fingerprint = "nvJitLink " + std::to_string(major) + "." + std::to_string(minor);
+        return;
+      }
+    }
+    a.error = "the nvJitLink library lacks the entry points Kiln needs";
+  });
+  return a;
+}
+
+} // namespace
+
+Result<std::string> nvjitlink_fingerprint() {
+  const Api& a = api();
+  if (!a.error.empty())
+    return make_error(Code::unavailable, a.error);
+  return a.fingerprint;
+}
+
+Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch) {
+  const Api& a = api();
+  if (!a.error.empty())
+    return make_error(Code::unavailable, a.error);
+  std::string arch_opt = "-arch=" + arch;
+  const char* opts[] = {arch_opt.c_str()};
+  void* h = nullptr;
+  if (a.Create(&h, 1, opts) != 0)
+    return make_error(Code::internal, "nvJitLink could not start a link for " + arch);
+  auto log = [&]() {
+    size_t n = 0;
+    if (a.GetErrorLogSize(h, &n) != 0 || n == 0)
+      return std::string();
+    std::string s(n, '\0');
+    a.GetErrorLog(h, s.data());
+    while (!s.empty() && (s.back() == '\0' || s.back() == '\n'))
+      s.pop_back();
+    return s;
+  };
+  auto fail = [&](const std::string& what) {
+    std::string msg = "nvJitLink (" + arch + ") " + what + ": " + log();
+    a.Destroy(&h);
+    return make_error(Code::internal, msg);
+  };
+  for (const NvInput& in : inputs) {
+    int rc;
+    if (in.ptx) {
+      // nvJitLink reads PTX as a C string: it must be NUL-terminated.
+      std::string text = in.bytes + '\0';
+      rc = a.AddData(h, kInputPtx, text.data(), text.size(), in.name.c_str());
+    } else {
+      rc = a.AddData(h, kInputCubin, in.bytes.data(), in.bytes.size(), in.name.c_str());
+    }
+    if (rc != 0)
+      return fail("rejected input " + in.name);
+  }
+  if (a.Complete(h) != 0)
+    return fail("failed to link " + std::to_string(inputs.size()) + " input(s)");
+  size_t size = 0;
+  if (a.GetLinkedCubinSize(h, &size) != 0)
+    return fail("has no linked cubin");
+  std::string cubin(size, '\0');
+  if (a.GetLinkedCubin(h, cubin.data()) != 0)
+    return fail("could not return the linked cubin");
+  a.Destroy(&h);
+  return cubin;
+}
+
+} // namespace kiln::link

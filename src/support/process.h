@@ -1,0 +1,24 @@
+// Running a helper program (e.g. the CUDA toolkit's ptxas) and capturing
+// its output. Knows nothing of jobs or caches.
+#pragma once
+
+#include <kiln/result.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ProcessResult {
+  int exit_code = -1; ///< 128 + signal if killed
+  std::string output; ///< stdout and stderr together
+};
+
+/// Runs argv[0] (a path) with argv, stdin from /dev/null. Fails only if the
+/// program cannot be started.
+Result<ProcessResult> run_process(const std::vector<std::string>& argv);
+
+/// The first executable named `name` in $PATH, or empty.
+std::string find_in_path(const std::string& name);
+
+} // namespace kiln

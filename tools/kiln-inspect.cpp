@@ -1,5 +1,6 @@
 // kiln-inspect: what is in a Kiln cache. Reads only; never needs LLVM.
 #include "cache/store.h"
+#include "runtime/image_link.h"
 #include "support/files.h"
 
 #include <CLI/CLI.hpp>
@@ -178,6 +179,59 @@ int cmd_show(kiln::cache::Store& store, const std::string& what, const std::stri
                                      store.path() + "'"));
 }
 
+int cmd_image(kiln::cache::Store& store, const std::string& what, const std::string& target,
+              const std::string& out_path) {
+  kiln::Hash128 key;
+  if (auto k = store.resolve_name(what, target); k) {
+    key = *k;
+  } else if (kiln::is_hash128_hex(what)) {
+    key = *kiln::parse_hash128(what);
+  } else {
+    return report(k.error());
+  }
+  auto closure = store.get_closure(key);
+  if (!closure)
+    return report(closure.error());
+  auto bytes = kiln::runtime::fetch_or_link_image(store, *closure);
+  if (!bytes)
+    return report(bytes.error());
+  if (kiln::Status s = kiln::write_file_atomic(out_path, *bytes); !s)
+    return report(s.error());
+  std::fprintf(stderr, "kiln-inspect: wrote the %s image of closure %s (%zu bytes) to %s\n",
+               closure->target.c_str(), key.hex().c_str(), bytes->size(), out_path.c_str());
+  return 0;
+}
+
+int cmd_dump(kiln::cache::Store& store, const std::string& what, const std::string& format) {
+  auto key = kiln::parse_hash128(what);
+  if (!key)
+    return report(key.error());
+  auto job = store.get_job(*key);
+  if (!job)
+    return report(job.error());
+  std::vector<std::string> formats;
+  if (format == "ptx")
+    formats = {"ptx"};
+  else if (format == "bitcode")
+    formats = {"bc"};
+  else if (format == "object")
+    formats = {"obj", "cubin"};
+  else
+    return report(kiln::make_error(kiln::Code::invalid_argument,
+                                   "unknown format '" + format + "'; use ptx, bitcode or object"));
+  for (const std::string& f : formats) {
+    auto bytes = store.get_artifact(*key, f);
+    if (bytes) {
+      std::fwrite(bytes->data(), 1, bytes->size(), stdout);
+      return 0;
+    }
+    if (bytes.error().code != kiln::Code::not_found)
+      return report(bytes.error());
+  }
+  return report(kiln::make_error(kiln::Code::not_found, "job " + what + " (" + job->target +
+                                                            ") has no " + format + " artifact"));
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -193,6 +247,14 @@ int main(int argc, char** argv) {
   show->add_option("KEY_OR_NAME", what, "job key, closure key or root name")->required();
   show->add_option("--target", target, "target of the root (default: the first)");
   show->add_flag("--json", as_json, "JSON output");
+  std::string out_path, format;
+  CLI::App* image = app.add_subcommand("image", "write a root's linked image (linking it if needed)");
+  image->add_option("NAME_OR_KEY", what, "root name or closure key")->required();
+  image->add_option("--target", target, "target spec")->required();
+  image->add_option("-o", out_path, "output file")->required();
+  CLI::App* dump = app.add_subcommand("dump", "write a job's artifact to stdout");
+  dump->add_option("KEY", what, "job key")->required();
+  dump->add_option("--format", format, "ptx, bitcode or object")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -215,5 +277,9 @@ int main(int argc, char** argv) {
     return report(store.error());
   if (ls->parsed())
     return cmd_ls(**store, as_json);
+  if (image->parsed())
+    return cmd_image(**store, what, target, out_path);
+  if (dump->parsed())
+    return cmd_dump(**store, what, format);
   return cmd_show(**store, what, target, as_json);
 }

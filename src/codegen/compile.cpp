@@ -26,7 +26,7 @@ namespace {
 // keep every other function private to the job, and turn the unit's mutable
 // globals into one shared object per image (weak, hidden definitions in
 // each job that uses them, merged by the linker).
-Status finish(llvm::Module& m, const JobInput& job) {
+Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
   llvm::Function* entry = m.getFunction(job.entry);
   if (!entry || entry->isDeclaration())
     return make_error(Code::internal, "job module lacks its entry '" + job.entry + "'");
@@ -49,6 +49,20 @@ Status finish(llvm::Module& m, const JobInput& job) {
     }
   }
   entry->setName(job.symbol);
+  // Kernels: marked by the "kiln-kernel" attribute (target-neutral units) or
+  // by a kernel convention, perhaps another target's (a unit written for
+  // NVIDIA compiled for AMD). Each target gets its own kernel convention;
+  // the host has none. A foreign convention would abort the backend.
+  for (llvm::Function& f : m) {
+    bool kernel = f.getCallingConv() == llvm::CallingConv::PTX_Kernel ||
+                  f.getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL ||
+                  (&f == entry && f.hasFnAttribute("kiln-kernel"));
+    if (!kernel)
+      continue;
+    f.setCallingConv(target.kind == TargetKind::nvptx    ? llvm::CallingConv::PTX_Kernel
+                     : target.kind == TargetKind::amdgpu ? llvm::CallingConv::AMDGPU_KERNEL
+                                                         : llvm::CallingConv::C);
+  }
   for (llvm::GlobalVariable& gv : m.globals()) {
     if (gv.isDeclaration())
       continue;
@@ -127,7 +141,7 @@ Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const Tar
     return make_error(Code::internal,
                       where + ": cannot read its module: " + llvm::toString(parsed.takeError()));
   std::unique_ptr<llvm::Module> m = std::move(*parsed);
-  KILN_TRY(finish(*m, job));
+  KILN_TRY(finish(*m, job, target));
 
   auto tm = create_target_machine(target, options);
   if (!tm)

@@ -194,26 +194,34 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   if (!unit)
     return unit.error();
 
-  std::vector<std::string> roots = request.entries;
-  if (roots.empty()) {
-    roots = ir::exported_functions(**unit);
-    if (roots.empty())
-      return make_error(Code::invalid_argument,
-                        "the unit defines no externally visible function to precompile");
-  }
-  std::set<std::string> unique_roots;
-  std::vector<std::string> ordered_roots;
-  for (const std::string& r : roots) {
-    if (!unique_roots.insert(r).second)
-      continue;
+  // Explicit entries are roots on every target. By default the host takes
+  // every exported function and a GPU target every exported kernel (a
+  // device function alone is no loadable image).
+  for (const std::string& r : request.entries) {
     const llvm::Function* f = (*unit)->getFunction(r);
     if (!f || f->isDeclaration())
       return make_error(Code::invalid_argument,
                         "entry '" + r + "' is not a function defined in the unit");
-    ordered_roots.push_back(r);
   }
-  for (const codegen::TargetDesc& t : targets)
+  for (const codegen::TargetDesc& t : targets) {
+    std::vector<std::string> roots = request.entries;
+    if (roots.empty()) {
+      roots = ir::exported_functions(**unit, t.kind != codegen::TargetKind::host);
+      if (roots.empty())
+        return make_error(Code::invalid_argument,
+                          t.kind == codegen::TargetKind::host
+                              ? "the unit defines no externally visible function to precompile"
+                              : "the unit defines no kernel to precompile for " + t.spec +
+                                    " (mark kernels with ptx_kernel/amdgpu_kernel or the "
+                                    "\"kiln-kernel\" attribute, or name roots with --entry)");
+    }
+    std::set<std::string> unique_roots;
+    std::vector<std::string> ordered_roots;
+    for (const std::string& r : roots)
+      if (unique_roots.insert(r).second)
+        ordered_roots.push_back(r);
     KILN_TRY(impl->discover(**unit, t, ordered_roots));
+  }
   return Plan(std::move(impl));
 }
 

@@ -243,6 +243,35 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
     }
   }
   strip_local_names(*m);
+  // A target-specific intrinsic of another target (llvm.nvvm.* compiled for
+  // AMD, say) would abort the backend; it is an input error instead.
+  {
+    llvm::Triple triple(config.triple);
+    std::string own = triple.isNVPTX()     ? "llvm.nvvm."
+                      : triple.isAMDGPU()  ? "llvm.amdgcn."
+                      : triple.isX86()     ? "llvm.x86."
+                      : triple.isAArch64() ? "llvm.aarch64."
+                                           : "";
+    for (const llvm::Function& f : *m) {
+      if (!f.isIntrinsic())
+        continue;
+      llvm::StringRef name = f.getName();
+      for (const char* foreign : {"llvm.nvvm.", "llvm.amdgcn.", "llvm.r600.", "llvm.x86.",
+                                  "llvm.aarch64."})
+        if (name.starts_with(foreign) && own != foreign)
+          return make_error(Code::invalid_argument,
+                            "job '" + entry + "' uses " + name.str() + ", which target " +
+                                config.triple + " cannot compile");
+    }
+  }
+  // The target decides the processor and features: the ones a front end
+  // wrote for the arch it had in mind must not reach another target, nor
+  // the key.
+  for (llvm::Function& f : *m) {
+    f.removeFnAttr("target-cpu");
+    f.removeFnAttr("target-features");
+    f.removeFnAttr("tune-cpu");
+  }
   m->setTargetTriple(llvm::Triple(config.triple));
   m->setDataLayout(config.data_layout);
 

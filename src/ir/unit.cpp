@@ -99,12 +99,18 @@ Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
   return unit;
 }
 
-std::vector<std::string> exported_functions(const llvm::Module& unit) {
+std::vector<std::string> exported_functions(const llvm::Module& unit, bool kernels_only) {
   std::vector<std::string> out;
-  for (const llvm::Function& f : unit.functions())
-    if (!f.isDeclaration() && !f.hasLocalLinkage() && !f.isIntrinsic() &&
-        f.getName() != kDeferredMarker)
+  for (const llvm::Function& f : unit.functions()) {
+    if (f.isDeclaration() || f.hasLocalLinkage() || f.isIntrinsic() ||
+        f.getName() == kDeferredMarker)
+      continue;
+    bool kernel = f.getCallingConv() == llvm::CallingConv::PTX_Kernel ||
+                  f.getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL ||
+                  f.hasFnAttribute("kiln-kernel");
+    if (!kernels_only || kernel)
       out.push_back(f.getName().str());
+  }
   return out;
 }
 

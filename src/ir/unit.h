@@ -31,7 +31,9 @@ Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
                                              const std::vector<Input>& inputs);
 
 /// The functions a unit exports: every externally visible defined function
-/// (the default roots), in unit order.
-std::vector<std::string> exported_functions(const llvm::Module& unit);
+/// (the default roots for the host), in unit order. With `kernels_only`,
+/// just the kernels (the default roots for GPU targets): functions with the
+/// ptx_kernel or amdgpu_kernel convention or the "kiln-kernel" attribute.
+std::vector<std::string> exported_functions(const llvm::Module& unit, bool kernels_only = false);
 
 } // namespace kiln::ir

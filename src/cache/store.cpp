@@ -587,4 +587,21 @@ Result<std::string> Store::get_image(const ImageKey& key) {
   return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
 }
 
+Result<std::string> Store::get_image_any_linker(const Hash128& closure, const std::string& arch) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
+                   "arch = ?2 ORDER BY created_at DESC, linker DESC LIMIT 1");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, closure.hex()).text(2, arch);
+  int rc = b.step();
+  std::string what = "image of closure " + closure.hex() + " for " + arch;
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no " + what);
+  if (rc != SQLITE_ROW)
+    return db_error("cannot read " + what);
+  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+}
+
 } // namespace kiln::cache

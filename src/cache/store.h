@@ -122,6 +122,9 @@ public:
   Status put_image(const ImageKey& key, const std::string& format, const std::string& bytes);
   /// The raw bytes of an image: not_found if absent, corrupt if damaged.
   Result<std::string> get_image(const ImageKey& key);
+  /// The newest image of a closure for `arch`, whatever linker made it: the
+  /// warm path, which must not load a linker just to learn its version.
+  Result<std::string> get_image_any_linker(const Hash128& closure, const std::string& arch);
 
 private:
   Store() = default;

@@ -110,11 +110,8 @@ Result<std::string> link_closure(cache::Store& store, const cache::ClosureRecord
 }
 
 Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure) {
-  auto fp = linker_fingerprint(closure.target);
-  if (!fp)
-    return fp.error();
-  cache::ImageKey key{closure.key, image_arch(closure.target), *fp};
-  auto bytes = store.get_image(key);
+  std::string arch = image_arch(closure.target);
+  auto bytes = store.get_image_any_linker(closure.key, arch);
   if (bytes) {
     // Same key, same content: a stored image that fails its checks is
     // damaged, and is relinked like a missing one.
@@ -123,6 +120,10 @@ Result<std::string> fetch_or_link_image(cache::Store& store, const cache::Closur
   } else if (bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt) {
     return bytes.error();
   }
+  auto fp = linker_fingerprint(closure.target);
+  if (!fp)
+    return fp.error();
+  cache::ImageKey key{closure.key, arch, *fp};
   auto linked = link_closure(store, closure);
   if (!linked)
     return linked.error();

@@ -30,6 +30,8 @@ constexpr int kApplicationId = 0x4B494C4E;
 
 int64_t now_seconds() { return int64_t(std::time(nullptr)); }
 
+} // namespace
+
 // Resets and clears a cached statement when it goes out of scope.
 class Bound {
 public:
@@ -71,6 +73,8 @@ public:
 private:
   sqlite3_stmt* s_;
 };
+
+namespace {
 
 Hash128 key_of(const std::string& hex) {
   auto h = parse_hash128(hex);
@@ -410,6 +414,17 @@ static Result<std::string> unpack(const std::string& packed, int64_t raw_size, i
   return raw;
 }
 
+// Steps a bound (raw_size, checksum, data) query: the checked raw bytes,
+// not_found without a row, corrupt if damaged.
+Result<std::string> Store::step_blob(Bound& b, const std::string& what) {
+  int rc = b.step();
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");
+  if (rc != SQLITE_ROW)
+    return db_error("cannot read " + what);
+  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+}
+
 Result<std::string> Store::get_artifact(const Hash128& job, const std::string& format) {
   std::lock_guard lock(mu_);
   auto s = prepare("SELECT raw_size, checksum, data FROM artifacts WHERE job_key = ?1 AND "
@@ -418,13 +433,7 @@ Result<std::string> Store::get_artifact(const Hash128& job, const std::string& f
     return s.error();
   Bound b(*s);
   b.text(1, job.hex()).text(2, format);
-  int rc = b.step();
-  std::string what = "artifact " + format + " of job " + job.hex();
-  if (rc == SQLITE_DONE)
-    return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");
-  if (rc != SQLITE_ROW)
-    return db_error("cannot read " + what);
-  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+  return step_blob(b, "artifact " + format + " of job " + job.hex());
 }
 
 Status Store::put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names) {
@@ -578,13 +587,7 @@ Result<std::string> Store::get_image(const ImageKey& key) {
     return s.error();
   Bound b(*s);
   b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker);
-  int rc = b.step();
-  std::string what = "image of closure " + key.closure.hex() + " for " + key.arch;
-  if (rc == SQLITE_DONE)
-    return make_error(Code::not_found, "no " + what);
-  if (rc != SQLITE_ROW)
-    return db_error("cannot read " + what);
-  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+  return step_blob(b, "image of closure " + key.closure.hex() + " for " + key.arch);
 }
 
 Result<std::string> Store::get_image_any_linker(const Hash128& closure, const std::string& arch) {
@@ -595,13 +598,7 @@ Result<std::string> Store::get_image_any_linker(const Hash128& closure, const st
     return s.error();
   Bound b(*s);
   b.text(1, closure.hex()).text(2, arch);
-  int rc = b.step();
-  std::string what = "image of closure " + closure.hex() + " for " + arch;
-  if (rc == SQLITE_DONE)
-    return make_error(Code::not_found, "no " + what);
-  if (rc != SQLITE_ROW)
-    return db_error("cannot read " + what);
-  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+  return step_blob(b, "image of closure " + closure.hex() + " for " + arch);
 }
 
 } // namespace kiln::cache

@@ -20,6 +20,8 @@ struct sqlite3_stmt;
 
 namespace kiln::cache {
 
+class Bound;
+
 /// Schema version this binary writes; older caches are migrated at open,
 /// newer ones are refused.
 int schema_version();
@@ -132,6 +134,7 @@ private:
   Result<sqlite3_stmt*> prepare(const char* sql);
   Error db_error(const std::string& what) const;
   Status migrate();
+  Result<std::string> step_blob(Bound& b, const std::string& what);
 
   std::string path_;
   sqlite3* db_ = nullptr;

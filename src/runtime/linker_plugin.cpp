@@ -68,18 +68,23 @@ const LinkApi& link_api() {
 
 const char* host_linker_fingerprint() { return KILN_LINKER_FINGERPRINT; }
 
-Result<std::string> link_host_image(const std::vector<std::string>& objects,
-                                    const std::vector<std::string>& names) {
+namespace {
+
+// Marshals inputs across the C boundary, runs one of the library's link
+// entry points, and takes ownership of what it returns.
+template <typename Call>
+Result<std::string> call_linker(const std::vector<std::string>& blobs,
+                                const std::vector<std::string>& names, Call call) {
   const LinkApi& api = link_api();
   if (!api.error.empty())
     return make_error(Code::unavailable, api.error);
   std::vector<kiln_link_input> in;
-  for (size_t i = 0; i < objects.size(); ++i)
-    in.push_back({objects[i].data(), objects[i].size(), names[i].c_str()});
+  for (size_t i = 0; i < blobs.size(); ++i)
+    in.push_back({blobs[i].data(), blobs[i].size(), names[i].c_str()});
   char* out = nullptr;
   size_t out_size = 0;
   char* err = nullptr;
-  if (api.link_host_shared(in.data(), in.size(), &out, &out_size, &err) != 0) {
+  if (call(api, in, &out, &out_size, &err) != 0) {
     std::string msg = err ? err : "link failed";
     api.free(err);
     return make_error(Code::internal, msg);
@@ -89,27 +94,26 @@ Result<std::string> link_host_image(const std::vector<std::string>& objects,
   return bytes;
 }
 
+} // namespace
+
+Result<std::string> link_host_image(const std::vector<std::string>& objects,
+                                    const std::vector<std::string>& names) {
+  return call_linker(objects, names,
+                     [](const LinkApi& api, const std::vector<kiln_link_input>& in, char** out,
+                        size_t* size, char** err) {
+                       return api.link_host_shared(in.data(), in.size(), out, size, err);
+                     });
+}
+
 Result<std::string> link_amdgpu_image(const std::vector<std::string>& bitcode,
                                       const std::vector<std::string>& names,
                                       const std::string& cpu, const std::string& features) {
-  const LinkApi& api = link_api();
-  if (!api.error.empty())
-    return make_error(Code::unavailable, api.error);
-  std::vector<kiln_link_input> in;
-  for (size_t i = 0; i < bitcode.size(); ++i)
-    in.push_back({bitcode[i].data(), bitcode[i].size(), names[i].c_str()});
-  char* out = nullptr;
-  size_t out_size = 0;
-  char* err = nullptr;
-  if (api.link_amdgpu(in.data(), in.size(), cpu.c_str(), features.c_str(), &out, &out_size,
-                      &err) != 0) {
-    std::string msg = err ? err : "link failed";
-    api.free(err);
-    return make_error(Code::internal, msg);
-  }
-  std::string bytes(out, out_size);
-  api.free(out);
-  return bytes;
+  return call_linker(bitcode, names,
+                     [&](const LinkApi& api, const std::vector<kiln_link_input>& in, char** out,
+                         size_t* size, char** err) {
+                       return api.link_amdgpu(in.data(), in.size(), cpu.c_str(), features.c_str(),
+                                              out, size, err);
+                     });
 }
 
 } // namespace kiln::runtime

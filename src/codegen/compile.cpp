@@ -1,5 +1,6 @@
 #include "codegen/compile.h"
 
+#include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -141,6 +142,8 @@ Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const Tar
     return make_error(Code::internal,
                       where + ": cannot read its module: " + llvm::toString(parsed.takeError()));
   std::unique_ptr<llvm::Module> m = std::move(*parsed);
+  if (Status s = link_device_libs(*m, target); !s)
+    return s.error().context(where);
   KILN_TRY(finish(*m, job, target));
 
   auto tm = create_target_machine(target, options);

@@ -5,6 +5,7 @@
 // own LLVM context, and are stored one transaction per job.
 #include "cache/store.h"
 #include "codegen/compile.h"
+#include "codegen/device_libs.h"
 #include "codegen/target.h"
 #include "driver/job_key.h"
 #include "ir/extract.h"
@@ -104,8 +105,11 @@ Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc&
     auto ex = ir::extract_job(unit, entry, cfg);
     if (!ex)
       return ex.error().context("target " + target.spec);
+    auto libs = codegen::device_libs_fingerprint(target, ex->callees);
+    if (!libs)
+      return libs.error().context("target " + target.spec + ", job '" + entry + "'");
     PlannedJob job;
-    job.components = {hash128(ex->bitcode), {entry, target, options}, toolchain};
+    job.components = {hash128(ex->bitcode), {entry, target, options}, toolchain + *libs};
     job.key = driver::job_key(job.components);
     job.symbol = driver::deferred_symbol(job.components.identity);
     job.bitcode = std::move(ex->bitcode);

@@ -280,6 +280,13 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
   llvm::WriteBitcodeToFile(*m, os);
   os.flush();
   out.refs.assign(refs.begin(), refs.end());
+  std::set<std::string> deferred;
+  for (const DeferredRef& r : refs)
+    deferred.insert(r.symbol);
+  for (const llvm::Function& f : *m)
+    if (f.isDeclaration() && !f.isIntrinsic() && !deferred.count(f.getName().str()))
+      out.callees.push_back(f.getName().str());
+  std::sort(out.callees.begin(), out.callees.end());
   return out;
 }
 

@@ -33,6 +33,9 @@ struct DeferredRef {
 struct ExtractedJob {
   std::string bitcode;           ///< the canonical module: its bytes define the job
   std::vector<DeferredRef> refs; ///< sorted by symbol, unique
+  /// Functions the job calls but the unit does not define (device math
+  /// libraries, the C library), sorted; deferred symbols excluded.
+  std::vector<std::string> callees;
 };
 
 /// Extracts the job module for `entry`. Errors: the entry is not a function

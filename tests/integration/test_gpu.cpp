@@ -137,4 +137,42 @@ TEST_CASE("a GPU image without a driver fails cleanly, and NULL target falls bac
   kiln_cache_close(c);
 }
 
+TEST_CASE("device math links libdevice and the ROCm device libraries into the jobs that call them") {
+  struct Case {
+    std::string target, root, child, library;
+  };
+  for (const Case& c : {Case{"sm_90", "k_nv", "nv_wave", "libdevice"},
+                        Case{"gfx942", "k_amd", "amd_wave", "rocm-device-libs"}}) {
+    CAPTURE(c.target);
+    Cache cache;
+    RunResult r = precompile(cache, {"--target", c.target, "--entry", c.root, data("gpu_math.ll")});
+    if (r.exit_code == 2 && r.err.find("is not installed") != std::string::npos) {
+      MESSAGE("skipped: " << c.library << " is not installed here: " << r.err);
+      continue;
+    }
+    REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+    json j = json::parse(r.out);
+    auto toolchain = [&](const std::string& entry) {
+      RunResult show = inspect(cache, {"show", key(j, entry), "--json"});
+      REQUIRE_MESSAGE(show.exit_code == 0, describe(show));
+      return json::parse(show.out).at("toolchain").get<std::string>();
+    };
+    // The library's version is in the key of the job that calls it, only.
+    CHECK(toolchain(c.child).find(c.library + " ") != std::string::npos);
+    CHECK(toolchain(c.root).find(c.library) == std::string::npos);
+    if (!root(j, c.root).at("image").get<bool>()) {
+      MESSAGE("skipped image check: no linker for " << c.target);
+      continue;
+    }
+    fs::path out = cache.dir() / "math.img";
+    RunResult w = inspect(cache, {"image", c.root, "--target", c.target, "-o", out.string()});
+    REQUIRE_MESSAGE(w.exit_code == 0, describe(w));
+    std::string bytes = slurp(out);
+    auto elf = kiln::read_elf(bytes);
+    REQUIRE(elf);
+    for (const kiln::ElfSymbol& s : elf->symbols)
+      CHECK_MESSAGE((s.defined || !s.function), "undefined function " << s.name);
+  }
+}
+
 } // TEST_SUITE

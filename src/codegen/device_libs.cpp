@@ -1,0 +1,189 @@
+#include "codegen/device_libs.h"
+
+#include "support/files.h"
+#include "support/hash.h"
+
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unistd.h>
+
+namespace kiln::codegen {
+
+namespace {
+
+struct Library {
+  std::string name;                ///< "libdevice", "rocm-device-libs"
+  std::vector<std::string> files;  ///< bitcode files, linked in order
+  std::vector<std::string> bytes;  ///< their contents
+  std::string fingerprint;         ///< hash of all contents
+  std::string error;               ///< why it is unavailable
+};
+
+std::string first_existing(const std::vector<std::string>& candidates) {
+  for (const std::string& c : candidates)
+    if (!c.empty() && ::access(c.c_str(), R_OK) == 0)
+      return c;
+  return {};
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+void load(Library& lib, const std::vector<std::string>& files, const std::string& looked) {
+  if (files.empty()) {
+    lib.error = lib.name + " is not installed (looked in " + looked + ")";
+    return;
+  }
+  std::string all;
+  for (const std::string& f : files) {
+    auto b = read_file(f);
+    if (!b) {
+      lib.error = b.error().message;
+      return;
+    }
+    all += hash128(*b).hex();
+    lib.bytes.push_back(b.take());
+  }
+  lib.files = files;
+  lib.fingerprint = lib.name + " " + hash128(all).short_hex(16);
+}
+
+const Library& libdevice() {
+  static Library lib{"libdevice", {}, {}, {}, {}};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string cuda = env("CUDA_HOME");
+    std::string path = first_existing(
+        {env("KILN_LIBDEVICE"), cuda.empty() ? "" : cuda + "/nvvm/libdevice/libdevice.10.bc",
+         "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+         "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"});
+    load(lib, path.empty() ? std::vector<std::string>{} : std::vector<std::string>{path},
+         "$KILN_LIBDEVICE, $CUDA_HOME/nvvm/libdevice, /usr/local/cuda/nvvm/libdevice");
+  });
+  return lib;
+}
+
+const Library& rocm_device_libs() {
+  static Library lib{"rocm-device-libs", {}, {}, {}, {}};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string dir;
+    for (const std::string& d : {env("KILN_ROCM_DEVICE_LIBS"),
+                                 std::string("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"),
+                                 std::string("/opt/rocm/amdgcn/bitcode")})
+      if (!d.empty() && ::access((d + "/ocml.bc").c_str(), R_OK) == 0) {
+        dir = d;
+        break;
+      }
+    load(lib, dir.empty() ? std::vector<std::string>{}
+                          : std::vector<std::string>{dir + "/ocml.bc", dir + "/ockl.bc"},
+         "$KILN_ROCM_DEVICE_LIBS, /usr/lib/x86_64-linux-gnu/amdgcn/bitcode, /opt/rocm/amdgcn/bitcode "
+         "(Debian package rocm-device-libs)");
+  });
+  return lib;
+}
+
+const Library* library_for(const TargetDesc& target, const std::vector<std::string>& callees) {
+  for (const std::string& c : callees) {
+    if (target.kind == TargetKind::nvptx && c.rfind("__nv_", 0) == 0)
+      return &libdevice();
+    if (target.kind == TargetKind::amdgpu &&
+        (c.rfind("__ocml_", 0) == 0 || c.rfind("__ockl_", 0) == 0))
+      return &rocm_device_libs();
+  }
+  return nullptr;
+}
+
+// __oclc_ISA_version for a gfx name: major * 1000 + minor * 100 + stepping,
+// the last two characters being minor and stepping (hex: gfx90a is 9.0.10).
+int isa_version(const std::string& cpu) {
+  std::string digits = cpu.substr(3);
+  auto hex = [](char c) { return c >= 'a' ? c - 'a' + 10 : c - '0'; };
+  int stepping = hex(digits.back());
+  int minor = hex(digits[digits.size() - 2]);
+  int major = std::atoi(digits.substr(0, digits.size() - 2).c_str());
+  return major * 1000 + minor * 100 + stepping;
+}
+
+// The ROCm device libraries read their configuration from these constants,
+// which the oclc_*.bc files would otherwise provide one per setting and ISA.
+void define_oclc_controls(llvm::Module& m, const TargetDesc& target) {
+  int isa = isa_version(target.cpu);
+  struct Control {
+    const char* name;
+    int bits;
+    int value;
+  };
+  const Control controls[] = {
+      {"__oclc_ISA_version", 32, isa},
+      {"__oclc_ABI_version", 32, 500},
+      {"__oclc_wavefrontsize64", 8, isa < 10000 ? 1 : 0}, // gfx9: wave64; gfx10+: wave32
+      {"__oclc_daz_opt", 8, 0},
+      {"__oclc_finite_only_opt", 8, 0},
+      {"__oclc_unsafe_math_opt", 8, 0},
+      {"__oclc_correctly_rounded_sqrt32", 8, 1},
+  };
+  for (const Control& c : controls) {
+    llvm::GlobalVariable* gv = m.getGlobalVariable(c.name, /*AllowInternal=*/true);
+    if (!gv || !gv->isDeclaration())
+      continue;
+    auto* ty = llvm::IntegerType::get(m.getContext(), unsigned(c.bits));
+    gv->setInitializer(llvm::ConstantInt::get(ty, uint64_t(c.value)));
+    gv->setConstant(true);
+    gv->setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+}
+
+} // namespace
+
+Result<std::string> device_libs_fingerprint(const TargetDesc& target,
+                                            const std::vector<std::string>& callees) {
+  const Library* lib = library_for(target, callees);
+  if (!lib)
+    return std::string();
+  if (!lib->error.empty())
+    return make_error(Code::unavailable, lib->error);
+  return "; " + lib->fingerprint;
+}
+
+Status link_device_libs(llvm::Module& m, const TargetDesc& target) {
+  std::vector<std::string> callees;
+  for (const llvm::Function& f : m)
+    if (f.isDeclaration() && !f.isIntrinsic())
+      callees.push_back(f.getName().str());
+  const Library* lib = library_for(target, callees);
+  if (!lib)
+    return Status::ok();
+  if (!lib->error.empty())
+    return make_error(Code::unavailable, lib->error);
+  for (size_t i = 0; i < lib->files.size(); ++i) {
+    auto parsed = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(lib->bytes[i], lib->files[i]), m.getContext());
+    if (!parsed)
+      return make_error(Code::internal, "cannot read " + lib->files[i] + ": " +
+                                            llvm::toString(parsed.takeError()));
+    std::unique_ptr<llvm::Module> dep = std::move(*parsed);
+    // The libraries name generic triples ("nvptx64-nvidia-gpulibs"); the job's
+    // target decides.
+    dep->setTargetTriple(m.getTargetTriple());
+    dep->setDataLayout(m.getDataLayout());
+    if (llvm::Linker::linkModules(m, std::move(dep), llvm::Linker::Flags::LinkOnlyNeeded))
+      return make_error(Code::internal, "cannot link " + lib->files[i] + " into the job");
+  }
+  if (target.kind == TargetKind::amdgpu)
+    define_oclc_controls(m, target);
+  return Status::ok();
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,31 @@
+// Device math libraries, linked at IR level into the jobs that call them:
+// libdevice (CUDA toolkit) for NVPTX, the ROCm device libraries (ocml,
+// ockl) for AMDGPU. Which library a job uses, and its version, is part of
+// that job's key; jobs that use none are unaffected by either.
+#pragma once
+
+#include "codegen/target.h"
+
+#include <kiln/result.hpp>
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln::codegen {
+
+/// The toolchain-fingerprint part for a job calling `callees` (its declared,
+/// undefined functions) on `target`: "" if it needs no device library, else
+/// e.g. "; libdevice 5f3a...". A needed library that is not installed is
+/// `unavailable`, naming where it was looked for.
+Result<std::string> device_libs_fingerprint(const TargetDesc& target,
+                                            const std::vector<std::string>& callees);
+
+/// Links the device library the module needs (only the functions it calls)
+/// and, for AMDGPU, defines the oclc control constants for the target.
+Status link_device_libs(llvm::Module& m, const TargetDesc& target);
+
+} // namespace kiln::codegen

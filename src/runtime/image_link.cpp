@@ -136,4 +136,30 @@ Result<std::string> fetch_or_link_image(cache::Store& store, const cache::Closur
   return linked;
 }
 
+Result<std::string> fetch_or_jit_image(cache::Store& store, const cache::ClosureRecord& closure) {
+  auto arch = cuda_device_arch();
+  if (!arch)
+    return arch.error();
+  auto bytes = store.get_image_any_linker(closure.key, *arch);
+  if (bytes && check_image(*bytes, closure))
+    return bytes;
+  if (!bytes && bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt)
+    return bytes.error();
+  std::vector<std::string> ptx, names;
+  for (const cache::ClosureMember& m : closure.members) {
+    auto p = store.get_artifact(m.job, "ptx");
+    if (!p)
+      return p.error().context("JIT of closure " + closure.key.hex() + " for " + *arch);
+    ptx.push_back(p.take());
+    names.push_back(m.job.hex());
+  }
+  auto image = cuda_jit_link(ptx, names);
+  if (!image)
+    return image.error().context("JIT of closure " + closure.key.hex() + " for " + *arch);
+  KILN_TRY(check_image(*image, closure));
+  if (auto fp = cuda_jit_fingerprint(); fp)
+    (void)store.put_image({closure.key, *arch, *fp}, "cubin", *image);
+  return image;
+}
+
 } // namespace kiln::runtime

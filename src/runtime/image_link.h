@@ -37,4 +37,9 @@ Status check_image(const std::string& bytes, const cache::ClosureRecord& closure
 /// and stored. A damaged stored image counts as absent.
 Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure);
 
+/// NVIDIA code whose cubin does not run on the present device: the image the
+/// driver's JIT made from the closure's PTX, from the cache or made now and
+/// stored under the device's arch.
+Result<std::string> fetch_or_jit_image(cache::Store& store, const cache::ClosureRecord& closure);
+
 } // namespace kiln::runtime

@@ -62,7 +62,17 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     return make_error(Code::invalid_argument, "closure " + key->hex() + " is for target " +
                                                   closure->target + ", not " + target);
 
-  auto bytes = fetch_or_link_image(store, *closure);
+  Result<std::string> bytes = make_error(Code::internal, "no image");
+  if (device_kind(target) == DeviceKind::nvidia) {
+    // A cubin for another major (or another 'a' arch) does not run here; its
+    // PTX may, through the driver's JIT.
+    auto jit = cuda_needs_jit(target);
+    if (!jit)
+      return jit.error().context("loading '" + std::string(name) + "'");
+    bytes = *jit ? fetch_or_jit_image(store, *closure) : fetch_or_link_image(store, *closure);
+  } else {
+    bytes = fetch_or_link_image(store, *closure);
+  }
   if (!bytes)
     return bytes.error().context("loading '" + std::string(name) + "' for " + target);
 

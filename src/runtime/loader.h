@@ -49,6 +49,17 @@ Result<std::unique_ptr<LoadedModule>> load_hip_image(const std::string& bytes,
 /// Of the targets a cache has for a root, the one this process's NVIDIA
 /// device runs best; empty when none fits or there is no device.
 Result<std::string> choose_cuda_target(const std::vector<std::string>& have);
+/// Whether code for an NVIDIA target must go through the driver's PTX JIT
+/// on this device (its cubin does not run there); unavailable if neither
+/// path runs it or there is no device.
+Result<bool> cuda_needs_jit(const std::string& target);
+/// The device's arch ("sm_90") and the driver JIT's fingerprint, which key
+/// the images the JIT makes.
+Result<std::string> cuda_device_arch();
+Result<std::string> cuda_jit_fingerprint();
+/// Links the closure's PTX with the driver's JIT into a cubin for the device.
+Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,
+                                  const std::vector<std::string>& names);
 /// Same for an AMD device: an exact gfx + features match.
 Result<std::string> choose_hip_target(const std::vector<std::string>& have);
 

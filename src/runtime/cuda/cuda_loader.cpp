@@ -2,6 +2,8 @@
 // or no driver is KILN_UNAVAILABLE with the reason, never an abort.
 #include "runtime/loader.h"
 
+#include "runtime/cuda/cuda_select.h"
+
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -101,26 +103,75 @@ Result<std::string> choose_cuda_target(const std::vector<std::string>& have) {
   const Cuda& c = cuda();
   if (!c.error.empty())
     return std::string();
-  std::string exact = "sm_" + std::to_string(c.major) + std::to_string(c.minor);
-  // The driver's rules for cubins: the exact architecture, including an
-  // arch-specific sm_XXa built for exactly this device; else the same major
-  // version with a lower minor (never an 'a' or 'f' target built elsewhere).
-  for (const std::string& t : have)
-    if (t == exact || t == exact + "a")
-      return t;
-  std::string best;
-  int best_minor = -1;
-  std::string prefix = "sm_" + std::to_string(c.major);
-  for (const std::string& t : have) {
-    if (t.rfind(prefix, 0) != 0 || t.size() != prefix.size() + 1)
-      continue;
-    int minor = t.back() - '0';
-    if (minor >= 0 && minor <= c.minor && minor > best_minor) {
-      best = t;
-      best_minor = minor;
-    }
+  return select_nvidia_target(have, c.major, c.minor).target;
+}
+
+Result<bool> cuda_needs_jit(const std::string& target) {
+  const Cuda& c = cuda();
+  if (!c.error.empty())
+    return make_error(Code::unavailable, "cannot load " + target + " code: " + c.error);
+  if (cubin_runs_on(target, c.major, c.minor))
+    return false;
+  if (ptx_jits_on(target, c.major, c.minor))
+    return true;
+  return make_error(Code::unavailable,
+                    "code for " + target + " runs on neither the cubin nor the PTX path of this "
+                    "device (sm_" + std::to_string(c.major) + std::to_string(c.minor) +
+                    "); precompile for it");
+}
+
+Result<std::string> cuda_device_arch() {
+  const Cuda& c = cuda();
+  if (!c.error.empty())
+    return make_error(Code::unavailable, c.error);
+  return "sm_" + std::to_string(c.major) + std::to_string(c.minor);
+}
+
+Result<std::string> cuda_jit_fingerprint() {
+  const Cuda& c = cuda();
+  int version = 0;
+  if (!c.error.empty() || c.cuDriverGetVersion(&version) != 0)
+    return make_error(Code::unavailable, c.error.empty() ? "no CUDA driver version" : c.error);
+  return "cuda-driver-jit " + std::to_string(version);
+}
+
+Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,
+                                  const std::vector<std::string>& names) {
+  const Cuda& c = cuda();
+  if (!c.error.empty())
+    return make_error(Code::unavailable, c.error);
+  void* current = nullptr;
+  if (c.cuCtxGetCurrent(&current) == 0 && !current)
+    c.cuCtxSetCurrent(c.context);
+  // CU_JIT_ERROR_LOG_BUFFER (5) and its size (6): the driver's own words go
+  // into the error.
+  std::string log(8192, '\0');
+  int options[] = {5, 6};
+  void* values[] = {log.data(), reinterpret_cast<void*>(uintptr_t(log.size()))};
+  void* state = nullptr;
+  int rc = c.cuLinkCreate(2, options, values, &state);
+  if (rc != 0)
+    return make_error(Code::internal, "cuLinkCreate failed: " + c.describe(rc));
+  auto fail = [&](const std::string& what, int code) {
+    std::string msg = what + ": " + c.describe(code) + ": " + log.c_str();
+    c.cuLinkDestroy(state);
+    return make_error(Code::internal, msg);
+  };
+  for (size_t i = 0; i < ptx.size(); ++i) {
+    // The driver reads PTX as a C string: pass it NUL-terminated.
+    std::string text = ptx[i] + '\0';
+    rc = c.cuLinkAddData(state, /*CU_JIT_INPUT_PTX*/ 1, text.data(), text.size(),
+                         names[i].c_str(), 0, nullptr, nullptr);
+    if (rc != 0)
+      return fail("the driver's JIT rejected the PTX of job " + names[i], rc);
   }
-  return best;
+  void* cubin = nullptr;
+  size_t size = 0;
+  if ((rc = c.cuLinkComplete(state, &cubin, &size)) != 0)
+    return fail("the driver's JIT could not link " + std::to_string(ptx.size()) + " jobs", rc);
+  std::string out(static_cast<const char*>(cubin), size); // owned by the link state
+  c.cuLinkDestroy(state);
+  return out;
 }
 
 Result<std::unique_ptr<LoadedModule>> load_cuda_image(const std::string& bytes,

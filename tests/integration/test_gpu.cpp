@@ -175,4 +175,25 @@ TEST_CASE("device math links libdevice and the ROCm device libraries into the jo
   }
 }
 
+TEST_CASE("a CUDA kernel using kiln::deferred from <kiln/device.h> precompiles for sm_90") {
+  if (!fs::exists(KILN_CLANG) || !fs::exists("/usr/local/cuda/include/cuda.h")) {
+    MESSAGE("skipped: needs clang-22 and the CUDA toolkit's headers to compile CUDA to IR");
+    return;
+  }
+  TempDir dir;
+  fs::path bc = dir.path() / "apply.bc";
+  RunResult cc = run({KILN_CLANG, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90",
+                      "-O1", "-emit-llvm", "-Wno-unknown-cuda-version", "-I", KILN_INCLUDE, "-c",
+                      std::string(KILN_EXAMPLES) + "/cuda/apply.cu", "-o", bc.string()});
+  REQUIRE_MESSAGE(cc.exit_code == 0, describe(cc));
+  Cache cache;
+  json j = precompile_ok(cache, {"--target", "sm_90", bc.string()});
+  // apply defers shifted, which defers square: three jobs, one root (the kernel).
+  CHECK(j.at("jobs").size() == 3);
+  CHECK(root_names(j) == std::set<std::string>{"apply"});
+  CHECK(job(j, "apply").at("refs").size() == 1);
+  CHECK(job(j, "_Z7shiftedf").at("refs").size() == 1);
+  CHECK(job(j, "_Z6squaref").at("refs").empty());
+}
+
 } // TEST_SUITE

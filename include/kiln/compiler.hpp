@@ -75,6 +75,7 @@ struct RootReport {
 struct CompileReport {
   std::vector<JobReport> jobs;   ///< every distinct job, in discovery order
   std::vector<RootReport> roots;
+  size_t evicted_closures = 0; ///< closures the size limit evicted afterwards
   bool ok() const;
 };
 

@@ -1,5 +1,7 @@
 #include "cache/store.h"
 
+#include "cache/statement.h"
+
 #include "support/compress.h"
 #include "support/files.h"
 
@@ -27,62 +29,6 @@ struct Migration {
 // 'KILN' in ASCII: marks a file as a Kiln cache, so that a foreign SQLite
 // database is refused rather than migrated.
 constexpr int kApplicationId = 0x4B494C4E;
-
-int64_t now_seconds() { return int64_t(std::time(nullptr)); }
-
-} // namespace
-
-// Resets and clears a cached statement when it goes out of scope.
-class Bound {
-public:
-  explicit Bound(sqlite3_stmt* s) : s_(s) {}
-  ~Bound() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  Bound& text(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Bound& blob(int i, const std::string& v) {
-    sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Bound& i64(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Bound& real(int i, double v) {
-    sqlite3_bind_double(s_, i, v);
-    return *this;
-  }
-  int step() { return sqlite3_step(s_); }
-  std::string col_text(int i) const {
-    const unsigned char* p = sqlite3_column_text(s_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
-             : std::string();
-  }
-  std::string col_blob(int i) const {
-    const void* p = sqlite3_column_blob(s_, i);
-    return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
-             : std::string();
-  }
-  int64_t col_i64(int i) const { return sqlite3_column_int64(s_, i); }
-  double col_real(int i) const { return sqlite3_column_double(s_, i); }
-
-private:
-  sqlite3_stmt* s_;
-};
-
-namespace {
-
-Hash128 key_of(const std::string& hex) {
-  auto h = parse_hash128(hex);
-  return h ? *h : Hash128{};
-}
-
-// Stored checksum: XXH3-64 of the raw bytes, as SQLite's signed integer.
-int64_t checksum_of(const std::string& raw) { return int64_t(hash64(raw)); }
 
 } // namespace
 
@@ -198,6 +144,9 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
       return wal.error();
     ::usleep(10000);
   }
+  // A new file gives freed pages back to the file system as gc runs.
+  if (objects == 0)
+    KILN_TRY(st->exec("PRAGMA auto_vacuum=INCREMENTAL"));
   KILN_TRY(st->exec("PRAGMA synchronous=NORMAL"));
   KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
   if (user_version < schema_version())
@@ -262,26 +211,15 @@ Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& 
   return true;
 }
 
-Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
-                      const std::vector<JobRef>& refs) {
-  // Compress outside the lock: it is the expensive part.
-  std::vector<std::string> packed;
-  packed.reserve(artifacts.size());
-  for (const Artifact& a : artifacts)
-    packed.push_back(zstd_compress(a.bytes));
-
-  std::lock_guard lock(mu_);
+Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
+                              const std::vector<std::string>& packed,
+                              const std::vector<JobRef>& refs) {
   std::string hex = job.key.hex();
-  KILN_TRY(exec("BEGIN IMMEDIATE"));
-  auto fail = [&](const Error& e) -> Status {
-    (void)exec("ROLLBACK");
-    return e.context("storing job " + hex + " (" + job.entry + ", " + job.target + ")");
-  };
   auto ins = prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target, triple, cpu, "
                      "features, options, module_hash, toolchain, compile_ms, created_at) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
   if (!ins)
-    return fail(ins.error());
+    return ins.error();
   {
     Bound b(*ins);
     b.text(1, hex).text(2, job.entry).text(3, job.symbol).text(4, job.target);
@@ -289,32 +227,54 @@ Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifac
     b.text(9, job.module_hash.hex()).text(10, job.toolchain).real(11, job.compile_ms);
     b.i64(12, job.created_at ? job.created_at : now_seconds());
     if (b.step() != SQLITE_DONE)
-      return fail(db_error("cannot insert the job"));
+      return db_error("cannot insert the job");
   }
   auto art = prepare("INSERT OR IGNORE INTO artifacts(job_key, format, raw_size, checksum, data) "
                      "VALUES (?1, ?2, ?3, ?4, ?5)");
   if (!art)
-    return fail(art.error());
+    return art.error();
   for (size_t i = 0; i < artifacts.size(); ++i) {
     Bound b(*art);
     b.text(1, hex).text(2, artifacts[i].format).i64(3, int64_t(artifacts[i].bytes.size()));
     b.i64(4, checksum_of(artifacts[i].bytes)).blob(5, packed[i]);
     if (b.step() != SQLITE_DONE)
-      return fail(db_error("cannot insert artifact " + artifacts[i].format));
+      return db_error("cannot insert artifact " + artifacts[i].format);
   }
   auto ref = prepare("INSERT OR IGNORE INTO job_refs(job_key, symbol, entry) VALUES (?1, ?2, ?3)");
   if (!ref)
-    return fail(ref.error());
+    return ref.error();
   for (const JobRef& r : refs) {
     Bound b(*ref);
     b.text(1, hex).text(2, r.symbol).text(3, r.entry);
     if (b.step() != SQLITE_DONE)
-      return fail(db_error("cannot insert deferred reference " + r.symbol));
+      return db_error("cannot insert deferred reference " + r.symbol);
   }
-  Status c = exec("COMMIT");
-  if (!c)
-    return fail(c.error());
   return Status::ok();
+}
+
+Status Store::transaction(const std::function<Status()>& body) {
+  KILN_TRY(exec("BEGIN IMMEDIATE"));
+  Status s = body();
+  if (s)
+    s = exec("COMMIT");
+  if (!s)
+    (void)exec("ROLLBACK");
+  return s;
+}
+
+Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
+                      const std::vector<JobRef>& refs) {
+  // Compress outside the lock: it is the expensive part.
+  std::vector<std::string> packed;
+  packed.reserve(artifacts.size());
+  for (const Artifact& a : artifacts)
+    packed.push_back(zstd_compress(a.bytes));
+  std::lock_guard lock(mu_);
+  Status s = transaction([&] { return insert_job_rows(job, artifacts, packed, refs); });
+  if (!s)
+    return s.error().context("storing job " + job.key.hex() + " (" + job.entry + ", " +
+                             job.target + ")");
+  return s;
 }
 
 static JobRecord read_job(const Bound& b) {
@@ -436,50 +396,51 @@ Result<std::string> Store::get_artifact(const Hash128& job, const std::string& f
   return step_blob(b, "artifact " + format + " of job " + job.hex());
 }
 
-Status Store::put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names) {
-  std::lock_guard lock(mu_);
+Status Store::insert_closure_rows(const ClosureRecord& closure,
+                                 const std::vector<NameRecord>& names, int64_t now) {
   std::string hex = closure.key.hex();
-  KILN_TRY(exec("BEGIN IMMEDIATE"));
-  auto fail = [&](const Error& e) -> Status {
-    (void)exec("ROLLBACK");
-    return e.context("storing closure " + hex);
-  };
-  int64_t now = now_seconds();
-  auto c = prepare("INSERT OR IGNORE INTO closures(key, root_job, target, created_at, last_used) "
-                   "VALUES (?1, ?2, ?3, ?4, ?4)");
+  // A closure precompiled again counts as used now.
+  auto c = prepare("INSERT INTO closures(key, root_job, target, created_at, last_used) "
+                   "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT(key) DO UPDATE SET "
+                   "last_used = max(last_used, excluded.last_used)");
   if (!c)
-    return fail(c.error());
+    return c.error();
   {
     Bound b(*c);
     b.text(1, hex).text(2, closure.root_job.hex()).text(3, closure.target).i64(4, now);
     if (b.step() != SQLITE_DONE)
-      return fail(db_error("cannot insert the closure"));
+      return db_error("cannot insert the closure");
   }
   auto m = prepare("INSERT OR IGNORE INTO closure_members(closure_key, symbol, job_key) "
                    "VALUES (?1, ?2, ?3)");
   if (!m)
-    return fail(m.error());
+    return m.error();
   for (const ClosureMember& mem : closure.members) {
     Bound b(*m);
     b.text(1, hex).text(2, mem.symbol).text(3, mem.job.hex());
     if (b.step() != SQLITE_DONE)
-      return fail(db_error("cannot insert closure member " + mem.symbol));
+      return db_error("cannot insert closure member " + mem.symbol);
   }
   auto n = prepare("INSERT INTO names(name, target, closure_key, updated_at) VALUES (?1, ?2, ?3, "
                    "?4) ON CONFLICT(name, target) DO UPDATE SET closure_key = excluded.closure_key, "
                    "updated_at = excluded.updated_at");
   if (!n)
-    return fail(n.error());
+    return n.error();
   for (const NameRecord& nr : names) {
     Bound b(*n);
     b.text(1, nr.name).text(2, nr.target).text(3, nr.closure.hex()).i64(4, now);
     if (b.step() != SQLITE_DONE)
-      return fail(db_error("cannot record name " + nr.name));
+      return db_error("cannot record name " + nr.name);
   }
-  Status s = exec("COMMIT");
-  if (!s)
-    return fail(s.error());
   return Status::ok();
+}
+
+Status Store::put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names) {
+  std::lock_guard lock(mu_);
+  Status s = transaction([&] { return insert_closure_rows(closure, names, now_seconds()); });
+  if (!s)
+    return s.error().context("storing closure " + closure.key.hex());
+  return s;
 }
 
 Result<ClosureRecord> Store::get_closure(const Hash128& key) {
@@ -564,19 +525,28 @@ Result<std::vector<NameRecord>> Store::list_names() {
   return out;
 }
 
-Status Store::put_image(const ImageKey& key, const std::string& format, const std::string& bytes) {
-  std::string packed = zstd_compress(bytes);
-  std::lock_guard lock(mu_);
-  auto s = prepare("INSERT OR IGNORE INTO images(closure_key, arch, linker, format, raw_size, "
+Status Store::insert_image_row(const ImageRecord& image, const std::string& packed) {
+  // Replace, not ignore: a stored image that failed its checks is relinked
+  // and must be overwritten (same key, so otherwise the same bytes).
+  auto s = prepare("INSERT OR REPLACE INTO images(closure_key, arch, linker, format, raw_size, "
                    "checksum, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
   if (!s)
     return s.error();
+  const ImageKey& key = image.key;
   Bound b(*s);
-  b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker).text(4, format);
-  b.i64(5, int64_t(bytes.size())).i64(6, checksum_of(bytes)).blob(7, packed).i64(8, now_seconds());
+  b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker).text(4, image.format);
+  b.i64(5, int64_t(image.bytes.size())).i64(6, checksum_of(image.bytes)).blob(7, packed);
+  b.i64(8, now_seconds());
   if (b.step() != SQLITE_DONE)
     return db_error("cannot store the image of closure " + key.closure.hex());
   return Status::ok();
+}
+
+Status Store::put_image(const ImageKey& key, const std::string& format, const std::string& bytes) {
+  ImageRecord image{key, format, bytes};
+  std::string packed = zstd_compress(bytes);
+  std::lock_guard lock(mu_);
+  return insert_image_row(image, packed);
 }
 
 Result<std::string> Store::get_image(const ImageKey& key) {

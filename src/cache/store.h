@@ -9,6 +9,7 @@
 
 #include <kiln/result.hpp>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -82,6 +83,71 @@ struct ImageKey {
   std::string linker;
 };
 
+struct ImageRecord {
+  ImageKey key;
+  std::string format;
+  std::string bytes; ///< raw
+};
+
+/// Usage counters (stats). Added to, never set, by precompiles and loads.
+struct Counters {
+  int64_t job_hits = 0;     ///< jobs a precompile found cached
+  int64_t job_misses = 0;   ///< jobs a precompile compiled
+  int64_t image_hits = 0;   ///< loads served by a stored image
+  int64_t image_misses = 0; ///< loads that had to link (or JIT) the image
+  int64_t loads = 0;
+  bool empty() const { return !(job_hits | job_misses | image_hits | image_misses | loads); }
+};
+
+struct Stats {
+  int64_t jobs = 0, closures = 0, images = 0, names = 0;
+  int64_t stored_bytes = 0; ///< compressed blob bytes
+  int64_t raw_bytes = 0;    ///< their uncompressed size
+  int64_t file_bytes = 0;   ///< the database file's pages
+  int64_t live_bytes = 0;   ///< pages in use (file less free pages)
+  std::vector<std::pair<std::string, int64_t>> jobs_per_target;
+  Counters counters;
+};
+
+/// One problem `verify` found: what kind of thing, its key, what is wrong.
+struct Problem {
+  std::string kind; ///< "artifact", "image", "closure", "job", "name"
+  std::string key;
+  std::string message;
+};
+
+struct GcOptions {
+  int64_t max_size = -1;   ///< evict until the live size is at most this; < 0: no size target
+  int64_t older_than = -1; ///< evict closures unused for this many seconds; < 0: none
+  bool dry_run = false;    ///< report, change nothing
+  bool vacuum = true;      ///< rewrite the file to give space back (the CLI); else incremental
+};
+
+struct GcReport {
+  std::vector<Hash128> evicted_closures;
+  int64_t evicted_jobs = 0;
+  int64_t evicted_images = 0;
+  int64_t bytes_before = 0;
+  int64_t bytes_after = 0;
+};
+
+/// The default size limit when neither KILN_CACHE_MAX_SIZE nor the cache's
+/// max_size setting says otherwise.
+inline constexpr int64_t kDefaultMaxSize = int64_t(5) << 30;
+
+/// Everything of some closures, as moved by export and import.
+struct BundleData {
+  struct Job {
+    JobRecord record;
+    std::vector<Artifact> artifacts;
+    std::vector<JobRef> refs;
+  };
+  std::vector<Job> jobs;
+  std::vector<ClosureRecord> closures;
+  std::vector<ImageRecord> images;
+  std::vector<NameRecord> names;
+};
+
 /// One connection to a cache file. Thread-safe: every call takes the
 /// store's lock. Several processes may open the same file at once.
 class Store {
@@ -128,8 +194,42 @@ public:
   /// warm path, which must not load a linker just to learn its version.
   Result<std::string> get_image_any_linker(const Hash128& closure, const std::string& arch);
 
+  // --- life cycle -----------------------------------------------------------
+  /// Adds to the usage counters (one small transaction).
+  Status add_counters(const Counters& delta);
+  Status zero_counters();
+  /// Marks closures as used at `when` (one transaction for the batch).
+  Status touch_closures(const std::vector<Hash128>& closures, int64_t when);
+  Result<Stats> stats();
+  /// Pages in use, in bytes: cheap (two pragmas), for the automatic limit.
+  Result<int64_t> live_bytes();
+  Result<std::string> setting(const std::string& name); ///< not_found if unset
+  Status set_setting(const std::string& name, const std::string& value);
+  /// The size limit in force: $KILN_CACHE_MAX_SIZE, else the max_size
+  /// setting, else kDefaultMaxSize.
+  Result<int64_t> max_size();
+  /// Evicts least recently used closures (their images and names, and the
+  /// jobs no remaining closure uses) per `options`, in one transaction.
+  Result<GcReport> gc(const GcOptions& options);
+  /// Every blob's checksum, every closure's members and their open deferred
+  /// symbols, every name's closure.
+  Result<std::vector<Problem>> verify();
+  Result<std::vector<ClosureRecord>> list_closures();
+  Result<std::vector<ImageRecord>> images_of(const Hash128& closure);
+  /// Writes everything in one transaction; rows already present are kept.
+  Status put_bundle(const BundleData& data);
+
 private:
   Store() = default;
+  Status insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
+                         const std::vector<std::string>& packed, const std::vector<JobRef>& refs);
+  Status insert_closure_rows(const ClosureRecord& closure, const std::vector<NameRecord>& names,
+                             int64_t now);
+  Status insert_image_row(const ImageRecord& image, const std::string& packed);
+  Result<int64_t> count(const char* sql);
+  /// Runs `body` in a write transaction: committed if it succeeds, else rolled
+  /// back. Call with the lock held.
+  Status transaction(const std::function<Status()>& body);
   Status exec(const char* sql);
   Result<sqlite3_stmt*> prepare(const char* sql);
   Error db_error(const std::string& what) const;

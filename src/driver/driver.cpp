@@ -233,8 +233,7 @@ CompileReport Plan::describe() const {
   CompileReport rep;
   for (const PlannedJob& j : impl_->jobs)
     rep.jobs.push_back(impl_->report_of(j));
-  for (const PlannedRoot& r : impl_->roots)
-  {
+  for (const PlannedRoot& r : impl_->roots) {
     RootReport rr;
     rr.name = r.name;
     rr.target = r.target.spec;
@@ -370,6 +369,24 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
       }
     }
     rep.roots.push_back(std::move(rr));
+  }
+
+  cache::Counters usage;
+  for (const JobReport& r : rep.jobs) {
+    usage.job_hits += r.status == JobStatus::cached;
+    usage.job_misses += r.status == JobStatus::compiled;
+  }
+  (void)store.add_counters(usage); // statistics never fail a precompile
+  // The size limit, enforced after each precompile: two pragmas tell whether
+  // the cache is over; only then does gc walk the least recently used.
+  auto limit = store.max_size();
+  auto live = store.live_bytes();
+  if (limit && live && *live > *limit) {
+    cache::GcOptions gc;
+    gc.max_size = *limit;
+    gc.vacuum = false;
+    if (auto evicted = store.gc(gc))
+      rep.evicted_closures = evicted->evicted_closures.size();
   }
   return rep;
 }

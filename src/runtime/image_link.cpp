@@ -109,7 +109,8 @@ Result<std::string> link_closure(cache::Store& store, const cache::ClosureRecord
   return image;
 }
 
-Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure) {
+Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure,
+                                        bool* linked) {
   std::string arch = image_arch(closure.target);
   auto bytes = store.get_image_any_linker(closure.key, arch);
   if (bytes) {
@@ -124,19 +125,22 @@ Result<std::string> fetch_or_link_image(cache::Store& store, const cache::Closur
   if (!fp)
     return fp.error();
   cache::ImageKey key{closure.key, arch, *fp};
-  auto linked = link_closure(store, closure);
-  if (!linked)
-    return linked.error();
+  if (linked)
+    *linked = true;
+  auto image = link_closure(store, closure);
+  if (!image)
+    return image.error();
   // A store failure (read-only cache, disk full) costs the next process a
   // relink; it does not fail this load.
   (void)store.put_image(key, device_kind(closure.target) == DeviceKind::host     ? "so"
                              : device_kind(closure.target) == DeviceKind::nvidia ? "cubin"
                                                                                  : "hsaco",
-                        *linked);
-  return linked;
+                        *image);
+  return image;
 }
 
-Result<std::string> fetch_or_jit_image(cache::Store& store, const cache::ClosureRecord& closure) {
+Result<std::string> fetch_or_jit_image(cache::Store& store, const cache::ClosureRecord& closure,
+                                       bool* linked) {
   auto arch = cuda_device_arch();
   if (!arch)
     return arch.error();
@@ -145,6 +149,8 @@ Result<std::string> fetch_or_jit_image(cache::Store& store, const cache::Closure
     return bytes;
   if (!bytes && bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt)
     return bytes.error();
+  if (linked)
+    *linked = true;
   std::vector<std::string> ptx, names;
   for (const cache::ClosureMember& m : closure.members) {
     auto p = store.get_artifact(m.job, "ptx");

@@ -35,11 +35,14 @@ Status check_image(const std::string& bytes, const cache::ClosureRecord& closure
 
 /// The whole "get me the image bytes" path: from the cache, else linked
 /// and stored. A damaged stored image counts as absent.
-Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure);
+/// `linked`, if given, says whether the image had to be linked.
+Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure,
+                                        bool* linked = nullptr);
 
 /// NVIDIA code whose cubin does not run on the present device: the image the
 /// driver's JIT made from the closure's PTX, from the cache or made now and
 /// stored under the device's arch.
-Result<std::string> fetch_or_jit_image(cache::Store& store, const cache::ClosureRecord& closure);
+Result<std::string> fetch_or_jit_image(cache::Store& store, const cache::ClosureRecord& closure,
+                                       bool* linked = nullptr);
 
 } // namespace kiln::runtime

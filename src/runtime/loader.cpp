@@ -3,6 +3,9 @@
 #include "runtime/image_link.h"
 #include "support/hash.h"
 
+#include <algorithm>
+#include <ctime>
+
 namespace kiln::runtime {
 
 namespace {
@@ -63,15 +66,17 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
                                                   closure->target + ", not " + target);
 
   Result<std::string> bytes = make_error(Code::internal, "no image");
+  bool linked = false;
   if (device_kind(target) == DeviceKind::nvidia) {
     // A cubin for another major (or another 'a' arch) does not run here; its
     // PTX may, through the driver's JIT.
     auto jit = cuda_needs_jit(target);
     if (!jit)
       return jit.error().context("loading '" + std::string(name) + "'");
-    bytes = *jit ? fetch_or_jit_image(store, *closure) : fetch_or_link_image(store, *closure);
+    bytes = *jit ? fetch_or_jit_image(store, *closure, &linked)
+                 : fetch_or_link_image(store, *closure, &linked);
   } else {
-    bytes = fetch_or_link_image(store, *closure);
+    bytes = fetch_or_link_image(store, *closure, &linked);
   }
   if (!bytes)
     return bytes.error().context("loading '" + std::string(name) + "' for " + target);
@@ -94,7 +99,38 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   if (!mod)
     return mod.error();
   img->module = mod.take();
+  cache.record_load(*key, linked);
   return img;
 }
 
 } // namespace kiln::runtime
+
+void kiln_cache::record_load(const kiln::Hash128& closure, bool linked) {
+  bool flush = false;
+  {
+    std::lock_guard lock(usage_mu);
+    ++usage.loads;
+    ++(linked ? usage.image_misses : usage.image_hits);
+    used.push_back(closure);
+    flush = used.size() >= kFlushEvery;
+  }
+  if (flush)
+    flush_usage();
+}
+
+void kiln_cache::flush_usage() {
+  kiln::cache::Counters counts;
+  std::vector<kiln::Hash128> closures;
+  {
+    std::lock_guard lock(usage_mu);
+    std::swap(counts, usage);
+    std::swap(closures, used);
+  }
+  if (!store || (counts.empty() && closures.empty()))
+    return;
+  // Usage is advisory: a read-only or busy cache loses it, never a load.
+  std::sort(closures.begin(), closures.end());
+  closures.erase(std::unique(closures.begin(), closures.end()), closures.end());
+  (void)store->touch_closures(closures, int64_t(std::time(nullptr)));
+  (void)store->add_counters(counts);
+}

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -81,6 +82,18 @@ const char* host_arch();
 /// The C handle types, defined here so the C++ API and the C API share them.
 struct kiln_cache {
   std::unique_ptr<kiln::cache::Store> store;
+
+  /// Loads are counted and closures marked used in memory, and written in
+  /// one transaction when the handle closes (or every kFlushEvery loads):
+  /// the hot path does no write per load.
+  static constexpr size_t kFlushEvery = 256;
+  std::mutex usage_mu;
+  kiln::cache::Counters usage;
+  std::vector<kiln::Hash128> used;
+
+  void record_load(const kiln::Hash128& closure, bool linked);
+  void flush_usage();
+  ~kiln_cache() { flush_usage(); }
 };
 
 struct kiln_image {

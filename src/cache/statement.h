@@ -1,0 +1,68 @@
+// Internal to the cache layer: a cached prepared statement with its
+// bindings, reset on scope exit, and small helpers shared by store.cpp,
+// lifecycle.cpp and bundle.cpp.
+#pragma once
+
+#include "support/hash.h"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <ctime>
+#include <string>
+
+namespace kiln::cache {
+
+// Resets and clears a cached statement when it goes out of scope.
+class Bound {
+public:
+  explicit Bound(sqlite3_stmt* s) : s_(s) {}
+  ~Bound() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  Bound& text(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Bound& blob(int i, const std::string& v) {
+    sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Bound& i64(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Bound& real(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  int step() { return sqlite3_step(s_); }
+  std::string col_text(int i) const {
+    const unsigned char* p = sqlite3_column_text(s_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
+             : std::string();
+  }
+  std::string col_blob(int i) const {
+    const void* p = sqlite3_column_blob(s_, i);
+    return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
+             : std::string();
+  }
+  int64_t col_i64(int i) const { return sqlite3_column_int64(s_, i); }
+  double col_real(int i) const { return sqlite3_column_double(s_, i); }
+
+private:
+  sqlite3_stmt* s_;
+};
+
+inline Hash128 key_of(const std::string& hex) {
+  auto h = parse_hash128(hex);
+  return h ? *h : Hash128{};
+}
+
+/// Stored checksum: XXH3-64 of the raw bytes, as SQLite's signed integer.
+inline int64_t checksum_of(const std::string& raw) { return int64_t(hash64(raw)); }
+
+inline int64_t now_seconds() { return int64_t(std::time(nullptr)); }
+
+} // namespace kiln::cache

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> targets, entries, files;
   int opt_level = 2;
   unsigned jobs = 0;
-  bool json = false, debug = false, no_link = false, quiet = false;
+  bool json = false, debug = false, no_link = false, quiet = false, explain = false;
   app.add_option("--cache", cache_path,
                  "cache file (default: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db)");
   app.add_option("--target", targets, "target spec, repeatable (default: host)")
@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object describing jobs and roots");
   app.add_flag("--no-link", no_link, "do not link images (they are linked at first load)");
   app.add_flag("-q,--quiet", quiet, "no progress display");
+  app.add_flag("--explain", explain, "print each job's key components (with --json: a "
+                                     "\"components\" object per job)");
   app.add_option("FILE", files, "LLVM IR (.ll) or bitcode (.bc) files, linked into one unit")
       ->required();
   try {
@@ -125,6 +127,16 @@ int main(int argc, char** argv) {
         jj["refs"].push_back({{"symbol", sym}, {"key", key}});
       if (j.status == kiln::JobStatus::failed)
         jj["error"] = j.error;
+      if (explain)
+        jj["components"] = {{"module_hash", j.module_hash},
+                            {"entry", j.entry},
+                            {"target", j.target},
+                            {"triple", j.triple},
+                            {"cpu", j.cpu},
+                            {"features", j.features},
+                            {"opt_level", j.options.substr(2, 1)},
+                            {"debug", j.options.find("-g") != std::string::npos ? "true" : "false"},
+                            {"toolchain", j.toolchain}};
       out["jobs"].push_back(std::move(jj));
     }
     out["roots"] = nlohmann::ordered_json::array();
@@ -139,6 +151,13 @@ int main(int argc, char** argv) {
       out["roots"].push_back(std::move(rr));
     }
     std::cout << out.dump() << "\n";
+  } else if (explain) {
+    for (const kiln::JobReport& j : report->jobs)
+      std::cout << j.key << "  " << kiln::job_status_name(j.status) << "\n"
+                << "  module_hash " << j.module_hash << "\n  entry       " << j.entry
+                << "\n  target      " << j.target << " (" << j.triple << ", " << j.cpu << ")"
+                << "\n  features    " << j.features << "\n  options     " << j.options
+                << "\n  toolchain   " << j.toolchain << "\n";
   } else if (tty) {
     std::cerr << "kiln-precompile: " << report->jobs.size() << " jobs (" << compiled
               << " compiled, " << cached << " cached, " << failed << " failed), "

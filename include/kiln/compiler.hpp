@@ -54,6 +54,9 @@ struct JobReport {
   std::string entry;
   std::string target;
   std::string symbol;
+  std::string triple;   ///< the resolved target: part of the key
+  std::string cpu;
+  std::string features;
   std::string options;
   std::string module_hash;
   std::string toolchain;

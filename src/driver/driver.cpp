@@ -156,6 +156,9 @@ JobReport Plan::Impl::report_of(const PlannedJob& j) const {
   r.entry = j.components.identity.entry;
   r.target = j.target.spec;
   r.symbol = j.symbol;
+  r.triple = j.target.triple;
+  r.cpu = j.target.cpu;
+  r.features = j.target.features;
   r.options = options.canonical();
   r.module_hash = j.components.module_hash.hex();
   r.toolchain = j.components.toolchain;

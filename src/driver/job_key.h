@@ -42,4 +42,13 @@ using ClosureMap = std::vector<std::pair<std::string, Hash128>>; ///< symbol →
 /// Hashes the root job and the sorted (symbol → job key) map.
 Hash128 closure_key(const Hash128& root, ClosureMap members);
 
+/// The key components as a cache stores them (target spec and resolved
+/// triple/cpu/features, canonical options "-O2 -g", toolchain): so a stored
+/// job's key can be recomputed (verify, import) and compared (explain).
+/// Malformed options are `corrupt`.
+Result<KeyComponents> components_of(const std::string& module_hash_hex, const std::string& entry,
+                                    const std::string& target, const std::string& triple,
+                                    const std::string& cpu, const std::string& features,
+                                    const std::string& options, const std::string& toolchain);
+
 } // namespace kiln::driver

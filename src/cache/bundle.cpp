@@ -1,0 +1,150 @@
+#include "cache/bundle.h"
+
+#include "cache/statement.h"
+#include "support/compress.h"
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/vector.hpp>
+
+#include <cstring>
+#include <set>
+#include <sstream>
+
+namespace kiln::cache {
+
+template <class A> void serialize(A& ar, JobRecord& j) {
+  ar(j.key, j.entry, j.symbol, j.target, j.triple, j.cpu, j.features, j.options, j.module_hash,
+     j.toolchain, j.compile_ms, j.created_at);
+}
+template <class A> void serialize(A& ar, Artifact& a) { ar(a.format, a.bytes); }
+template <class A> void serialize(A& ar, JobRef& r) { ar(r.symbol, r.entry); }
+template <class A> void serialize(A& ar, ClosureMember& m) { ar(m.symbol, m.job, m.entry); }
+template <class A> void serialize(A& ar, ClosureRecord& c) {
+  ar(c.key, c.root_job, c.target, c.members);
+}
+template <class A> void serialize(A& ar, ImageKey& k) { ar(k.closure, k.arch, k.linker); }
+template <class A> void serialize(A& ar, ImageRecord& i) { ar(i.key, i.format, i.bytes); }
+template <class A> void serialize(A& ar, NameRecord& n) { ar(n.name, n.target, n.closure); }
+template <class A> void serialize(A& ar, BundleData::Job& j) { ar(j.record, j.artifacts, j.refs); }
+template <class A> void serialize(A& ar, BundleData& b) { ar(b.jobs, b.closures, b.images, b.names); }
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
+constexpr size_t kHeader = 8 + 4 + 8 + 16;
+// A bundle that claims more than this is damaged or hostile.
+constexpr uint64_t kMaxPayload = uint64_t(1) << 34;
+
+void put_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    out.push_back(char((v >> (8 * i)) & 0xff));
+}
+
+uint64_t get_le(std::string_view in, size_t off, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= uint64_t(uint8_t(in[off + size_t(i)])) << (8 * i);
+  return v;
+}
+
+} // namespace
+
+Result<BundleData> collect_bundle(Store& store, const std::vector<Hash128>& closures) {
+  BundleData data;
+  std::set<std::string> seen_jobs;
+  auto names = store.list_names();
+  if (!names)
+    return names.error();
+  for (const Hash128& key : closures) {
+    auto c = store.get_closure(key);
+    if (!c)
+      return c.error();
+    for (const ClosureMember& m : c->members) {
+      if (!seen_jobs.insert(m.job.hex()).second)
+        continue;
+      BundleData::Job job;
+      auto rec = store.get_job(m.job);
+      if (!rec)
+        return rec.error();
+      job.record = rec.take();
+      auto infos = store.artifact_infos(m.job);
+      if (!infos)
+        return infos.error();
+      for (const ArtifactInfo& info : *infos) {
+        auto bytes = store.get_artifact(m.job, info.format);
+        if (!bytes)
+          return bytes.error();
+        job.artifacts.push_back({info.format, bytes.take()});
+      }
+      auto refs = store.job_refs(m.job);
+      if (!refs)
+        return refs.error();
+      job.refs = refs.take();
+      data.jobs.push_back(std::move(job));
+    }
+    auto images = store.images_of(key);
+    if (!images)
+      return images.error();
+    for (ImageRecord& i : *images)
+      data.images.push_back(std::move(i));
+    for (const NameRecord& n : *names)
+      if (n.closure == key)
+        data.names.push_back(n);
+    data.closures.push_back(c.take());
+  }
+  return data;
+}
+
+std::string encode_bundle(const BundleData& data) {
+  std::ostringstream os;
+  {
+    cereal::PortableBinaryOutputArchive ar(os);
+    ar(const_cast<BundleData&>(data));
+  }
+  std::string payload = os.str();
+  std::string packed = zstd_compress(payload, 19);
+  Hash128 h = hash128(packed);
+  std::string out(kMagic, sizeof kMagic);
+  put_le(out, kBundleVersion, 4);
+  put_le(out, payload.size(), 8);
+  put_le(out, h.hi, 8);
+  put_le(out, h.lo, 8);
+  return out + packed;
+}
+
+Result<BundleData> decode_bundle(std::string_view bytes) {
+  if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return make_error(Code::corrupt, "not a Kiln bundle (no KILNBNDL header)");
+  uint32_t version = uint32_t(get_le(bytes, 8, 4));
+  if (version > kBundleVersion)
+    return make_error(Code::invalid_argument,
+                      "bundle version " + std::to_string(version) + " is newer than this Kiln's " +
+                          std::to_string(kBundleVersion));
+  if (version == 0)
+    return make_error(Code::corrupt, "bundle version 0 is not valid");
+  uint64_t raw_size = get_le(bytes, 12, 8);
+  Hash128 want{get_le(bytes, 20, 8), get_le(bytes, 28, 8)};
+  std::string_view packed = bytes.substr(kHeader);
+  if (hash128(packed) != want)
+    return make_error(Code::corrupt, "bundle fails its checksum (damaged or truncated)");
+  if (raw_size > kMaxPayload)
+    return make_error(Code::corrupt, "bundle claims an implausible size");
+  auto payload = zstd_decompress(packed, size_t(raw_size));
+  if (!payload)
+    return payload.error().context("bundle");
+  BundleData data;
+  try {
+    std::istringstream is(*payload);
+    cereal::PortableBinaryInputArchive ar(is);
+    ar(data);
+    if (is.peek() != std::char_traits<char>::eof())
+      return make_error(Code::corrupt, "bundle has trailing bytes after its contents");
+  } catch (const std::exception& e) {
+    return make_error(Code::corrupt, std::string("bundle contents do not decode: ") + e.what());
+  }
+  return data;
+}
+
+} // namespace kiln::cache

@@ -210,30 +210,39 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   }
 
   int64_t cutoff = options.older_than >= 0 ? now_seconds() - options.older_than : INT64_MIN;
-  auto oldest = prepare("SELECT key, last_used FROM closures ORDER BY last_used, key LIMIT 1");
+  // Least recently used first; the ties of one-second recency broken by key
+  // so the order is the same in every process.
+  std::vector<std::pair<std::string, int64_t>> order;
+  {
+    auto all = prepare("SELECT key, last_used FROM closures ORDER BY last_used, key");
+    if (!all)
+      return fail(all.error());
+    Bound b(*all);
+    while (b.step() == SQLITE_ROW)
+      order.emplace_back(b.col_text(0), b.col_i64(1));
+  }
+  std::set<std::string> keep;
+  for (const Hash128& k : options.keep)
+    keep.insert(k.hex());
   auto members = prepare("SELECT job_key FROM closure_members WHERE closure_key = ?1");
   auto images = prepare("SELECT count(*) FROM images WHERE closure_key = ?1");
   auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
   auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
   auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS "
                          "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1)");
-  for (auto* p : {&oldest, &members, &images, &del_names, &del_closure, &del_job})
+  for (auto* p : {&members, &images, &del_names, &del_closure, &del_job})
     if (!*p)
       return fail(p->error());
-  for (;;) {
-    std::string key;
-    int64_t last_used;
-    {
-      Bound b(*oldest);
-      if (b.step() != SQLITE_ROW)
-        break;
-      key = b.col_text(0);
-      last_used = b.col_i64(1);
-    }
+  for (const auto& [key, last_used] : order) {
+    if (keep.count(key))
+      continue;
     bool too_old = last_used < cutoff;
     bool too_big = options.max_size >= 0 && live() > options.max_size;
-    if (!too_old && !too_big)
-      break;
+    if (!too_old && !too_big) {
+      if (options.older_than < 0)
+        break; // the rest are newer, and the size is met
+      continue;
+    }
     std::vector<std::string> jobs;
     {
       Bound b(*members);

@@ -121,6 +121,7 @@ struct GcOptions {
   int64_t older_than = -1; ///< evict closures unused for this many seconds; < 0: none
   bool dry_run = false;    ///< report, change nothing
   bool vacuum = true;      ///< rewrite the file to give space back (the CLI); else incremental
+  std::vector<Hash128> keep; ///< never evicted (a precompile's own closures)
 };
 
 struct GcReport {

@@ -31,6 +31,9 @@ Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
   llvm::Function* entry = m.getFunction(job.entry);
   if (!entry || entry->isDeclaration())
     return make_error(Code::internal, "job module lacks its entry '" + job.entry + "'");
+  for (const auto& [placeholder, symbol] : job.renames)
+    if (llvm::Function* f = m.getFunction(placeholder))
+      f->setName(symbol);
   // A job that defers to itself holds a declaration of its own symbol.
   if (llvm::Function* self = m.getFunction(job.symbol); self && self != entry) {
     self->replaceAllUsesWith(entry);

@@ -8,6 +8,7 @@
 #include <kiln/result.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::codegen {
@@ -16,6 +17,9 @@ struct JobInput {
   std::string entry;   ///< original entry name in the module
   std::string symbol;  ///< the deferred symbol the job defines for its entry
   std::string bitcode; ///< canonical module
+  /// Placeholder names of deferred children in the module → their deferred
+  /// symbols for this target and options.
+  std::vector<std::pair<std::string, std::string>> renames;
 };
 
 struct CompiledArtifact {

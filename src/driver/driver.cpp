@@ -17,6 +17,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -55,6 +56,7 @@ struct PlannedJob {
   std::string symbol;
   std::string bitcode;
   std::vector<ir::DeferredRef> refs; ///< symbol → child entry
+  std::vector<std::pair<std::string, std::string>> renames; ///< placeholder → deferred symbol
   std::vector<Hash128> ref_keys;     ///< parallel to refs, filled after discovery
   codegen::TargetDesc target;
 };
@@ -90,9 +92,7 @@ Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc&
   cfg.triple = target.triple;
   cfg.data_layout = *layout;
   cfg.debug = options.debug;
-  cfg.deferred_symbol = [&](const std::string& entry) {
-    return driver::deferred_symbol({entry, target, options});
-  };
+  cfg.deferred_symbol = driver::placeholder_symbol;
 
   std::unordered_map<std::string, Hash128> key_of_entry;
   std::deque<std::string> work(root_entries.begin(), root_entries.end());
@@ -113,6 +113,14 @@ Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc&
     job.key = driver::job_key(job.components);
     job.symbol = driver::deferred_symbol(job.components.identity);
     job.bitcode = std::move(ex->bitcode);
+    // The module names children by placeholders; the job's code (after
+    // finishing) and every record name them by their deferred symbols.
+    for (ir::DeferredRef& r : ex->refs) {
+      std::string real = driver::deferred_symbol({r.entry, target, options});
+      job.renames.emplace_back(r.symbol, real);
+      r.symbol = std::move(real);
+    }
+    std::sort(ex->refs.begin(), ex->refs.end());
     job.refs = std::move(ex->refs);
     job.target = target;
     key_of_entry[entry] = job.key;
@@ -287,7 +295,7 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
       const PlannedJob& j = p.jobs[i];
       JobReport& r = rep.jobs[i];
       auto start = std::chrono::steady_clock::now();
-      auto arts = codegen::compile_job({r.entry, j.symbol, j.bitcode}, j.target, p.options);
+      auto arts = codegen::compile_job({r.entry, j.symbol, j.bitcode, j.renames}, j.target, p.options);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                       .count();
       r.compile_ms = ms;
@@ -388,6 +396,11 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
     cache::GcOptions gc;
     gc.max_size = *limit;
     gc.vacuum = false;
+    // What this precompile made stays, whatever the limit: evicting it would
+    // make the run pointless.
+    for (const RootReport& r : rep.roots)
+      if (auto k = parse_hash128(r.closure))
+        gc.keep.push_back(*k);
     if (auto evicted = store.gc(gc))
       rep.evicted_closures = evicted->evicted_closures.size();
   }

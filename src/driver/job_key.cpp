@@ -29,6 +29,10 @@ std::string deferred_symbol(const JobIdentity& id) {
              .hex();
 }
 
+std::string placeholder_symbol(const std::string& entry) {
+  return "__kiln_ref_" + hash_of(std::string("kiln-deferred-ref"), kKeyFormat, entry).hex();
+}
+
 Hash128 job_key(const KeyComponents& c) {
   return hash_of(std::string("kiln-job"), kKeyFormat, c.module_hash, c.identity.entry,
                  c.identity.target, c.identity.options, c.toolchain);

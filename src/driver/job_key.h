@@ -28,6 +28,12 @@ struct JobIdentity {
 /// (PTX names may not contain dots).
 std::string deferred_symbol(const JobIdentity& id);
 
+/// The name a job's canonical module uses for a deferred child before
+/// finishing: derived from the child's entry alone, so the module (and its
+/// hash) does not change with the target or options, which the key holds
+/// separately. Finishing renames it to the child's deferred_symbol.
+std::string placeholder_symbol(const std::string& entry);
+
 /// The key components, printable for "why did it miss?".
 struct KeyComponents {
   Hash128 module_hash;

@@ -34,7 +34,9 @@ kiln_status kiln_cache_open(const char* path, kiln_cache** out) {
   auto store = kiln::cache::Store::open(p);
   if (!store)
     return fail(store.error());
-  *out = new kiln_cache{store.take()};
+  auto* cache = new kiln_cache();
+  cache->store = store.take();
+  *out = cache;
   return KILN_OK;
 }
 

@@ -756,3 +756,43 @@ TEST_CASE("four forked processes write overlapping jobs into one file") {
   RawDb raw(path);
   CHECK(raw.scalar("SELECT count(*) FROM artifacts") == distinct);
 }
+
+TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping its rows") {
+  auto dir = kiln::TempDir::create("kiln-migrate");
+  REQUIRE(dir);
+  std::string path = dir->path() + "/old.db";
+  {
+    // Build what a schema-1 Kiln wrote: its migration, its header, one job.
+    auto v1 = kiln::read_file(std::string(KILN_SOURCE_DIR) + "/schema/0001_initial.sql");
+    REQUIRE(v1);
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    std::string sql = *v1 + "PRAGMA application_id=1263094862; PRAGMA user_version=1;"
+                             "INSERT INTO jobs VALUES ('" + std::string(32, 'a') +
+                      "', 'f', 'sym', 'host', 't', 'c', '', '-O2', '" + std::string(32, 'b') +
+                      "', 'tc', 1.0, 0);";
+    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto st = kiln::cache::Store::open(path);
+  REQUIRE_MESSAGE(st, st.error().message);
+  auto jobs = (*st)->list_jobs();
+  REQUIRE(jobs);
+  CHECK(jobs->size() == 1);
+  // Schema 2's tables are there and work.
+  CHECK((*st)->set_setting("max_size", "1024"));
+  CHECK(*(*st)->max_size() == 1024);
+  kiln::cache::Counters c;
+  c.loads = 3;
+  CHECK((*st)->add_counters(c));
+  CHECK((*st)->stats()->counters.loads == 3);
+  st->reset();
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  CHECK(sqlite3_column_int(s, 0) == kiln::cache::schema_version());
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+}

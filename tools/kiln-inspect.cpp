@@ -8,6 +8,8 @@
 #include "support/files.h"
 
 #include <algorithm>
+#include <fnmatch.h>
+#include <set>
 #include <map>
 
 #include <CLI/CLI.hpp>
@@ -44,13 +46,31 @@ int report(const kiln::Error& e) {
   return e.code == kiln::Code::not_found ? kExitNotFound : kExitCache;
 }
 
-int cmd_ls(kiln::cache::Store& store, bool as_json) {
+int cmd_ls(kiln::cache::Store& store, bool as_json, const std::string& target,
+           const std::string& glob) {
   auto jobs = store.list_jobs();
   if (!jobs)
     return report(jobs.error());
   auto names = store.list_names();
   if (!names)
     return report(names.error());
+  // --target keeps that target's jobs and names; --name keeps the names
+  // matching the glob and the jobs their closures hold.
+  auto name_ok = [&](const kiln::cache::NameRecord& n) {
+    return (target.empty() || n.target == target) &&
+           (glob.empty() || ::fnmatch(glob.c_str(), n.name.c_str(), 0) == 0);
+  };
+  std::erase_if(*names, [&](const auto& n) { return !name_ok(n); });
+  std::set<std::string> in_named;
+  if (!glob.empty())
+    for (const auto& n : *names)
+      if (auto c = store.get_closure(n.closure))
+        for (const auto& m : c->members)
+          in_named.insert(m.job.hex());
+  std::erase_if(*jobs, [&](const auto& j) {
+    return (!target.empty() && j.target != target) ||
+           (!glob.empty() && !in_named.count(j.key.hex()));
+  });
   if (as_json) {
     json out;
     out["jobs"] = json::array();
@@ -630,6 +650,9 @@ int main(int argc, char** argv) {
                                         "$XDG_CACHE_HOME/kiln/kiln.db)");
   CLI::App* ls = app.add_subcommand("ls", "list jobs and root names");
   ls->add_flag("--json", as_json, "JSON output");
+  std::string glob;
+  ls->add_option("--target", target, "only this target");
+  ls->add_option("--name", glob, "only roots whose name matches this glob, and their jobs");
   CLI::App* show = app.add_subcommand("show", "show a job (by key) or a root (by name or closure key)");
   show->add_option("KEY_OR_NAME", what, "job key, closure key or root name")->required();
   show->add_option("--target", target, "target of the root (default: the first)");
@@ -696,7 +719,7 @@ int main(int argc, char** argv) {
   if (!store)
     return report(store.error());
   if (ls->parsed())
-    return cmd_ls(**store, as_json);
+    return cmd_ls(**store, as_json, target, glob);
   if (image->parsed())
     return cmd_image(**store, what, target, out_path);
   if (dump->parsed())

@@ -1056,4 +1056,26 @@ TEST_CASE("a cache file copied elsewhere under another name still loads") {
   CHECK(ls_names(json::parse(ls.out)) == std::set<std::string>{"nest_a", "dia_root"});
 }
 
+TEST_CASE("ls --target and --name filter jobs and names") {
+  Cache cache;
+  precompile_ok(cache, {data("nested.ll")});
+  precompile_ok(cache, {data("cycle.ll")});
+  RunResult r = inspect(cache, {"ls", "--name", "nest_*", "--json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+  json j = json::parse(r.out);
+  std::set<std::string> names, entries;
+  for (const json& n : j.at("names"))
+    names.insert(n.at("name").get<std::string>());
+  for (const json& job : j.at("jobs"))
+    entries.insert(job.at("entry").get<std::string>());
+  CHECK(names == std::set<std::string>{"nest_a", "nest_b", "nest_c"});
+  CHECK(entries == std::set<std::string>{"nest_a", "nest_b", "nest_c"});
+  RunResult none = inspect(cache, {"ls", "--target", "sm_90", "--json"});
+  REQUIRE_MESSAGE(none.exit_code == 0, describe(none));
+  CHECK(json::parse(none.out).at("jobs").empty());
+  CHECK(json::parse(none.out).at("names").empty());
+  RunResult host = inspect(cache, {"ls", "--target", "host", "--json"});
+  CHECK(json::parse(host.out).at("jobs").size() == 6);
+}
+
 } // TEST_SUITE

@@ -34,7 +34,11 @@ Status Store::add_counters(const Counters& d) {
       return s.error();
     for (auto [name, v] : {std::pair{"job_hits", d.job_hits}, {"job_misses", d.job_misses},
                            {"image_hits", d.image_hits}, {"image_misses", d.image_misses},
-                           {"loads", d.loads}}) {
+                           {"loads", d.loads}, {"remote_hits", d.remote_hits},
+                           {"remote_misses", d.remote_misses},
+                           {"remote_bytes_in", d.remote_bytes_in},
+                           {"remote_bytes_out", d.remote_bytes_out},
+                           {"remote_errors", d.remote_errors}}) {
       if (v == 0)
         continue;
       Bound b(*s);
@@ -117,16 +121,15 @@ Result<Stats> Store::stats() {
     while (cb.step() == SQLITE_ROW) {
       std::string n = cb.col_text(0);
       int64_t v = cb.col_i64(1);
-      if (n == "job_hits")
-        st.counters.job_hits = v;
-      else if (n == "job_misses")
-        st.counters.job_misses = v;
-      else if (n == "image_hits")
-        st.counters.image_hits = v;
-      else if (n == "image_misses")
-        st.counters.image_misses = v;
-      else if (n == "loads")
-        st.counters.loads = v;
+      Counters& c = st.counters;
+      for (auto [name, field] :
+           {std::pair{"job_hits", &c.job_hits}, {"job_misses", &c.job_misses},
+            {"image_hits", &c.image_hits}, {"image_misses", &c.image_misses}, {"loads", &c.loads},
+            {"remote_hits", &c.remote_hits}, {"remote_misses", &c.remote_misses},
+            {"remote_bytes_in", &c.remote_bytes_in}, {"remote_bytes_out", &c.remote_bytes_out},
+            {"remote_errors", &c.remote_errors}})
+        if (n == name)
+          *field = v;
     }
     auto pages = count("PRAGMA page_count");
     auto page_size = count("PRAGMA page_size");

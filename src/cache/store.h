@@ -96,7 +96,15 @@ struct Counters {
   int64_t image_hits = 0;   ///< loads served by a stored image
   int64_t image_misses = 0; ///< loads that had to link (or JIT) the image
   int64_t loads = 0;
-  bool empty() const { return !(job_hits | job_misses | image_hits | image_misses | loads); }
+  int64_t remote_hits = 0;      ///< entries fetched from the remote tier
+  int64_t remote_misses = 0;    ///< lookups the remote tier could not serve
+  int64_t remote_bytes_in = 0;  ///< bytes fetched from it
+  int64_t remote_bytes_out = 0; ///< bytes published to it
+  int64_t remote_errors = 0;    ///< failed remote calls (then local only)
+  bool empty() const {
+    return !(job_hits | job_misses | image_hits | image_misses | loads | remote_hits |
+             remote_misses | remote_bytes_in | remote_bytes_out | remote_errors);
+  }
 };
 
 struct Stats {
@@ -219,6 +227,18 @@ public:
   Result<std::vector<ImageRecord>> images_of(const Hash128& closure);
   /// Writes everything in one transaction; rows already present are kept.
   Status put_bundle(const BundleData& data);
+
+  // --- memos: a whole precompile request (its inputs' bytes, entries,
+  // targets, options, toolchain) → the closures its roots resolved to. A
+  // repeated request is answered from here without parsing its IR. -------
+  struct MemoRoot {
+    std::string name;
+    std::string target;
+    Hash128 closure;
+  };
+  /// not_found if absent; the caller checks that the closures still exist.
+  Result<std::vector<MemoRoot>> get_memo(const Hash128& key);
+  Status put_memo(const Hash128& key, const std::vector<MemoRoot>& roots);
 
 private:
   Store() = default;

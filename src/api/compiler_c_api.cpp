@@ -1,0 +1,1 @@
+// The compiler's C API (include/kiln/kiln_compiler.h).

@@ -7,5 +7,6 @@
 CREATE TABLE memos (
   key        TEXT PRIMARY KEY,   -- 32 hex
   roots      TEXT NOT NULL,      -- name \t target \t closure, one per line
+  deps       TEXT NOT NULL,      -- path \t size \t mtime_ns, one per line
   created_at INTEGER NOT NULL
 );

@@ -8,9 +8,23 @@
 
 namespace kiln::cache {
 
-Result<std::vector<Store::MemoRoot>> Store::get_memo(const Hash128& key) {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+bool has_separator(const std::string& s) { return s.find_first_of("\t\n") != std::string::npos; }
+
+} // namespace
+
+Result<Store::Memo> Store::get_memo(const Hash128& key) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT roots FROM memos WHERE key = ?1");
+  auto s = prepare("SELECT roots, deps FROM memos WHERE key = ?1");
   if (!s)
     return s.error();
   Bound b(*s);
@@ -20,33 +34,38 @@ Result<std::vector<Store::MemoRoot>> Store::get_memo(const Hash128& key) {
     return Error(Code::not_found, "no memo " + key.hex());
   if (rc != SQLITE_ROW)
     return db_error("cannot read memo " + key.hex());
-  std::vector<MemoRoot> roots;
-  std::istringstream in(b.col_text(0));
-  for (std::string line; std::getline(in, line);) {
+  Memo memo;
+  for (const std::string& line : lines_of(b.col_text(0))) {
     size_t t1 = line.find('\t');
     size_t t2 = t1 == std::string::npos ? t1 : line.find('\t', t1 + 1);
     auto closure = parse_hash128(t2 == std::string::npos ? std::string() : line.substr(t2 + 1));
     if (!closure)
       return Error(Code::corrupt, "memo " + key.hex() + " has a malformed line '" + line + "'");
-    roots.push_back({line.substr(0, t1), line.substr(t1 + 1, t2 - t1 - 1), *closure});
+    memo.roots.push_back({line.substr(0, t1), line.substr(t1 + 1, t2 - t1 - 1), *closure});
   }
-  return roots;
+  memo.deps = lines_of(b.col_text(1));
+  return memo;
 }
 
-Status Store::put_memo(const Hash128& key, const std::vector<MemoRoot>& roots) {
-  std::string text;
-  for (const MemoRoot& r : roots) {
-    if (r.name.find_first_of("\t\n") != std::string::npos ||
-        r.target.find_first_of("\t\n") != std::string::npos)
+Status Store::put_memo(const Hash128& key, const Memo& memo) {
+  std::string roots, deps;
+  for (const MemoRoot& r : memo.roots) {
+    if (has_separator(r.name) || has_separator(r.target))
       return Status::ok(); // such names are never memoised; the request just replans
-    text += r.name + '\t' + r.target + '\t' + r.closure.hex() + '\n';
+    roots += r.name + '\t' + r.target + '\t' + r.closure.hex() + '\n';
+  }
+  for (const std::string& d : memo.deps) {
+    if (d.find('\n') != std::string::npos)
+      return Status::ok();
+    deps += d + '\n';
   }
   std::lock_guard lock(mu_);
-  auto s = prepare("INSERT OR REPLACE INTO memos(key, roots, created_at) VALUES (?1, ?2, ?3)");
+  auto s = prepare("INSERT OR REPLACE INTO memos(key, roots, deps, created_at) "
+                   "VALUES (?1, ?2, ?3, ?4)");
   if (!s)
     return s.error();
   Bound b(*s);
-  b.text(1, key.hex()).text(2, text).i64(3, int64_t(std::time(nullptr)));
+  b.text(1, key.hex()).text(2, roots).text(3, deps).i64(4, int64_t(std::time(nullptr)));
   if (b.step() != SQLITE_DONE)
     return db_error("cannot store memo " + key.hex());
   return Status::ok();

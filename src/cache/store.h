@@ -236,9 +236,16 @@ public:
     std::string target;
     Hash128 closure;
   };
-  /// not_found if absent; the caller checks that the closures still exist.
-  Result<std::vector<MemoRoot>> get_memo(const Hash128& key);
-  Status put_memo(const Hash128& key, const std::vector<MemoRoot>& roots);
+  struct Memo {
+    std::vector<MemoRoot> roots;
+    /// Toolchain files the request depended on (ptxas, device libraries),
+    /// each "path\tsize\tmtime_ns": a changed file makes the memo a miss.
+    std::vector<std::string> deps;
+  };
+  /// not_found if absent; the caller checks deps and that the closures
+  /// still exist.
+  Result<Memo> get_memo(const Hash128& key);
+  Status put_memo(const Hash128& key, const Memo& memo);
 
 private:
   Store() = default;

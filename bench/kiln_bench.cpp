@@ -1,0 +1,524 @@
+// kiln-bench: in-process measurements for the benchmark harness (bench/run).
+// Each subcommand measures one thing on the real libraries and a real cache
+// and prints one JSON object on stdout; bench/harness.py runs them, takes
+// the ratios and prints every figure beside its target.
+//
+//   kiln-bench inproc   --ir FILE --entry NAME... --work DIR [--repeats N]
+//   kiln-bench parallel --ir FILE --work DIR [--repeats N]
+//   kiln-bench breakdown --ir FILE --cache DB [--repeats N]
+//   kiln-bench store    --work DIR [--jobs N] [--probes N]
+//   kiln-bench stats    --cache DB
+//   kiln-bench extract-check --ir FILE [--ir FILE]...
+#include "cache/store.h"
+#include "codegen/compile.h"
+#include "codegen/device_libs.h"
+#include "codegen/target.h"
+#include "driver/job_key.h"
+#include "ir/extract.h"
+#include "ir/unit.h"
+
+#include <kiln/compiler.hpp>
+#include <kiln/kiln.h>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "kiln-bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+template <typename T> T must(kiln::Result<T> r, const std::string& what) {
+  if (!r)
+    die(what + ": " + r.error().message);
+  return r.take();
+}
+
+void must(const kiln::Status& s, const std::string& what) {
+  if (!s)
+    die(what + ": " + s.error().message);
+}
+
+// Command line: --flag value pairs; --entry may repeat.
+struct Args {
+  std::map<std::string, std::string> one;
+  std::vector<std::string> entries;
+  std::vector<std::string> more_ir; ///< --ir after the first
+
+  static Args parse(int argc, char** argv, int first) {
+    Args a;
+    for (int i = first; i < argc; ++i) {
+      std::string k = argv[i];
+      if (k.rfind("--", 0) != 0 || i + 1 >= argc)
+        die("expected --option VALUE, got '" + k + "'");
+      std::string v = argv[++i];
+      if (k == "--entry")
+        a.entries.push_back(v);
+      else if (k == "--ir" && a.one.count("ir"))
+        a.more_ir.push_back(v);
+      else
+        a.one[k.substr(2)] = v;
+    }
+    return a;
+  }
+  std::string get(const std::string& k) const {
+    auto it = one.find(k);
+    if (it == one.end())
+      die("missing --" + k);
+    return it->second;
+  }
+  long num(const std::string& k, long def) const {
+    auto it = one.find(k);
+    if (it == one.end())
+      return def;
+    char* end = nullptr;
+    long v = std::strtol(it->second.c_str(), &end, 10);
+    if (!end || *end || v <= 0)
+      die("--" + k + " must be a positive integer, not '" + it->second + "'");
+    return v;
+  }
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    die("cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void remove_cache(const std::string& db) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+    fs::remove(db + suffix);
+}
+
+// Deletes every stored image, so the next load relinks from job artifacts.
+// Through a second connection, as another process would.
+void evict_images(const std::string& db) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open(db.c_str(), &h) != SQLITE_OK)
+    die("cannot open '" + db + "'");
+  sqlite3_busy_timeout(h, 5000);
+  char* err = nullptr;
+  if (sqlite3_exec(h, "DELETE FROM images", nullptr, nullptr, &err) != SQLITE_OK)
+    die(std::string("evicting images: ") + (err ? err : "?"));
+  sqlite3_close(h);
+}
+
+kiln::CompileRequest request_for(const std::string& ir, const std::vector<std::string>& entries,
+                                 unsigned jobs) {
+  kiln::CompileRequest req;
+  req.inputs.push_back(kiln::SourceInput::memory(ir, read_file(ir)));
+  req.entries = entries;
+  req.jobs = jobs;
+  return req;
+}
+
+// What planning does per job: extract the canonical module, hash it, key
+// it, derive its symbol; over the closure's worklist. The unit is ingested
+// beforehand and not timed.
+struct KeyTiming {
+  double total_ms = 0;
+  size_t jobs = 0;
+};
+
+KeyTiming time_keys(const llvm::Module& unit, const std::vector<std::string>& roots) {
+  auto target = must(kiln::codegen::resolve_target("host"), "target");
+  kiln::codegen::CodegenOptions options;
+  kiln::ir::ExtractConfig cfg;
+  cfg.triple = target.triple;
+  cfg.data_layout = must(kiln::codegen::target_data_layout(target), "data layout");
+  cfg.deferred_symbol = kiln::driver::placeholder_symbol;
+  std::string toolchain = kiln::codegen::toolchain_fingerprint(target);
+
+  auto t0 = Clock::now();
+  std::set<std::string> seen;
+  std::deque<std::string> work(roots.begin(), roots.end());
+  size_t jobs = 0;
+  while (!work.empty()) {
+    std::string entry = work.front();
+    work.pop_front();
+    if (!seen.insert(entry).second)
+      continue;
+    auto ex = must(kiln::ir::extract_job(unit, entry, cfg), "extract " + entry);
+    auto libs = must(kiln::codegen::device_libs_fingerprint(target, ex.callees), "device libs");
+    kiln::driver::KeyComponents c{kiln::hash128(ex.bitcode), {entry, target, options},
+                                  toolchain + libs};
+    kiln::Hash128 key = kiln::driver::job_key(c);
+    std::string symbol = kiln::driver::deferred_symbol(c.identity);
+    if (symbol.empty() || key == kiln::Hash128{})
+      die("empty key");
+    for (const kiln::ir::DeferredRef& r : ex.refs)
+      work.push_back(r.entry);
+    ++jobs;
+  }
+  return {ms_since(t0), jobs};
+}
+
+// Warm load, relink and lookup on one root, plus cold compile and key cost.
+int cmd_inproc(const Args& a) {
+  std::string ir = a.get("ir");
+  std::string work = a.get("work");
+  long repeats = a.num("repeats", 3);
+  if (a.entries.empty())
+    die("inproc needs --entry");
+  fs::create_directories(work);
+  std::string db = work + "/inproc.db";
+  kiln::CompileRequest req = request_for(ir, a.entries, 0);
+
+  // Cold: plan + compile + store + link, from IR, into an empty cache.
+  std::vector<double> cold, plan, compile_sum, store_link;
+  size_t jobs = 0;
+  for (long r = 0; r < repeats; ++r) {
+    remove_cache(db);
+    auto t0 = Clock::now();
+    kiln::Plan p = must(kiln::Plan::create(req), "plan " + ir);
+    double tp = ms_since(t0);
+    auto rep = must(p.run(db), "run " + ir);
+    cold.push_back(ms_since(t0));
+    plan.push_back(tp);
+    if (!rep.ok())
+      die("precompile of " + ir + " failed");
+    double cs = 0;
+    for (const kiln::JobReport& j : rep.jobs)
+      cs += j.compile_ms;
+    compile_sum.push_back(cs);
+    jobs = rep.jobs.size();
+  }
+
+  // Key cost: extract + hash + key for every job of the closure.
+  std::vector<double> keys;
+  {
+    llvm::LLVMContext ctx;
+    auto unit = must(kiln::ir::ingest(ctx, {{ir, read_file(ir), true}}), "ingest");
+    for (long r = 0; r < std::max(repeats, 5L); ++r)
+      keys.push_back(time_keys(*unit, a.entries).total_ms);
+  }
+
+  const std::string& root = a.entries.front();
+  kiln_cache* cache = nullptr;
+  if (kiln_cache_open(db.c_str(), &cache) != KILN_OK)
+    die(kiln_last_error());
+  auto load_once = [&](kiln_image** out) {
+    if (kiln_image_load(cache, root.c_str(), "host", out) != KILN_OK)
+      die(std::string("load: ") + kiln_last_error());
+  };
+
+  // Relink: the image evicted, the closure's artifacts linked again.
+  std::vector<double> relink;
+  for (long r = 0; r < repeats; ++r) {
+    evict_images(db);
+    kiln_image* img = nullptr;
+    auto t0 = Clock::now();
+    load_once(&img);
+    relink.push_back(ms_since(t0));
+    kiln_image_release(img);
+  }
+
+  // Warm: a stored image, loaded and released.
+  std::vector<double> warm;
+  for (int i = 0; i < 5; ++i) {
+    kiln_image* img = nullptr;
+    load_once(&img);
+    kiln_image_release(img);
+  }
+  for (int i = 0; i < 200; ++i) {
+    kiln_image* img = nullptr;
+    auto t0 = Clock::now();
+    load_once(&img);
+    warm.push_back(ms_since(t0));
+    kiln_image_release(img);
+  }
+
+  // Lookup: one name on a loaded image, in batches.
+  std::vector<double> lookup_ns;
+  {
+    kiln_image* img = nullptr;
+    load_once(&img);
+    constexpr int kBatch = 200000;
+    void* sink = nullptr;
+    for (int b = 0; b < 15; ++b) {
+      auto t0 = Clock::now();
+      for (int i = 0; i < kBatch; ++i) {
+        void* fn = nullptr;
+        if (kiln_image_lookup(img, root.c_str(), &fn) != KILN_OK) [[unlikely]]
+          die(kiln_last_error());
+        sink = fn;
+        asm volatile("" : : "r"(sink) : "memory");
+      }
+      lookup_ns.push_back(ms_since(t0) * 1e6 / kBatch);
+    }
+    kiln_image_release(img);
+  }
+  kiln_cache_close(cache);
+
+  std::printf("{\"jobs\": %zu, \"cold_ms\": %.4f, \"plan_ms\": %.4f, \"compile_ms_sum\": %.4f, "
+              "\"key_ms_sum\": %.5f, \"relink_ms\": %.4f, \"warm_load_ms\": %.5f, "
+              "\"warm_load_p99_ms\": %.5f, \"lookup_ns\": %.2f, \"repeats\": %ld}\n",
+              jobs, median(cold), median(plan), median(compile_sum), median(keys),
+              median(relink), median(warm), percentile(warm, 0.99), median(lookup_ns), repeats);
+  return 0;
+}
+
+// -j1 vs -j2 on independent roots; no image linking (that is sequential).
+int cmd_parallel(const Args& a) {
+  std::string ir = a.get("ir");
+  std::string work = a.get("work");
+  long repeats = a.num("repeats", 3);
+  fs::create_directories(work);
+  std::string db = work + "/parallel.db";
+  std::map<unsigned, std::vector<double>> t;
+  size_t jobs = 0;
+  for (unsigned j : {1u, 2u}) {
+    kiln::CompileRequest req = request_for(ir, a.entries, j);
+    req.link_images = false;
+    kiln::Plan p = must(kiln::Plan::create(req), "plan " + ir);
+    jobs = p.job_count();
+    for (long r = 0; r < repeats; ++r) {
+      remove_cache(db);
+      auto t0 = Clock::now();
+      auto rep = must(p.run(db), "run");
+      t[j].push_back(ms_since(t0));
+      if (!rep.ok())
+        die("precompile failed");
+    }
+  }
+  std::printf("{\"jobs\": %zu, \"j1_ms\": %.3f, \"j2_ms\": %.3f, \"repeats\": %ld}\n", jobs,
+              median(t[1]), median(t[2]), repeats);
+  return 0;
+}
+
+// A fully cached precompile, in process, split into its phases.
+int cmd_breakdown(const Args& a) {
+  std::string ir = a.get("ir");
+  std::string db = a.get("cache");
+  long repeats = a.num("repeats", 3);
+  std::string bytes = read_file(ir);
+  std::vector<double> ingest, plan, run;
+  size_t jobs = 0;
+  for (long r = 0; r < repeats; ++r) {
+    {
+      llvm::LLVMContext ctx;
+      auto t0 = Clock::now();
+      auto unit = must(kiln::ir::ingest(ctx, {{ir, bytes, true}}), "ingest");
+      ingest.push_back(ms_since(t0));
+    }
+    kiln::CompileRequest req;
+    req.inputs.push_back(kiln::SourceInput::memory(ir, bytes));
+    req.entries = a.entries;
+    auto t0 = Clock::now();
+    kiln::Plan p = must(kiln::Plan::create(req), "plan");
+    plan.push_back(ms_since(t0));
+    t0 = Clock::now();
+    auto rep = must(p.run(db), "run");
+    run.push_back(ms_since(t0));
+    jobs = rep.jobs.size();
+    for (const kiln::JobReport& j : rep.jobs)
+      if (j.status != kiln::JobStatus::cached)
+        die("job " + j.entry + " was not cached");
+  }
+  std::printf("{\"jobs\": %zu, \"ingest_ms\": %.3f, \"plan_ms\": %.3f, \"run_ms\": %.3f}\n", jobs,
+              median(ingest), median(plan), median(run));
+  return 0;
+}
+
+// 100k synthetic jobs through the real store; then has_job latency.
+int cmd_store(const Args& a) {
+  std::string work = a.get("work");
+  long n = a.num("jobs", 100000);
+  long probes = a.num("probes", 20000);
+  fs::create_directories(work);
+  std::string db = work + "/store.db";
+  remove_cache(db);
+  auto store = must(kiln::cache::Store::open(db), "open");
+  std::vector<kiln::Hash128> keys;
+  keys.reserve(size_t(n));
+  auto t0 = Clock::now();
+  for (long i = 0; i < n; ++i) {
+    std::string id = "bench-job-" + std::to_string(i);
+    kiln::cache::JobRecord rec;
+    rec.key = kiln::hash128(id);
+    rec.entry = "f" + std::to_string(i);
+    rec.symbol = "__kiln_deferred_" + rec.key.hex();
+    rec.target = "host";
+    rec.triple = "x86_64-unknown-linux-gnu";
+    rec.cpu = "generic";
+    rec.options = "-O2";
+    rec.module_hash = kiln::hash128(id + "-module");
+    rec.toolchain = "bench";
+    // A small object-like artifact, distinct per job.
+    std::string obj(96, '\0');
+    for (size_t b = 0; b < obj.size(); ++b)
+      obj[b] = char((i * 31 + long(b) * 7) & 0xff);
+    must(store->put_job(rec, {{"obj", obj}}, {}), "put_job");
+    keys.push_back(rec.key);
+  }
+  double insert_ms = ms_since(t0);
+  std::vector<double> lat_us;
+  const std::vector<std::string> formats{"obj"};
+  uint64_t x = 88172645463325252ull; // xorshift: a fixed probe order
+  for (long p = 0; p < probes; ++p) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const kiln::Hash128& k = keys[x % keys.size()];
+    auto t1 = Clock::now();
+    bool has = must(store->has_job(k, formats), "has_job");
+    lat_us.push_back(ms_since(t1) * 1000);
+    if (!has)
+      die("stored job not found");
+  }
+  std::printf("{\"jobs\": %ld, \"insert_ms\": %.1f, \"lookup_p50_us\": %.3f, "
+              "\"lookup_p99_us\": %.3f, \"probes\": %ld}\n",
+              n, insert_ms, percentile(lat_us, 0.5), percentile(lat_us, 0.99), probes);
+  return 0;
+}
+
+int cmd_stats(const Args& a) {
+  std::string db = a.get("cache");
+  {
+    // Fold the WAL into the file so its size is the cache's size.
+    sqlite3* h = nullptr;
+    if (sqlite3_open(db.c_str(), &h) == SQLITE_OK)
+      sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  auto store = must(kiln::cache::Store::open(db), "open");
+  auto st = must(store->stats(), "stats");
+  std::error_code ec;
+  auto file = fs::file_size(db, ec);
+  std::printf("{\"jobs\": %lld, \"images\": %lld, \"stored_bytes\": %lld, \"raw_bytes\": %lld, "
+              "\"file_bytes\": %lld, \"live_bytes\": %lld, \"disk_bytes\": %lld}\n",
+              (long long)st.jobs, (long long)st.images, (long long)st.stored_bytes,
+              (long long)st.raw_bytes, (long long)st.file_bytes, (long long)st.live_bytes,
+              (long long)(ec ? 0 : file));
+  return 0;
+}
+
+// Extraction by the fast path against the whole-unit clone it replaced:
+// every defined function of every unit as an entry, with and without debug
+// info, for host (and the unit's own GPU targets do not matter: the module
+// bytes do not depend on the target beyond triple and layout). Bytes, refs,
+// callees and errors must be identical; also times both paths.
+int cmd_extract_check(const Args& a) {
+  std::vector<std::string> files{a.get("ir")};
+  files.insert(files.end(), a.more_ir.begin(), a.more_ir.end());
+  auto target = must(kiln::codegen::resolve_target("host"), "target");
+  size_t entries = 0, mismatches = 0;
+  double fast_ms = 0, whole_ms = 0;
+  for (const std::string& f : files) {
+    llvm::LLVMContext ctx;
+    auto unit = kiln::ir::ingest(ctx, {{f, read_file(f), true}});
+    if (!unit)
+      continue; // fixtures of bad input
+    for (bool debug : {false, true}) {
+      kiln::ir::ExtractConfig cfg;
+      cfg.triple = target.triple;
+      cfg.data_layout = must(kiln::codegen::target_data_layout(target), "data layout");
+      cfg.debug = debug;
+      cfg.deferred_symbol = kiln::driver::placeholder_symbol;
+      for (const llvm::Function& fn : **unit) {
+        if (fn.isDeclaration())
+          continue;
+        std::string entry = fn.getName().str();
+        auto t0 = Clock::now();
+        auto fast = kiln::ir::extract_job(**unit, entry, cfg);
+        fast_ms += ms_since(t0);
+        t0 = Clock::now();
+        auto whole = kiln::ir::extract_job_by_unit_clone(**unit, entry, cfg);
+        whole_ms += ms_since(t0);
+        ++entries;
+        if (debug && a.one.count("self")) {
+          auto again = kiln::ir::extract_job_by_unit_clone(**unit, entry, cfg);
+          if (again && whole && again->bitcode != whole->bitcode && std::getenv("DUMPX")) {
+            std::ofstream(std::string(std::getenv("DUMPX")) + "/a.bc") << whole->bitcode;
+            std::ofstream(std::string(std::getenv("DUMPX")) + "/b.bc") << again->bitcode;
+          }
+          if (again && whole && again->bitcode != whole->bitcode)
+            std::fprintf(stderr, "kiln-bench: whole-unit clone differs from itself: %s '%s'\n",
+                         f.c_str(), entry.c_str());
+          auto fast2 = kiln::ir::extract_job(**unit, entry, cfg);
+          if (fast2 && fast && fast2->bitcode != fast->bitcode)
+            std::fprintf(stderr, "kiln-bench: fast path differs from itself: %s '%s'\n",
+                         f.c_str(), entry.c_str());
+        }
+        bool same = bool(fast) == bool(whole) &&
+                    (fast ? fast->bitcode == whole->bitcode && fast->refs == whole->refs &&
+                                fast->callees == whole->callees
+                          : fast.error().message == whole.error().message);
+        if (!same) {
+          ++mismatches;
+          std::fprintf(stderr, "kiln-bench: extraction differs: %s, entry '%s'%s\n", f.c_str(),
+                       entry.c_str(), debug ? " (-g)" : "");
+        }
+      }
+    }
+  }
+  std::printf("{\"units\": %zu, \"entries\": %zu, \"mismatches\": %zu, \"fast_ms\": %.3f, "
+              "\"whole_unit_ms\": %.3f}\n",
+              files.size(), entries, mismatches, fast_ms, whole_ms);
+  return mismatches ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2)
+    die("usage: kiln-bench inproc|parallel|breakdown|store|stats --option VALUE...");
+  std::string cmd = argv[1];
+  Args a = Args::parse(argc, argv, 2);
+  if (cmd == "inproc")
+    return cmd_inproc(a);
+  if (cmd == "parallel")
+    return cmd_parallel(a);
+  if (cmd == "breakdown")
+    return cmd_breakdown(a);
+  if (cmd == "store")
+    return cmd_store(a);
+  if (cmd == "stats")
+    return cmd_stats(a);
+  if (cmd == "extract-check")
+    return cmd_extract_check(a);
+  die("unknown command '" + cmd + "'");
+}

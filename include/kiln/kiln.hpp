@@ -33,6 +33,12 @@ public:
 
   kiln_image* raw() const { return img_.get(); }
 
+  /// Takes ownership of an image from the C API (kiln_image_load,
+  /// kiln_compile_or_load).
+  static Image adopt(kiln_image* image) noexcept { return Image(image); }
+  /// Gives up ownership: the caller releases it with kiln_image_release.
+  kiln_image* release() noexcept { return img_.release(); }
+
 private:
   friend class Cache;
   struct Release {

@@ -1,1 +1,445 @@
-// The compiler's C API (include/kiln/kiln_compiler.h).
+// Kiln embedded in a front end: the C++ API (kiln/jit.hpp) over the compiler
+// (Plan) and the loader, and the C API (kiln/kiln_compiler.h) over that.
+// Compile-or-load parses and keys the unit, then asks the loader for the
+// root's closure by key: a hit loads without compiling or writing anything;
+// a miss compiles, stores and links through Plan::run, then loads.
+#include "cache/store.h"
+#include "runtime/loader.h"
+
+#include <kiln/jit.hpp>
+#include <kiln/kiln_compiler.h>
+
+#include <cctype>
+#include <cstring>
+
+namespace kiln {
+
+namespace {
+
+std::string buffer_name(const char* name, size_t index) {
+  return name && *name ? std::string(name) : "buffer" + std::to_string(index);
+}
+
+// The text after `prefix` up to the closing quote: `job 'fib'` → fib.
+std::string quoted_after(const std::string& msg, const std::string& prefix) {
+  size_t at = msg.find(prefix + "'");
+  if (at == std::string::npos)
+    return {};
+  size_t begin = at + prefix.size() + 1;
+  size_t end = msg.find('\'', begin);
+  return end == std::string::npos ? std::string() : msg.substr(begin, end - begin);
+}
+
+unsigned number_at(const std::string& s, size_t& pos) {
+  unsigned n = 0;
+  size_t start = pos;
+  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos])) && pos - start < 9)
+    n = n * 10 + unsigned(s[pos++] - '0');
+  return pos > start ? n : 0;
+}
+
+} // namespace
+
+ErrorInfo error_info(const Error& error, std::span<const std::string> sources) {
+  ErrorInfo info;
+  info.code = error.code;
+  info.message = error.message;
+  const std::string& m = error.message;
+
+  // Parser diagnostics read "NAME:LINE:COL: error: ..." for the input NAME.
+  for (const std::string& name : sources) {
+    if (name.empty())
+      continue;
+    for (size_t at = m.find(name + ":"); at != std::string::npos;
+         at = m.find(name + ":", at + 1)) {
+      if (at > 0 && m[at - 1] != ' ' && m[at - 1] != '\'' && m[at - 1] != '\n')
+        continue;
+      size_t pos = at + name.size() + 1;
+      unsigned line = number_at(m, pos);
+      if (!line)
+        continue;
+      info.source = name;
+      info.line = line;
+      if (pos < m.size() && m[pos] == ':') {
+        ++pos;
+        info.column = number_at(m, pos);
+      }
+      break;
+    }
+    if (!info.source.empty())
+      break;
+  }
+  if (info.source.empty())
+    for (const char* prefix : {"cannot read ", "cannot link ", "invalid IR in "}) {
+      std::string s = quoted_after(m, prefix);
+      if (!s.empty()) {
+        info.source = s;
+        break;
+      }
+    }
+  for (const char* prefix : {"job ", "entry ", "root "}) {
+    info.entry = quoted_after(m, prefix);
+    if (!info.entry.empty())
+      break;
+  }
+  info.target = quoted_after(m, "unknown target ");
+  if (info.target.empty()) {
+    // Driver context: "target sm_90: ..." or "target sm_90, job ...".
+    for (size_t at = m.find("target "); at != std::string::npos; at = m.find("target ", at + 1)) {
+      if (at > 0 && std::isalnum(static_cast<unsigned char>(m[at - 1])))
+        continue;
+      size_t begin = at + 7, end = begin;
+      while (end < m.size() && (std::isalnum(static_cast<unsigned char>(m[end])) ||
+                                m[end] == '_' || m[end] == ':' || m[end] == '+' || m[end] == '-'))
+        ++end;
+      // A trailing ':' is the context separator, not part of the spec.
+      while (end > begin && m[end - 1] == ':')
+        --end;
+      if (end > begin) {
+        info.target = m.substr(begin, end - begin);
+        break;
+      }
+    }
+  }
+  return info;
+}
+
+Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
+  if (!cache.raw())
+    return make_error(Code::invalid_argument, "compile: the cache handle is empty");
+  auto plan = Plan::create(request);
+  if (!plan)
+    return plan.error();
+  return plan->run(cache.raw()->store->path());
+}
+
+std::string present_target() {
+  // A GPU build of the unit only helps if the driver can load it here.
+  if (auto arch = runtime::cuda_device_arch())
+    return *arch;
+  return "host";
+}
+
+namespace {
+
+Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources,
+                                  std::string_view entry, std::string_view target,
+                                  const JitOptions& options) {
+  if (entry.empty())
+    return make_error(Code::invalid_argument, "compile_or_load: no entry named");
+  if (sources.empty())
+    return make_error(Code::invalid_argument, "compile_or_load: no sources");
+  CompileRequest req;
+  for (size_t i = 0; i < sources.size(); ++i)
+    req.inputs.push_back(SourceInput::memory(
+        sources[i].name.empty() ? "buffer" + std::to_string(i) : std::string(sources[i].name),
+        std::string(sources[i].bytes)));
+  req.entries = {std::string(entry)};
+  req.targets = {target.empty() ? present_target() : std::string(target)};
+  req.opt_level = options.opt_level;
+  req.debug = options.debug;
+  req.jobs = options.jobs;
+  req.link_images = true;
+
+  auto plan = Plan::create(req);
+  if (!plan)
+    return plan.error();
+
+  // The closure key follows from the unit alone: if the cache holds that
+  // closure, its jobs are there too, and loading it is the whole answer.
+  CompileReport described = plan->describe();
+  if (described.roots.size() != 1)
+    return make_error(Code::internal, "compile_or_load: expected one root, planned " +
+                                          std::to_string(described.roots.size()));
+  {
+    const RootReport& root = described.roots.front();
+    auto img = runtime::load_image(c, root.closure, root.target);
+    if (img) {
+      for (JobReport& j : described.jobs)
+        j.status = JobStatus::cached;
+      described.roots.front().image = true;
+      return Loaded{Image::adopt(img.take().release()), std::move(described), true};
+    }
+    if (img.error().code != Code::not_found)
+      return img.error();
+  }
+
+  auto report = plan->run(c.store->path());
+  if (!report)
+    return report.error();
+  for (const JobReport& j : report->jobs)
+    if (j.status == JobStatus::failed)
+      return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +
+                                            j.target + " failed: " + j.error);
+  const RootReport& root = report->roots.front();
+  if (!root.error.empty())
+    return make_error(Code::internal, "root '" + root.name + "' for target " + root.target +
+                                          ": " + root.error);
+  auto img = runtime::load_image(c, root.closure, root.target);
+  if (!img)
+    return img.error();
+  return Loaded{Image::adopt(img.take().release()), report.take(), false};
+}
+
+} // namespace
+
+Result<Loaded> compile_or_load(const Cache& cache, std::span<const Source> sources,
+                               std::string_view entry, std::string_view target,
+                               const JitOptions& options) {
+  if (!cache.raw())
+    return make_error(Code::invalid_argument, "compile_or_load: the cache handle is empty");
+  return compile_or_load_in(*cache.raw(), sources, entry, target, options);
+}
+
+Result<CacheStats> stats(const Cache& cache) {
+  if (!cache.raw())
+    return make_error(Code::invalid_argument, "stats: the cache handle is empty");
+  kiln_cache& c = *cache.raw();
+  c.flush_usage(); // this handle's loads count too
+  auto s = c.store->stats();
+  if (!s)
+    return s.error();
+  CacheStats out;
+  out.jobs = s->jobs;
+  out.closures = s->closures;
+  out.images = s->images;
+  out.names = s->names;
+  out.stored_bytes = s->stored_bytes;
+  out.raw_bytes = s->raw_bytes;
+  out.file_bytes = s->file_bytes;
+  out.job_hits = s->counters.job_hits;
+  out.job_misses = s->counters.job_misses;
+  out.image_hits = s->counters.image_hits;
+  out.image_misses = s->counters.image_misses;
+  out.loads = s->counters.loads;
+  out.jobs_per_target = s->jobs_per_target;
+  return out;
+}
+
+} // namespace kiln
+
+// --- the C API ----------------------------------------------------------------
+
+struct kiln_compile_result {
+  kiln::CompileReport report;
+  std::vector<kiln_job_info> jobs;
+  std::vector<kiln_root_info> roots;
+};
+
+namespace {
+
+// This thread's last failure: the C view points into the C++ one.
+struct LastError {
+  kiln::ErrorInfo info;
+  kiln_error_info view{KILN_OK, "", "", 0, 0, "", ""};
+};
+thread_local LastError t_error;
+
+void clear_error() {
+  t_error.info = {};
+  t_error.view = {KILN_OK, "", "", 0, 0, "", ""};
+}
+
+kiln_status fail(const kiln::Error& e, std::span<const std::string> sources = {}) {
+  t_error.info = kiln::error_info(e, sources);
+  const kiln::ErrorInfo& i = t_error.info;
+  t_error.view = {static_cast<kiln_status>(i.code), i.message.c_str(), i.source.c_str(), i.line,
+                  i.column, i.entry.c_str(), i.target.c_str()};
+  return t_error.view.status;
+}
+
+kiln_status fail_argument(const std::string& message) {
+  return fail(kiln::make_error(kiln::Code::invalid_argument, message));
+}
+
+// The C options as views, checked: every pointer a count promises is there.
+struct Views {
+  std::vector<kiln::Source> sources;
+  std::vector<std::string> names; ///< of the sources, for error_info
+  std::vector<std::string> entries, targets;
+};
+
+kiln_status read_options(const char* fn, const kiln_compile_options* o, Views& v) {
+  if (!o)
+    return fail_argument(std::string(fn) + ": options is NULL");
+  if (o->source_count && !o->sources)
+    return fail_argument(std::string(fn) + ": source_count is " +
+                         std::to_string(o->source_count) + " but sources is NULL");
+  for (size_t i = 0; i < o->source_count; ++i) {
+    const kiln_source& s = o->sources[i];
+    v.names.push_back(kiln::buffer_name(s.name, i));
+    if (s.size && !s.data)
+      return fail_argument(std::string(fn) + ": source " + std::to_string(i) + " ('" +
+                           v.names.back() + "') has size " + std::to_string(s.size) +
+                           " but no data");
+  }
+  for (size_t i = 0; i < o->source_count; ++i)
+    v.sources.push_back({v.names[i], {static_cast<const char*>(o->sources[i].data),
+                                      o->sources[i].size}});
+  auto strings = [&](const char* what, const char* const* p, size_t n,
+                     std::vector<std::string>& out) -> kiln_status {
+    if (n && !p)
+      return fail_argument(std::string(fn) + ": " + what + "_count is " + std::to_string(n) +
+                           " but " + what + " is NULL");
+    for (size_t i = 0; i < n; ++i) {
+      if (!p[i] || !*p[i])
+        return fail_argument(std::string(fn) + ": " + what + "[" + std::to_string(i) +
+                             "] is NULL or empty");
+      out.emplace_back(p[i]);
+    }
+    return KILN_OK;
+  };
+  if (kiln_status st = strings("entries", o->entries, o->entry_count, v.entries); st != KILN_OK)
+    return st;
+  return strings("targets", o->targets, o->target_count, v.targets);
+}
+
+kiln_compile_result* make_result(kiln::CompileReport report) {
+  auto* r = new kiln_compile_result{std::move(report), {}, {}};
+  for (const kiln::JobReport& j : r->report.jobs)
+    r->jobs.push_back({j.key.c_str(), j.entry.c_str(), j.target.c_str(), j.symbol.c_str(),
+                       static_cast<kiln_job_status>(j.status), j.error.c_str(), j.compile_ms,
+                       j.refs.size()});
+  for (const kiln::RootReport& x : r->report.roots)
+    r->roots.push_back({x.name.c_str(), x.target.c_str(), x.closure.c_str(), x.image ? 1 : 0,
+                        x.note.c_str(), x.error.c_str()});
+  return r;
+}
+
+static_assert(int(kiln::JobStatus::compiled) == KILN_JOB_COMPILED &&
+              int(kiln::JobStatus::cached) == KILN_JOB_CACHED &&
+              int(kiln::JobStatus::failed) == KILN_JOB_FAILED);
+
+} // namespace
+
+extern "C" {
+
+void kiln_compile_options_init(kiln_compile_options* options) {
+  if (!options)
+    return;
+  std::memset(options, 0, sizeof *options);
+  options->opt_level = 2;
+  options->link_images = 1;
+}
+
+kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
+                         kiln_compile_result** out) {
+  clear_error();
+  if (!cache || !out)
+    return fail_argument("kiln_compile: cache and out must not be NULL");
+  *out = nullptr;
+  Views v;
+  if (kiln_status st = read_options("kiln_compile", options, v); st != KILN_OK)
+    return st;
+  kiln::CompileRequest req;
+  for (const kiln::Source& s : v.sources)
+    req.inputs.push_back(kiln::SourceInput::memory(std::string(s.name), std::string(s.bytes)));
+  req.entries = v.entries;
+  if (!v.targets.empty())
+    req.targets = v.targets;
+  req.opt_level = options->opt_level;
+  req.debug = options->debug != 0;
+  req.jobs = options->jobs;
+  req.link_images = options->link_images != 0;
+  auto plan = kiln::Plan::create(req);
+  if (!plan)
+    return fail(plan.error(), v.names);
+  auto report = plan->run(cache->store->path());
+  if (!report)
+    return fail(report.error(), v.names);
+  *out = make_result(report.take());
+  return KILN_OK;
+}
+
+kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* options,
+                                 const char* entry, const char* target, kiln_image** out,
+                                 kiln_compile_result** report) {
+  clear_error();
+  if (report)
+    *report = nullptr;
+  if (!cache || !entry || !*entry || !out)
+    return fail_argument("kiln_compile_or_load: cache, entry and out must not be NULL");
+  *out = nullptr;
+  Views v;
+  if (kiln_status st = read_options("kiln_compile_or_load", options, v); st != KILN_OK)
+    return st;
+  if (!v.entries.empty() || !v.targets.empty())
+    return fail_argument("kiln_compile_or_load: options name entries or targets; this call "
+                         "takes the one entry and target as arguments");
+  kiln::JitOptions jit;
+  jit.opt_level = options->opt_level;
+  jit.debug = options->debug != 0;
+  jit.jobs = options->jobs;
+  auto loaded = kiln::compile_or_load_in(*cache, v.sources, entry, target ? target : "", jit);
+  if (!loaded)
+    return fail(loaded.error(), v.names);
+  *out = loaded->image.release();
+  if (report)
+    *report = make_result(std::move(loaded->report));
+  return KILN_OK;
+}
+
+int kiln_compile_result_ok(const kiln_compile_result* result) {
+  return result && result->report.ok() ? 1 : 0;
+}
+
+size_t kiln_compile_result_job_count(const kiln_compile_result* result) {
+  return result ? result->jobs.size() : 0;
+}
+
+kiln_status kiln_compile_result_job(const kiln_compile_result* result, size_t index,
+                                    kiln_job_info* out) {
+  clear_error();
+  if (!result || !out)
+    return fail_argument("kiln_compile_result_job: result and out must not be NULL");
+  if (index >= result->jobs.size())
+    return fail(kiln::make_error(kiln::Code::not_found,
+                                 "kiln_compile_result_job: index " + std::to_string(index) +
+                                     " is past the " + std::to_string(result->jobs.size()) +
+                                     " jobs"));
+  *out = result->jobs[index];
+  return KILN_OK;
+}
+
+kiln_status kiln_compile_result_job_ref(const kiln_compile_result* result, size_t job,
+                                        size_t ref, const char** symbol, const char** key) {
+  clear_error();
+  if (!result || !symbol || !key)
+    return fail_argument("kiln_compile_result_job_ref: result, symbol and key must not be NULL");
+  if (job >= result->jobs.size() || ref >= result->report.jobs[job].refs.size())
+    return fail(kiln::make_error(kiln::Code::not_found,
+                                 "kiln_compile_result_job_ref: no reference " +
+                                     std::to_string(ref) + " of job " + std::to_string(job)));
+  const auto& [s, k] = result->report.jobs[job].refs[ref];
+  *symbol = s.c_str();
+  *key = k.c_str();
+  return KILN_OK;
+}
+
+size_t kiln_compile_result_root_count(const kiln_compile_result* result) {
+  return result ? result->roots.size() : 0;
+}
+
+kiln_status kiln_compile_result_root(const kiln_compile_result* result, size_t index,
+                                     kiln_root_info* out) {
+  clear_error();
+  if (!result || !out)
+    return fail_argument("kiln_compile_result_root: result and out must not be NULL");
+  if (index >= result->roots.size())
+    return fail(kiln::make_error(kiln::Code::not_found,
+                                 "kiln_compile_result_root: index " + std::to_string(index) +
+                                     " is past the " + std::to_string(result->roots.size()) +
+                                     " roots"));
+  *out = result->roots[index];
+  return KILN_OK;
+}
+
+void kiln_compile_result_free(kiln_compile_result* result) { delete result; }
+
+const kiln_error_info* kiln_compile_last_error(void) { return &t_error.view; }
+
+const char* kiln_job_status_name(kiln_job_status status) {
+  return kiln::job_status_name(static_cast<kiln::JobStatus>(status));
+}
+
+} // extern "C"

@@ -1,0 +1,93 @@
+// Kiln embedded in a front end (libkiln-compiler): compile IR held in memory
+// into the cache behind a kiln::Cache, and compile-or-load, the one call a
+// JIT makes: "this kernel for this device, from the cache if it is there,
+// compiled and stored if not". The C form is kiln_compiler.h.
+//
+// Thread safety: any number of threads may call these through one Cache at
+// once; each compile has its own LLVM context and cache connection.
+#pragma once
+
+#include <kiln/compiler.hpp>
+#include <kiln/kiln.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+/// One in-memory input: bitcode or textual IR, and the name messages use.
+/// Views only: the bytes are copied by the call that takes them.
+struct Source {
+  std::string_view name;
+  std::string_view bytes;
+};
+
+/// Codegen options of compile_or_load.
+struct JitOptions {
+  int opt_level = 2;  ///< 0..3
+  bool debug = false; ///< keep debug info
+  unsigned jobs = 0;  ///< parallel compiles; 0: hardware threads
+};
+
+/// A failure with its context, taken apart: the input and line, the entry
+/// and the target it is about (empty / 0 where it concerns none).
+struct ErrorInfo {
+  Code code = Code::internal;
+  std::string message;
+  std::string source;
+  unsigned line = 0;
+  unsigned column = 0;
+  std::string entry;
+  std::string target;
+};
+
+/// Takes an error of this API apart. `sources` are the names of the inputs
+/// of the call that failed (they are how a file/line is recognised).
+ErrorInfo error_info(const Error& error, std::span<const std::string> sources = {});
+
+/// Compiles what the cache behind `cache` lacks (see Plan::run), records
+/// the roots' closures and links their images. Input errors change nothing.
+Result<CompileReport> compile(const Cache& cache, const CompileRequest& request);
+
+/// A loaded image and how it was obtained.
+struct Loaded {
+  Image image;
+  CompileReport report; ///< every job; all `cached` on a hit
+  bool hit = false;     ///< the closure was stored already: nothing compiled
+};
+
+/// The image of root `entry` for `target` (empty: the present device, see
+/// present_target), from the cache if its closure is stored, else compiled,
+/// stored, linked and loaded. The unit is parsed and keyed either way; a hit
+/// compiles and writes nothing. A job that fails to compile is an error with
+/// the compiler's message.
+Result<Loaded> compile_or_load(const Cache& cache, std::span<const Source> sources,
+                               std::string_view entry, std::string_view target = {},
+                               const JitOptions& options = {});
+
+/// The target spec of the present device: an NVIDIA GPU's "sm_XY" when the
+/// CUDA driver sees one, else "host".
+std::string present_target();
+
+/// A cache's contents and counters (what `kiln-inspect stats` shows).
+struct CacheStats {
+  int64_t jobs = 0, closures = 0, images = 0, names = 0;
+  int64_t stored_bytes = 0; ///< compressed blob bytes
+  int64_t raw_bytes = 0;    ///< their uncompressed size
+  int64_t file_bytes = 0;
+  int64_t job_hits = 0;     ///< jobs compiles found cached
+  int64_t job_misses = 0;   ///< jobs compiled
+  int64_t image_hits = 0;   ///< loads served by a stored image
+  int64_t image_misses = 0; ///< loads that linked their image
+  int64_t loads = 0;
+  std::vector<std::pair<std::string, int64_t>> jobs_per_target;
+};
+
+/// Statistics of the cache behind `cache`, including this handle's loads so
+/// far (they are written first).
+Result<CacheStats> stats(const Cache& cache);
+
+} // namespace kiln

@@ -1,0 +1,159 @@
+/* Kiln compiler C API: compile LLVM IR held in memory into a Kiln cache, and
+ * the one call a JIT wants, compile-or-load. Lives in libkiln-compiler
+ * (which links LLVM) so that the loader, libkiln, stays free of it. Link with
+ * `pkg-config --libs kiln-compiler` or CMake's kiln::kiln-compiler.
+ *
+ * Like kiln.h it needs nothing but C types: every struct below is plain data
+ * that an FFI (Python ctypes, Julia ccall, Rust bindgen) can lay out.
+ *
+ * Ownership: the caller owns what it passes in and may free it as soon as a
+ * call returns. Every string a result hands out (keys, names, messages) is
+ * owned by that result and lives until kiln_compile_result_free; images are
+ * released with kiln_image_release (kiln.h), whatever call made them.
+ *
+ * Thread safety: several threads may compile, and compile-or-load, through
+ * one kiln_cache at once; each compile uses its own LLVM context and its own
+ * connection to the cache file, and identical jobs compiled concurrently are
+ * stored once. A kiln_compile_result is immutable and may be read from any
+ * thread. */
+#ifndef KILN_KILN_COMPILER_H
+#define KILN_KILN_COMPILER_H
+
+#include <kiln/kiln.h>
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One input buffer: LLVM bitcode or textual IR. Several buffers are linked
+ *  into one unit. */
+typedef struct kiln_source {
+  const char* name; /* shown in messages ("kernels.ll:3:7: ..."); NULL: "buffer<N>" */
+  const void* data; /* the bytes; need not be NUL-terminated */
+  size_t size;
+} kiln_source;
+
+/** What to compile. Fill it with kiln_compile_options_init, then set fields:
+ *  a zeroed struct would mean -O0. */
+typedef struct kiln_compile_options {
+  const kiln_source* sources;
+  size_t source_count;
+  const char* const* entries; /* root entry names; none: every exported function
+                                 (host) or kernel (GPU targets) */
+  size_t entry_count;
+  const char* const* targets; /* target specs ("host", "sm_90", "gfx942"); none: "host" */
+  size_t target_count;
+  int opt_level;              /* 0..3; default 2 */
+  int debug;                  /* nonzero: keep debug info */
+  unsigned jobs;              /* parallel compiles; 0: one per hardware thread */
+  int link_images;            /* nonzero (default): link each root's image now, so
+                                 that a load is a cache hit */
+} kiln_compile_options;
+
+/** Sets the defaults: no sources, entries or targets, -O2, no debug info,
+ *  all hardware threads, images linked. */
+void kiln_compile_options_init(kiln_compile_options* options);
+
+typedef enum kiln_job_status {
+  KILN_JOB_COMPILED = 0, /* compiled now and stored */
+  KILN_JOB_CACHED,       /* the cache had it: nothing compiled */
+  KILN_JOB_FAILED        /* see kiln_job_info.error; the other jobs are stored */
+} kiln_job_status;
+
+/** One job of a compile. Strings are owned by the result. */
+typedef struct kiln_job_info {
+  const char* key;    /* 32 hex: the job's content key */
+  const char* entry;  /* the function the job compiles */
+  const char* target; /* canonical target spec */
+  const char* symbol; /* the deferred symbol parents call it by */
+  kiln_job_status status;
+  const char* error;  /* "" unless failed */
+  double compile_ms;  /* 0 unless compiled now */
+  size_t ref_count;   /* open deferred references: kiln_compile_result_job_ref */
+} kiln_job_info;
+
+/** One root (entry × target) of a compile. Strings are owned by the result. */
+typedef struct kiln_root_info {
+  const char* name;    /* the root's entry name: what kiln_image_load takes */
+  const char* target;  /* canonical target spec */
+  const char* closure; /* 32 hex: the root's closure key; "" if a member failed */
+  int has_image;       /* an image is linked and cached */
+  const char* note;    /* why no image was linked (e.g. no linker here), or "" */
+  const char* error;   /* "" unless the root failed */
+} kiln_root_info;
+
+/** A failure with its context. Fields the failure does not concern are ""
+ *  or 0. */
+typedef struct kiln_error_info {
+  kiln_status status;
+  const char* message; /* the whole message, as kiln_last_error would say it */
+  const char* source;  /* the input (kiln_source.name) it is about, or "" */
+  unsigned line;       /* 1-based line in that input (textual IR), or 0 */
+  unsigned column;     /* 1-based column, or 0 */
+  const char* entry;   /* the entry / job it is about, or "" */
+  const char* target;  /* the target spec it is about, or "" */
+} kiln_error_info;
+
+typedef struct kiln_compile_result kiln_compile_result;
+
+/** Compiles the jobs of a unit that the cache lacks, stores each in its own
+ *  transaction, records each root's closure under its name and (unless
+ *  link_images is 0) links its image. Input errors (IR syntax, a missing
+ *  entry, an unknown target, a bad kiln_deferred) are KILN_INVALID_ARGUMENT
+ *  and change nothing in the cache. A job that fails to compile does not
+ *  fail the call: it returns KILN_OK with that job KILN_JOB_FAILED (see
+ *  kiln_compile_result_ok). On KILN_OK *out owns a result; free it with
+ *  kiln_compile_result_free. */
+kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
+                         kiln_compile_result** out);
+
+/** The JIT's call: the image of root `entry` for `target`, from the cache
+ *  if it is there, else compiled, stored, linked and then loaded.
+ *  target: a spec, or NULL for the present device (an NVIDIA GPU's sm_XY,
+ *  else the host).
+ *  options: the sources and codegen options; its entries and targets must
+ *  be empty (this call names the one root and target).
+ *  The cache is consulted first: the unit is parsed and keyed, and if the
+ *  root's closure is stored its image is loaded and nothing is compiled.
+ *  report: if not NULL, receives a result describing the jobs (all
+ *  KILN_JOB_CACHED on a hit), owned by the caller; NULL on failure.
+ *  A job that fails to compile is KILN_INTERNAL with the compiler's message.
+ *  On KILN_OK *out owns the image; release it with kiln_image_release. */
+kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* options,
+                                 const char* entry, const char* target, kiln_image** out,
+                                 kiln_compile_result** report);
+
+/** Nonzero if every job compiled or was cached and every root has a
+ *  closure. */
+int kiln_compile_result_ok(const kiln_compile_result* result);
+
+size_t kiln_compile_result_job_count(const kiln_compile_result* result);
+/** Fills *out with job `index` (in discovery order, over all targets). */
+kiln_status kiln_compile_result_job(const kiln_compile_result* result, size_t index,
+                                    kiln_job_info* out);
+/** Deferred reference `ref` of job `job`: the symbol its code leaves open
+ *  and the key of the job that satisfies it. */
+kiln_status kiln_compile_result_job_ref(const kiln_compile_result* result, size_t job,
+                                        size_t ref, const char** symbol, const char** key);
+
+size_t kiln_compile_result_root_count(const kiln_compile_result* result);
+kiln_status kiln_compile_result_root(const kiln_compile_result* result, size_t index,
+                                     kiln_root_info* out);
+
+void kiln_compile_result_free(kiln_compile_result* result);
+
+/** This thread's last failure of a call in this header, with its context.
+ *  Valid until this thread's next call into this header; never NULL (status
+ *  KILN_OK and message "" if there was none). */
+const kiln_error_info* kiln_compile_last_error(void);
+
+/** Name of a job status: "compiled", "cached" or "failed". */
+const char* kiln_job_status_name(kiln_job_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_COMPILER_H */

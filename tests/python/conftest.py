@@ -19,7 +19,15 @@ def _package_dir():
     return pathlib.Path(build)
 
 
+def _library_dir():
+    bin_dir = os.environ.get("KILN_TEST_BIN_DIR")
+    if bin_dir:
+        return pathlib.Path(bin_dir).parent / os.environ.get("KILN_INSTALL_LIBDIR", "lib")
+    return pathlib.Path(os.environ.get("KILN_BUILD_LIB_DIR", ""))
+
+
 PACKAGE_DIR = _package_dir().resolve()
+LIBRARY_DIR = _library_dir().resolve()
 sys.path.insert(0, str(PACKAGE_DIR))
 
 

@@ -149,6 +149,10 @@ void kiln_compile_result_free(kiln_compile_result* result);
  *  KILN_OK and message "" if there was none). */
 const kiln_error_info* kiln_compile_last_error(void);
 
+/** The target compile-or-load uses when given NULL: an NVIDIA GPU's
+ *  "sm_XY" when the CUDA driver sees one, else "host". Static storage. */
+const char* kiln_present_target(void);
+
 /** Name of a job status: "compiled", "cached" or "failed". */
 const char* kiln_job_status_name(kiln_job_status status);
 

@@ -122,6 +122,11 @@ std::string present_target() {
 
 namespace {
 
+// Context for failures after planning: which root, for which target.
+std::string where(const RootReport& root) {
+  return "entry '" + root.name + "', target " + root.target;
+}
+
 Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources,
                                   std::string_view entry, std::string_view target,
                                   const JitOptions& options) {
@@ -154,19 +159,19 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   {
     const RootReport& root = described.roots.front();
     auto img = runtime::load_image(c, root.closure, root.target);
+    if (!img && img.error().code != Code::not_found)
+      return img.error().context(where(root));
     if (img) {
       for (JobReport& j : described.jobs)
         j.status = JobStatus::cached;
       described.roots.front().image = true;
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};
     }
-    if (img.error().code != Code::not_found)
-      return img.error();
   }
 
   auto report = plan->run(c.store->path());
   if (!report)
-    return report.error();
+    return report.error().context(where(described.roots.front()));
   for (const JobReport& j : report->jobs)
     if (j.status == JobStatus::failed)
       return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +
@@ -177,7 +182,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
                                           ": " + root.error);
   auto img = runtime::load_image(c, root.closure, root.target);
   if (!img)
-    return img.error();
+    return img.error().context(where(root));
   return Loaded{Image::adopt(img.take().release()), report.take(), false};
 }
 
@@ -437,6 +442,11 @@ kiln_status kiln_compile_result_root(const kiln_compile_result* result, size_t i
 void kiln_compile_result_free(kiln_compile_result* result) { delete result; }
 
 const kiln_error_info* kiln_compile_last_error(void) { return &t_error.view; }
+
+const char* kiln_present_target(void) {
+  static const std::string target = kiln::present_target(); // devices do not come and go
+  return target.c_str();
+}
 
 const char* kiln_job_status_name(kiln_job_status status) {
   return kiln::job_status_name(static_cast<kiln::JobStatus>(status));

@@ -3,11 +3,14 @@
 #include "cache/statement.h"
 
 #include "support/compress.h"
+#include "support/fault.h"
 #include "support/files.h"
 
 #include <sqlite3.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -29,6 +32,158 @@ struct Migration {
 // 'KILN' in ASCII: marks a file as a Kiln cache, so that a foreign SQLite
 // database is refused rather than migrated.
 constexpr int kApplicationId = 0x4B494C4E;
+
+// --- fault injection: a VFS that wraps the default one -----------------------
+// Installed only when $KILN_FAULT names an SQLite point, so that the writes
+// SQLite itself makes (pages, WAL frames, journal) can fail exactly as a
+// failing or full disk would make them fail, under SQLite's own recovery.
+
+struct FaultFile {
+  sqlite3_file base;
+  sqlite3_file* real; // lives right after this struct, in the same allocation
+};
+
+sqlite3_vfs* g_default_vfs = nullptr;
+
+sqlite3_file* real_of(sqlite3_file* f) { return reinterpret_cast<FaultFile*>(f)->real; }
+
+int fault_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 off) {
+  if (fault::hit("disk-full"))
+    return SQLITE_FULL;
+  if (fault::hit("sqlite-write"))
+    return SQLITE_IOERR_WRITE;
+  return real_of(f)->pMethods->xWrite(real_of(f), data, n, off);
+}
+int fault_sync(sqlite3_file* f, int flags) {
+  if (fault::hit("sqlite-sync"))
+    return SQLITE_IOERR_FSYNC;
+  return real_of(f)->pMethods->xSync(real_of(f), flags);
+}
+int fault_close(sqlite3_file* f) { return real_of(f)->pMethods->xClose(real_of(f)); }
+int fault_read(sqlite3_file* f, void* d, int n, sqlite3_int64 o) {
+  return real_of(f)->pMethods->xRead(real_of(f), d, n, o);
+}
+int fault_truncate(sqlite3_file* f, sqlite3_int64 size) {
+  return real_of(f)->pMethods->xTruncate(real_of(f), size);
+}
+int fault_file_size(sqlite3_file* f, sqlite3_int64* size) {
+  return real_of(f)->pMethods->xFileSize(real_of(f), size);
+}
+int fault_lock(sqlite3_file* f, int l) { return real_of(f)->pMethods->xLock(real_of(f), l); }
+int fault_unlock(sqlite3_file* f, int l) { return real_of(f)->pMethods->xUnlock(real_of(f), l); }
+int fault_check_lock(sqlite3_file* f, int* out) {
+  return real_of(f)->pMethods->xCheckReservedLock(real_of(f), out);
+}
+int fault_control(sqlite3_file* f, int op, void* arg) {
+  return real_of(f)->pMethods->xFileControl(real_of(f), op, arg);
+}
+int fault_sector_size(sqlite3_file* f) { return real_of(f)->pMethods->xSectorSize(real_of(f)); }
+int fault_device(sqlite3_file* f) {
+  return real_of(f)->pMethods->xDeviceCharacteristics(real_of(f));
+}
+int fault_shm_map(sqlite3_file* f, int pg, int size, int extend, void volatile** out) {
+  return real_of(f)->pMethods->xShmMap(real_of(f), pg, size, extend, out);
+}
+int fault_shm_lock(sqlite3_file* f, int off, int n, int flags) {
+  return real_of(f)->pMethods->xShmLock(real_of(f), off, n, flags);
+}
+void fault_shm_barrier(sqlite3_file* f) { real_of(f)->pMethods->xShmBarrier(real_of(f)); }
+int fault_shm_unmap(sqlite3_file* f, int del) {
+  return real_of(f)->pMethods->xShmUnmap(real_of(f), del);
+}
+int fault_fetch(sqlite3_file* f, sqlite3_int64 off, int n, void** out) {
+  return real_of(f)->pMethods->xFetch(real_of(f), off, n, out);
+}
+int fault_unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) {
+  return real_of(f)->pMethods->xUnfetch(real_of(f), off, p);
+}
+
+// Every method but the write and sync ones forwards to the real file.
+const sqlite3_io_methods kFaultMethods = {
+    3,           fault_close,      fault_read,        fault_write,      fault_truncate,
+    fault_sync,  fault_file_size,  fault_lock,        fault_unlock,     fault_check_lock,
+    fault_control, fault_sector_size, fault_device,   fault_shm_map,    fault_shm_lock,
+    fault_shm_barrier, fault_shm_unmap, fault_fetch,  fault_unfetch,
+};
+
+int fault_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, int flags, int* out) {
+  auto* ff = reinterpret_cast<FaultFile*>(f);
+  ff->real = reinterpret_cast<sqlite3_file*>(ff + 1);
+  ff->base.pMethods = nullptr;
+  int rc = g_default_vfs->xOpen(g_default_vfs, name, ff->real, flags, out);
+  // The wrapper's methods only where the real file has them (SQLite closes
+  // a file whose pMethods is set, even after a failed open).
+  if (ff->real->pMethods)
+    ff->base.pMethods = &kFaultMethods;
+  return rc;
+}
+
+sqlite3_vfs* fault_vfs() {
+  static sqlite3_vfs vfs;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_default_vfs = sqlite3_vfs_find(nullptr);
+    vfs = *g_default_vfs;
+    vfs.szOsFile = int(sizeof(FaultFile)) + g_default_vfs->szOsFile;
+    vfs.zName = "kiln-fault";
+    vfs.pNext = nullptr;
+    vfs.xOpen = fault_open;
+    sqlite3_vfs_register(&vfs, /*makeDflt=*/0);
+  });
+  return &vfs;
+}
+
+bool faults_planned() {
+  return fault::planned("sqlite-write") || fault::planned("disk-full") ||
+         fault::planned("sqlite-sync");
+}
+
+// A network file system's notice, once per process whatever the caches.
+void network_notice(const std::string& path, const std::string& kind) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr,
+                 "kiln: cache '%s' is on a network file system (%s): using a rollback journal "
+                 "without memory mapping instead of WAL\n",
+                 path.c_str(), kind.c_str());
+  });
+}
+
+// A file whose header claims more pages than it holds was truncated (or is
+// still being copied). Only meaningful without a WAL holding newer pages.
+Status check_not_truncated(const std::string& path) {
+  struct stat wal;
+  if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0)
+    return Status::ok();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::ok(); // SQLite's own open reports it
+  unsigned char h[100];
+  ssize_t n = ::pread(fd, h, sizeof h, 0);
+  struct stat st;
+  int sr = ::fstat(fd, &st);
+  ::close(fd);
+  if (n != ssize_t(sizeof h) || sr != 0 || std::memcmp(h, "SQLite format 3", 16) != 0)
+    return Status::ok(); // empty (new) or not a database: decided elsewhere
+  uint32_t page_size = (uint32_t(h[16]) << 8) | h[17];
+  if (page_size == 1)
+    page_size = 65536;
+  auto be32 = [&](int off) {
+    return (uint32_t(h[off]) << 24) | (uint32_t(h[off + 1]) << 16) | (uint32_t(h[off + 2]) << 8) |
+           uint32_t(h[off + 3]);
+  };
+  uint32_t pages = be32(28);
+  // The in-header size is valid only when the change counter matches
+  // "version-valid-for" (SQLite's rule); otherwise SQLite uses the file size.
+  if (pages == 0 || be32(24) != be32(92))
+    return Status::ok();
+  if (uint64_t(st.st_size) < uint64_t(pages) * page_size)
+    return make_error(Code::corrupt, "cache '" + path + "' is truncated: its header says " +
+                                         std::to_string(uint64_t(pages) * page_size) +
+                                         " bytes, the file has " + std::to_string(st.st_size) +
+                                         "; refusing to use it");
+  return Status::ok();
+}
 
 } // namespace
 
@@ -84,8 +239,11 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
                       "cannot open cache '" + path + "': " + std::strerror(errno));
   ::close(fd);
 
+  KILN_TRY(check_not_truncated(path));
+
+  const char* vfs = faults_planned() ? fault_vfs()->zName : nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &st->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+                           vfs);
   if (rc != SQLITE_OK)
     return st->db_error("cannot open");
   sqlite3_extended_result_codes(st->db_, 1);
@@ -133,10 +291,21 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
                           ", newer than this Kiln's " + std::to_string(schema_version()) +
                           "; use a newer Kiln or another cache");
 
-  // Switching to WAL needs a moment of exclusive access, which SQLite's
-  // busy handler does not wait for: retry while another opener holds it.
+  // WAL keeps its index in shared memory (an mmap'd -shm file), which
+  // network file systems do not keep coherent between machines (and which
+  // raises SIGBUS when the server drops it): there, a rollback journal and
+  // plain reads. A WAL cache moved onto one is converted at this open.
+  std::string network = network_fs_kind(path);
+  const char* journal = network.empty() ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=DELETE";
+  if (!network.empty()) {
+    network_notice(path, network);
+    KILN_TRY(st->exec("PRAGMA mmap_size=0"));
+  }
+  // Switching the journal mode needs a moment of exclusive access, which
+  // SQLite's busy handler does not wait for: retry while another opener
+  // holds it.
   for (int attempt = 0;; ++attempt) {
-    Status wal = st->exec("PRAGMA journal_mode=WAL");
+    Status wal = st->exec(journal);
     if (wal)
       break;
     int rc = sqlite3_errcode(st->db_) & 0xff;

@@ -1,4 +1,5 @@
 #include "link/nvjitlink.h"
+#include "support/fault.h"
 
 #include <dlfcn.h>
 
@@ -42,6 +43,10 @@ const Api& api() {
       cands.push_back(lib);
     }
     void* h = nullptr;
+    if (fault::hit("dlopen:nvjitlink")) {
+      a.error = fault::message("dlopen:nvjitlink");
+      return;
+    }
     for (const std::string& c : cands)
       if ((h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)))
         break;
@@ -89,6 +94,8 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   const Api& a = api();
   if (!a.error.empty())
     return make_error(Code::unavailable, a.error);
+  if (fault::hit("link:nvjitlink"))
+    return make_error(Code::internal, fault::message("link:nvjitlink") + " (linking for " + arch + ")");
   std::string arch_opt = "-arch=" + arch;
   const char* opts[] = {arch_opt.c_str()};
   void* h = nullptr;

@@ -2,6 +2,7 @@
 // must be relinked. A process that only loads cached images never maps it.
 #include "link/link_abi.h"
 #include "runtime/loader.h"
+#include "support/fault.h"
 
 #include <dlfcn.h>
 
@@ -44,9 +45,10 @@ const LinkApi& link_api() {
     }
     const char* env = std::getenv("KILN_LINK_LIBRARY");
     std::string path = env ? std::string(env) : sibling_path(KILN_LINK_LIBRARY);
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    bool injected = fault::hit("dlopen:kiln-link");
+    void* h = injected ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-      const char* e = dlerror();
+      const char* e = injected ? "injected fault at dlopen:kiln-link" : dlerror();
       api.error = "cannot load the linker library '" + path + "': " + (e ? e : "unknown");
       return;
     }
@@ -73,11 +75,13 @@ namespace {
 // Marshals inputs across the C boundary, runs one of the library's link
 // entry points, and takes ownership of what it returns.
 template <typename Call>
-Result<std::string> call_linker(const std::vector<std::string>& blobs,
+Result<std::string> call_linker(const char* fault_point, const std::vector<std::string>& blobs,
                                 const std::vector<std::string>& names, Call call) {
   const LinkApi& api = link_api();
   if (!api.error.empty())
     return make_error(Code::unavailable, api.error);
+  if (fault::hit(fault_point))
+    return make_error(Code::internal, fault::message(fault_point));
   std::vector<kiln_link_input> in;
   for (size_t i = 0; i < blobs.size(); ++i)
     in.push_back({blobs[i].data(), blobs[i].size(), names[i].c_str()});
@@ -98,7 +102,7 @@ Result<std::string> call_linker(const std::vector<std::string>& blobs,
 
 Result<std::string> link_host_image(const std::vector<std::string>& objects,
                                     const std::vector<std::string>& names) {
-  return call_linker(objects, names,
+  return call_linker("link:host", objects, names,
                      [](const LinkApi& api, const std::vector<kiln_link_input>& in, char** out,
                         size_t* size, char** err) {
                        return api.link_host_shared(in.data(), in.size(), out, size, err);
@@ -108,7 +112,7 @@ Result<std::string> link_host_image(const std::vector<std::string>& objects,
 Result<std::string> link_amdgpu_image(const std::vector<std::string>& bitcode,
                                       const std::vector<std::string>& names,
                                       const std::string& cpu, const std::string& features) {
-  return call_linker(bitcode, names,
+  return call_linker("link:amdgpu", bitcode, names,
                      [&](const LinkApi& api, const std::vector<kiln_link_input>& in, char** out,
                          size_t* size, char** err) {
                        return api.link_amdgpu(in.data(), in.size(), cpu.c_str(), features.c_str(),

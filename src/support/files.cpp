@@ -1,11 +1,14 @@
 #include "support/files.h"
 
+#include "support/fault.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 namespace kiln {
@@ -43,9 +46,18 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
   int fd = ::mkstemp(tmp.data());
   if (fd < 0)
     return errno_error("cannot create a temp file beside '" + path + "'");
+  // An injected failure strikes after half the bytes are out, as a full
+  // disk would: the temp file must still vanish and `path` stay as it was.
+  bool fail = fault::hit("file-write");
+  size_t end = fail ? bytes.size() / 2 : bytes.size();
   size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+  while (off < end || fail) {
+    if (off >= end) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return make_error(Code::internal, "cannot write '" + tmp + "': " + fault::message("file-write"));
+    }
+    ssize_t n = ::write(fd, bytes.data() + off, end - off);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
@@ -94,6 +106,36 @@ Result<std::string> default_cache_path() {
     return std::string(h) + "/.cache/kiln/kiln.db";
   return make_error(Code::invalid_argument,
                     "no cache path: set KILN_CACHE, XDG_CACHE_HOME or HOME, or pass a path");
+}
+
+std::string network_fs_kind(const std::string& path) {
+  if (const char* env = std::getenv("KILN_NETWORK_FS"); env && *env)
+    return std::string(env) == "0" ? std::string() : std::string(env);
+  struct statfs sf;
+  if (::statfs(path.c_str(), &sf) != 0) {
+    auto slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    if (::statfs(dir.c_str(), &sf) != 0)
+      return {};
+  }
+  // f_type magic numbers from linux/magic.h and the file systems' sources;
+  // listed here because not every one is in the installed headers.
+  static constexpr struct {
+    unsigned long magic;
+    const char* name;
+  } kNetwork[] = {
+      {0x6969, "nfs"},           {0x517B, "smb"},       {0xFF534D42, "cifs"},
+      {0xFE534D42, "smb2"},      {0x65735546, "fuse"},  {0x01021997, "9p"},
+      {0x5346414F, "afs"},       {0x6B414653, "afs"},   {0x00C36400, "ceph"},
+      {0x0BD00BD0, "lustre"},    {0x47504653, "gpfs"},  {0x73757245, "coda"},
+      {0x564C, "ncp"},           {0x7461636F, "ocfs2"}, {0x01161970, "gfs2"},
+      {0xAAD7AAEA, "panfs"},     {0x19830326, "beegfs"}, {0x20030528, "orangefs"},
+      {0x013111A8, "ibrix"},     {0x61636673, "acfs"},  {0x2BAD1DEA, "wekafs"},
+  };
+  for (const auto& fs : kNetwork)
+    if ((static_cast<unsigned long>(sf.f_type) & 0xFFFFFFFFul) == fs.magic)
+      return fs.name;
+  return {};
 }
 
 static void remove_tree(const std::string& path) {

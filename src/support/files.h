@@ -21,6 +21,14 @@ Status make_dirs(const std::string& dir);
 /// $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db, else ~/.cache/kiln/kiln.db.
 Result<std::string> default_cache_path();
 
+/// The kind of network (or user-space) file system that holds `path` (the
+/// file, or its directory if the file does not exist yet): "nfs", "cifs",
+/// "smb2", "fuse", "9p", "afs", "ceph", "lustre", "gpfs", ...; empty for a
+/// local one. SQLite's WAL needs shared memory that such file systems do not
+/// provide coherently. $KILN_NETWORK_FS overrides the answer: "0" means
+/// local, any other non-empty value is taken as that file system's name.
+std::string network_fs_kind(const std::string& path);
+
 /// A private temporary directory, removed with its contents on destruction.
 class TempDir {
 public:

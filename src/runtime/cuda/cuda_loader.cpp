@@ -3,6 +3,7 @@
 #include "runtime/loader.h"
 
 #include "runtime/cuda/cuda_select.h"
+#include "support/fault.h"
 
 #include <dlfcn.h>
 
@@ -38,9 +39,11 @@ const Cuda& cuda() {
   static Cuda c;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    bool injected = fault::hit("dlopen:cuda");
+    void* h = injected ? nullptr : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-      c.error = "no CUDA driver (libcuda.so.1 cannot be loaded)";
+      c.error = injected ? fault::message("dlopen:cuda")
+                                              : "no CUDA driver (libcuda.so.1 cannot be loaded)";
       return;
     }
     using GetProc = int (*)(const char*, void**, int, uint64_t, int*);

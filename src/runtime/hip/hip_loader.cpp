@@ -1,6 +1,7 @@
 // AMD images through HIP, dlopen'd at first use; mirrors cuda/. No GPU or
 // no ROCm runtime is KILN_UNAVAILABLE with the reason, never an abort.
 #include "runtime/loader.h"
+#include "support/fault.h"
 
 #include <dlfcn.h>
 
@@ -45,11 +46,14 @@ const Hip& hip() {
   static std::once_flag once;
   std::call_once(once, [] {
     void* lib = nullptr;
-    for (const char* name : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
-      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
-        break;
+    bool injected = fault::hit("dlopen:hip");
+    if (!injected)
+      for (const char* name : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
+        if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+          break;
     if (!lib) {
-      h.error = "no HIP runtime (libamdhip64.so cannot be loaded)";
+      h.error = injected ? fault::message("dlopen:hip")
+                                             : "no HIP runtime (libamdhip64.so cannot be loaded)";
       return;
     }
 #define KILN_HIP(name, params)                                                                     \

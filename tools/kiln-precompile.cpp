@@ -78,17 +78,16 @@ int main(int argc, char** argv) {
       std::fflush(stderr);
     };
 
-  // Plan first: bad input is reported before the cache is even opened.
-  auto plan = kiln::Plan::create(req);
-  if (!plan)
-    return fail_usage(plan.error().message);
   if (cache_path.empty()) {
     auto d = kiln::default_cache_path();
     if (!d)
       return fail_usage(d.error().message);
     cache_path = *d;
   }
-  auto report = plan->run(cache_path);
+  // The request memo first (no LLVM in this process yet); on a miss the
+  // compiler library is loaded, plans (bad input is reported before the
+  // cache is written), compiles and memoises.
+  auto report = kiln::compile_on_demand(req, cache_path);
   if (tty)
     std::fprintf(stderr, "\r\033[K");
   if (!report)
@@ -139,6 +138,7 @@ int main(int argc, char** argv) {
                             {"toolchain", j.toolchain}};
       out["jobs"].push_back(std::move(jj));
     }
+    out["memo"] = report->memo_hit;
     out["roots"] = nlohmann::ordered_json::array();
     for (const kiln::RootReport& r : report->roots) {
       nlohmann::ordered_json rr;
@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
   } else if (tty) {
     std::cerr << "kiln-precompile: " << report->jobs.size() << " jobs (" << compiled
               << " compiled, " << cached << " cached, " << failed << " failed), "
-              << report->roots.size() << " roots in " << cache_path << "\n";
+              << report->roots.size() << " roots in " << cache_path
+              << (report->memo_hit ? " (request memo)" : "") << "\n";
   }
   return report->ok() ? kExitOk : kExitJobFailed;
 }

@@ -1,6 +1,12 @@
 // Kiln's compiler C++ API (libkiln-compiler, which links LLVM): ingest a
 // unit, plan its job graph, compile what the cache lacks, record closures
 // and link images. The loader (kiln.hpp) needs none of this.
+//
+// The one call most front ends want is kiln::compile(request, cache): a
+// request seen before (same input bytes, entries, targets, options,
+// toolchain, host CPU) is answered from the cache's memo without parsing IR;
+// otherwise it is planned and run, and memoised. kiln::compile_on_demand is
+// the same for a process that links only libkiln: LLVM is loaded on a miss.
 #pragma once
 
 #include <kiln/result.hpp>
@@ -79,8 +85,20 @@ struct CompileReport {
   std::vector<JobReport> jobs;   ///< every distinct job, in discovery order
   std::vector<RootReport> roots;
   size_t evicted_closures = 0; ///< closures the size limit evicted afterwards
-  bool ok() const;
+  bool memo_hit = false;       ///< answered from the request memo: nothing parsed
+  bool ok() const;             ///< (defined in libkiln)
 };
+
+/// Compile-or-hit: the request memo first, else Plan::create + run (input
+/// errors are `invalid_argument`, and a cache that does not exist yet is not
+/// created for them), then the request is memoised. Thread-safe.
+Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path);
+
+/// kiln::compile for a process that does not link libkiln-compiler (this is
+/// in libkiln): a memo hit needs no LLVM; a miss loads libkiln-compiler from
+/// beside libkiln (or $KILN_COMPILER_LIBRARY) and compiles.
+Result<CompileReport> compile_on_demand(const CompileRequest& request,
+                                        const std::string& cache_path);
 
 /// A planned compilation: the unit ingested, every job discovered and keyed.
 /// Planning touches no cache, so bad input never changes one.
@@ -104,9 +122,14 @@ public:
   /// Key reports without compiling (status reflects nothing yet).
   CompileReport describe() const;
 
+  /// The toolchain files (ptxas, device libraries) this plan's targets use:
+  /// a memo of the request is invalid once one of them changes.
+  std::vector<std::string> toolchain_files() const;
+
   struct Impl;
 
 private:
+  friend Result<CompileReport> compile(const CompileRequest&, const std::string&);
   explicit Plan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

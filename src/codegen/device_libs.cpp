@@ -1,4 +1,5 @@
 #include "codegen/device_libs.h"
+#include "codegen/ptxas.h"
 
 #include "support/files.h"
 #include "support/hash.h"
@@ -104,6 +105,35 @@ const Library* library_for(const TargetDesc& target, const std::vector<std::stri
   }
   return nullptr;
 }
+
+} // namespace
+
+std::vector<std::string> toolchain_files(const TargetDesc& target) {
+  std::vector<std::string> files;
+  if (target.kind == TargetKind::nvptx) {
+    if (!ptxas_path().empty())
+      files.push_back(ptxas_path());
+    std::string cuda = env("CUDA_HOME");
+    std::string lib = first_existing(
+        {env("KILN_LIBDEVICE"), cuda.empty() ? "" : cuda + "/nvvm/libdevice/libdevice.10.bc",
+         "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+         "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"});
+    if (!lib.empty())
+      files.push_back(lib);
+  } else if (target.kind == TargetKind::amdgpu) {
+    for (const std::string& d : {env("KILN_ROCM_DEVICE_LIBS"),
+                                 std::string("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"),
+                                 std::string("/opt/rocm/amdgcn/bitcode")})
+      if (!d.empty() && ::access((d + "/ocml.bc").c_str(), R_OK) == 0) {
+        files.push_back(d + "/ocml.bc");
+        files.push_back(d + "/ockl.bc");
+        break;
+      }
+  }
+  return files;
+}
+
+namespace {
 
 // __oclc_ISA_version for a gfx name: major * 1000 + minor * 100 + stepping,
 // the last two characters being minor and stepping (hex: gfx90a is 9.0.10).

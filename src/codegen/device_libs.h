@@ -24,6 +24,11 @@ namespace kiln::codegen {
 Result<std::string> device_libs_fingerprint(const TargetDesc& target,
                                             const std::vector<std::string>& callees);
 
+/// The files this target's code generation depends on beyond LLVM: ptxas
+/// and libdevice for NVIDIA, the ROCm device libraries for AMD (those that
+/// are installed). Read by nobody: their identities validate request memos.
+std::vector<std::string> toolchain_files(const TargetDesc& target);
+
 /// Links the device library the module needs (only the functions it calls)
 /// and, for AMDGPU, defines the oclc control constants for the target.
 Status link_device_libs(llvm::Module& m, const TargetDesc& target);

@@ -8,6 +8,8 @@
 #include "codegen/device_libs.h"
 #include "codegen/target.h"
 #include "driver/job_key.h"
+#include "driver/memo.h"
+#include "codegen/ptxas.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
 #include "runtime/image_link.h"
@@ -26,27 +28,10 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <optional>
+#include <unistd.h>
 
 namespace kiln {
-
-const char* job_status_name(JobStatus s) {
-  switch (s) {
-  case JobStatus::compiled: return "compiled";
-  case JobStatus::cached: return "cached";
-  case JobStatus::failed: return "failed";
-  }
-  return "?";
-}
-
-bool CompileReport::ok() const {
-  for (const JobReport& j : jobs)
-    if (j.status == JobStatus::failed)
-      return false;
-  for (const RootReport& r : roots)
-    if (!r.error.empty())
-      return false;
-  return true;
-}
 
 namespace {
 
@@ -79,6 +64,7 @@ struct Plan::Impl {
   Status discover(const llvm::Module& unit, const codegen::TargetDesc& target,
                   const std::vector<std::string>& roots);
   driver::ClosureMap closure_of(const Hash128& root) const;
+  Result<CompileReport> run(cache::Store& store);
   JobReport report_of(const PlannedJob& j) const;
 };
 
@@ -258,8 +244,19 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
   auto opened = cache::Store::open(cache_path);
   if (!opened)
     return opened.error();
-  cache::Store& store = **opened;
-  Impl& p = *impl_;
+  return impl_->run(**opened);
+}
+
+std::vector<std::string> Plan::toolchain_files() const {
+  std::set<std::string> files;
+  for (const PlannedJob& j : impl_->jobs)
+    for (std::string& f : codegen::toolchain_files(j.target))
+      files.insert(std::move(f));
+  return {files.begin(), files.end()};
+}
+
+Result<CompileReport> Plan::Impl::run(cache::Store& store) {
+  Impl& p = *this;
 
   CompileReport rep;
   std::vector<size_t> todo;
@@ -407,4 +404,37 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
   return rep;
 }
 
+Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path) {
+  std::optional<Hash128> memo = driver::memo_key(request);
+  // An existing cache may answer the whole request; a missing one cannot, and
+  // is not created before the input has been planned.
+  if (memo && ::access(cache_path.c_str(), F_OK) == 0) {
+    auto store = cache::Store::open(cache_path);
+    if (!store)
+      return store.error();
+    auto hit = driver::memo_replay(**store, *memo, request);
+    if (!hit)
+      return hit.error();
+    if (*hit)
+      return std::move(**hit);
+  }
+  auto plan = Plan::create(request);
+  if (!plan)
+    return plan.error();
+  auto store = cache::Store::open(cache_path);
+  if (!store)
+    return store.error();
+  auto report = plan->impl_->run(**store);
+  if (report && memo)
+    (void)driver::memo_record(**store, *memo, *report, plan->toolchain_files()); // an optimisation
+  return report;
+}
+
 } // namespace kiln
+
+// For kiln-precompile, which loads this library only on a memo miss.
+extern "C" __attribute__((visibility("default"))) void
+kiln_compiler_compile_v1(const kiln::CompileRequest* request, const char* cache_path,
+                         std::optional<kiln::Result<kiln::CompileReport>>* out) {
+  out->emplace(kiln::compile(*request, cache_path));
+}

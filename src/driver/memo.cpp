@@ -1,0 +1,339 @@
+#include "driver/memo.h"
+
+#include "runtime/image_link.h"
+#include "support/files.h"
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+#include <unistd.h>
+#include <ctime>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#ifndef KILN_VERSION
+#error "KILN_VERSION must be defined"
+#endif
+#ifndef KILN_LLVM_VERSION
+#error "KILN_LLVM_VERSION must name the LLVM libkiln-compiler is built with"
+#endif
+
+namespace kiln {
+
+// The report types' few functions live here, in the LLVM-free library, so
+// that a memo hit needs nothing else.
+const char* job_status_name(JobStatus s) {
+  switch (s) {
+  case JobStatus::compiled: return "compiled";
+  case JobStatus::cached: return "cached";
+  case JobStatus::failed: return "failed";
+  }
+  return "?";
+}
+
+bool CompileReport::ok() const {
+  for (const JobReport& j : jobs)
+    if (j.status == JobStatus::failed)
+      return false;
+  for (const RootReport& r : roots)
+    if (!r.error.empty())
+      return false;
+  return true;
+}
+
+} // namespace kiln
+
+namespace kiln::driver {
+
+/// Bumped whenever what a memo key covers changes.
+constexpr int kMemoFormat = 1;
+
+std::string host_cpu_identity() {
+  std::ostringstream id;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __cpuid(0, a, b, c, d);
+  unsigned max_leaf = a;
+  id << "x86 " << std::hex << b << '.' << d << '.' << c;
+  // Leaf 1 without EBX (it carries the APIC id of whichever core runs us).
+  __cpuid(1, a, b, c, d);
+  id << " 1:" << a << '.' << c << '.' << d;
+  if (max_leaf >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    id << " 7:" << b << '.' << c << '.' << d;
+    __cpuid_count(7, 1, a, b, c, d);
+    id << " 7.1:" << a;
+  }
+  __cpuid(0x80000000, a, b, c, d);
+  if (a >= 0x80000001) {
+    __cpuid(0x80000001, a, b, c, d);
+    id << " e1:" << c << '.' << d;
+  }
+  // What the OS lets us use (AVX, AVX-512 state), as code generation checks.
+  __cpuid(1, a, b, c, d);
+  if (c & (1u << 27)) {
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    id << " xcr0:" << lo;
+  }
+#else
+  std::ifstream info("/proc/cpuinfo");
+  static const std::set<std::string> keys = {"vendor_id",       "cpu family",   "model",
+                                             "model name",      "stepping",     "flags",
+                                             "Features",        "CPU implementer",
+                                             "CPU architecture", "CPU variant", "CPU part",
+                                             "CPU revision",    "isa",          "uarch"};
+  for (std::string line; std::getline(info, line);) {
+    if (line.empty())
+      break; // the first processor says it
+    std::string key = line.substr(0, line.find(':'));
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t'))
+      key.pop_back();
+    if (keys.count(key))
+      id << line << '\n';
+  }
+#endif
+  return id.str();
+}
+
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return path + "\tmissing";
+  return path + '\t' + std::to_string(st.st_size) + '\t' +
+         std::to_string(int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+}
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(name) + "=" + v : std::string();
+}
+
+} // namespace
+
+std::optional<Hash128> memo_key(const CompileRequest& req) {
+  std::vector<std::string> inputs;
+  for (const SourceInput& in : req.inputs) {
+    if (in.in_memory) {
+      inputs.push_back(hash128(in.bytes).hex());
+      continue;
+    }
+    auto bytes = read_file(in.name);
+    if (!bytes)
+      return std::nullopt;
+    inputs.push_back(hash128(*bytes).hex());
+  }
+  std::vector<std::string> targets = req.targets.empty() ? std::vector<std::string>{"host"}
+                                                         : req.targets;
+  bool host = false, device = false;
+  for (const std::string& t : targets)
+    (t == "host" ? host : device) = true;
+  // What picks the device toolchain; the files it picked are checked at hit
+  // time against the memo's recorded identities.
+  std::vector<std::string> toolchain_env;
+  if (device)
+    for (const char* v : {"KILN_PTXAS", "CUDA_HOME", "KILN_LIBDEVICE", "KILN_ROCM_DEVICE_LIBS", "PATH"})
+      toolchain_env.push_back(env(v));
+  std::ostringstream os;
+  {
+    cereal::PortableBinaryOutputArchive ar(os);
+    ar(std::string("kiln-memo"), kMemoFormat, std::string(KILN_VERSION),
+       std::string(KILN_LLVM_VERSION), inputs, req.entries, targets, req.opt_level, req.debug,
+       host ? host_cpu_identity() : std::string(), toolchain_env);
+  }
+  return hash128(os.str());
+}
+
+Status memo_record(cache::Store& store, const Hash128& key, const CompileReport& report,
+                   const std::vector<std::string>& toolchain_files) {
+  if (!report.ok())
+    return Status::ok();
+  cache::Store::Memo memo;
+  for (const RootReport& r : report.roots) {
+    auto k = parse_hash128(r.closure);
+    if (!k)
+      return Status::ok();
+    memo.roots.push_back({r.name, r.target, *k});
+  }
+  for (const std::string& f : toolchain_files)
+    memo.deps.push_back(file_identity(f));
+  return store.put_memo(key, memo);
+}
+
+Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash128& key,
+                                                 const CompileRequest& req) {
+  using Miss = std::optional<CompileReport>;
+  auto memo = store.get_memo(key);
+  if (!memo)
+    return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
+  for (const std::string& dep : memo->deps) {
+    std::string path = dep.substr(0, dep.find('\t'));
+    if (file_identity(path) != dep)
+      return Miss(); // ptxas or a device library changed
+  }
+
+  std::vector<cache::ClosureRecord> closures;
+  for (const cache::Store::MemoRoot& r : memo->roots) {
+    auto c = store.get_closure(r.closure);
+    if (!c)
+      return c.error().code == Code::not_found ? Result<Miss>(Miss()) : c.error();
+    closures.push_back(c.take());
+  }
+
+  // Jobs in the order a plan discovers them: targets, then roots, then
+  // breadth first through deferred references (sorted by symbol).
+  CompileReport rep;
+  std::set<std::string> listed;
+  for (size_t i = 0; i < closures.size(); ++i) {
+    std::map<std::string, Hash128> by_symbol;
+    for (const cache::ClosureMember& m : closures[i].members)
+      by_symbol.emplace(m.symbol, m.job);
+    std::deque<Hash128> work{closures[i].root_job};
+    while (!work.empty()) {
+      Hash128 k = work.front();
+      work.pop_front();
+      if (!listed.insert(k.hex()).second)
+        continue;
+      auto job = store.get_job(k);
+      if (!job)
+        return job.error().code == Code::not_found ? Result<Miss>(Miss()) : job.error();
+      auto refs = store.job_refs(k);
+      if (!refs)
+        return refs.error();
+      JobReport r;
+      r.key = k.hex();
+      r.entry = job->entry;
+      r.target = job->target;
+      r.symbol = job->symbol;
+      r.triple = job->triple;
+      r.cpu = job->cpu;
+      r.features = job->features;
+      r.options = job->options;
+      r.module_hash = job->module_hash.hex();
+      r.toolchain = job->toolchain;
+      r.status = JobStatus::cached;
+      for (const cache::JobRef& ref : *refs) {
+        auto child = by_symbol.find(ref.symbol);
+        if (child == by_symbol.end())
+          return Miss(); // not this closure's shape: let the plan decide
+        r.refs.emplace_back(ref.symbol, child->second.hex());
+        work.push_back(child->second);
+      }
+      rep.jobs.push_back(std::move(r));
+    }
+  }
+
+  // The names now point at these closures, as a precompile leaves them.
+  std::vector<Hash128> used;
+  for (size_t i = 0; i < closures.size(); ++i) {
+    const cache::Store::MemoRoot& r = memo->roots[i];
+    auto current = store.resolve_name(r.name, r.target);
+    if (!current || !(*current == r.closure))
+      KILN_TRY(store.put_closure(closures[i], {{r.name, r.target, r.closure}}));
+    used.push_back(r.closure);
+    RootReport rr;
+    rr.name = r.name;
+    rr.target = r.target;
+    rr.closure = r.closure.hex();
+    if (req.link_images) {
+      auto image = runtime::fetch_or_link_image(store, closures[i]);
+      if (image)
+        rr.image = true;
+      else if (image.error().code == Code::unavailable)
+        rr.note = image.error().message;
+      else
+        rr.error = image.error().context("linking root '" + r.name + "'").message;
+    }
+    rep.roots.push_back(std::move(rr));
+  }
+  (void)store.touch_closures(used, int64_t(std::time(nullptr)));
+  cache::Counters usage;
+  usage.job_hits = int64_t(rep.jobs.size());
+  (void)store.add_counters(usage);
+  rep.memo_hit = true;
+  return Result<Miss>(Miss(std::move(rep)));
+}
+
+} // namespace kiln::driver
+
+namespace kiln {
+
+namespace {
+
+using CompileFn = void (*)(const CompileRequest*, const char*,
+                           std::optional<Result<CompileReport>>*);
+
+// libkiln-compiler sits beside libkiln, in the build tree as when installed.
+Result<CompileFn> compiler_entry() {
+  static Result<CompileFn> entry = Error(Code::internal, "not loaded");
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string path;
+    if (const char* forced = std::getenv("KILN_COMPILER_LIBRARY"); forced && *forced) {
+      path = forced;
+    } else {
+      Dl_info info;
+      std::string self = dladdr(reinterpret_cast<void*>(&compiler_entry), &info) && info.dli_fname
+                             ? info.dli_fname
+                             : "";
+      size_t slash = self.rfind('/');
+      path = (slash == std::string::npos ? std::string() : self.substr(0, slash + 1)) +
+             KILN_COMPILER_LIBRARY;
+    }
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      entry = Error(Code::unavailable,
+                    "cannot load the compiler library '" + path + "': " + (e ? e : "unknown"));
+      return;
+    }
+    auto fn = reinterpret_cast<CompileFn>(dlsym(h, "kiln_compiler_compile_v1"));
+    if (!fn)
+      entry = Error(Code::unavailable, "the compiler library '" + path +
+                                           "' lacks kiln_compiler_compile_v1");
+    else
+      entry = fn;
+  });
+  return entry;
+}
+
+} // namespace
+
+Result<CompileReport> compile_on_demand(const CompileRequest& request,
+                                        const std::string& cache_path) {
+  if (std::optional<Hash128> memo = driver::memo_key(request);
+      memo && ::access(cache_path.c_str(), F_OK) == 0) {
+    auto store = cache::Store::open(cache_path);
+    if (!store)
+      return store.error();
+    auto hit = driver::memo_replay(**store, *memo, request);
+    if (!hit)
+      return hit.error();
+    if (*hit)
+      return std::move(**hit);
+  }
+  auto fn = compiler_entry();
+  if (!fn)
+    return fn.error();
+  std::optional<Result<CompileReport>> out;
+  (*fn)(&request, cache_path.c_str(), &out);
+  if (!out)
+    return Error(Code::internal, "the compiler library returned nothing");
+  return std::move(*out);
+}
+
+} // namespace kiln

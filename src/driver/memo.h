@@ -1,0 +1,43 @@
+// Request memos, the precompile's direct mode: a request (its inputs' bytes,
+// entries, targets, options, this Kiln and LLVM, the host CPU, the toolchain
+// files it used) is keyed as a whole; a repeated request is answered from the
+// cache without parsing IR or loading LLVM. No LLVM here: kiln-precompile
+// and a JIT's compile-or-load consult the memo before bringing in the
+// compiler.
+#pragma once
+
+#include "cache/store.h"
+
+#include <kiln/compiler.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::driver {
+
+/// The request's memo key; nullopt if it cannot be memoised (an input file
+/// that cannot be read: the plan will report that properly).
+std::optional<Hash128> memo_key(const CompileRequest& request);
+
+/// "path\tsize\tmtime_ns" of a file, or "path\tmissing".
+std::string file_identity(const std::string& path);
+
+/// A memo hit replayed: the report the request would produce (every job
+/// cached), with its roots' names pointed at their closures, the closures
+/// marked used, the counters and, when the request links images, every
+/// root's image checked or linked. nullopt on a miss: no memo, a toolchain
+/// file changed, or a closure was evicted.
+Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash128& key,
+                                                 const CompileRequest& request);
+
+/// Records a successful request's roots and the toolchain files it used.
+Status memo_record(cache::Store& store, const Hash128& key, const CompileReport& report,
+                   const std::vector<std::string>& toolchain_files);
+
+/// The CPU this process runs on, as far as code generation for "host" can
+/// tell: vendor, family, model and feature bits. Part of a memo key with a
+/// host target, so a memo never hands one machine's code to another.
+std::string host_cpu_identity();
+
+} // namespace kiln::driver

@@ -12,6 +12,47 @@
 #include <set>
 #include <sstream>
 
+// Decoding treats every length prefix as hostile: cereal's own loads for
+// strings and vectors allocate whatever a prefix claims before reading a
+// byte, so a few bytes could ask for gigabytes. These, preferred by
+// overload resolution for the bundle's input archive, refuse a length
+// longer than what is left of the payload, and grow vectors only as their
+// elements actually decode.
+namespace kiln::cache {
+namespace {
+thread_local uint64_t* g_decode_budget = nullptr; // bytes not yet claimed by strings
+
+void claim(uint64_t n, bool consume) {
+  if (g_decode_budget && n > *g_decode_budget)
+    throw cereal::Exception("a length of " + std::to_string(n) + " exceeds the " +
+                            std::to_string(*g_decode_budget) + " bytes left");
+  if (g_decode_budget && consume)
+    *g_decode_budget -= n;
+}
+} // namespace
+} // namespace kiln::cache
+
+namespace cereal {
+
+inline void load(PortableBinaryInputArchive& ar, std::string& s) {
+  size_type n = 0;
+  ar(make_size_tag(n));
+  kiln::cache::claim(n, true);
+  s.resize(size_t(n));
+  ar(binary_data(s.data(), size_t(n)));
+}
+
+template <class T> void load(PortableBinaryInputArchive& ar, std::vector<T>& v) {
+  size_type n = 0;
+  ar(make_size_tag(n));
+  kiln::cache::claim(n, false); // every element takes at least one byte
+  v.clear();
+  for (size_type i = 0; i < n; ++i)
+    ar(v.emplace_back());
+}
+
+} // namespace cereal
+
 namespace kiln::cache {
 
 template <class A> void serialize(A& ar, JobRecord& j) {
@@ -135,6 +176,11 @@ Result<BundleData> decode_bundle(std::string_view bytes) {
   if (!payload)
     return payload.error().context("bundle");
   BundleData data;
+  uint64_t budget = payload->size();
+  struct Budget {
+    explicit Budget(uint64_t* b) { g_decode_budget = b; }
+    ~Budget() { g_decode_budget = nullptr; }
+  } scope(&budget);
   try {
     std::istringstream is(*payload);
     cereal::PortableBinaryInputArchive ar(is);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <map>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,12 +150,10 @@ void network_notice(const std::string& path, const std::string& kind) {
   });
 }
 
-// A file whose header claims more pages than it holds was truncated (or is
-// still being copied). Only meaningful without a WAL holding newer pages.
-Status check_not_truncated(const std::string& path) {
-  struct stat wal;
-  if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0)
-    return Status::ok();
+// Before SQLite sees the file: a non-empty file must be an SQLite database,
+// and one whose header claims more pages than it holds was truncated (or is
+// still being copied; only meaningful without a WAL holding newer pages).
+Status check_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return Status::ok(); // SQLite's own open reports it
@@ -163,8 +162,16 @@ Status check_not_truncated(const std::string& path) {
   struct stat st;
   int sr = ::fstat(fd, &st);
   ::close(fd);
-  if (n != ssize_t(sizeof h) || sr != 0 || std::memcmp(h, "SQLite format 3", 16) != 0)
-    return Status::ok(); // empty (new) or not a database: decided elsewhere
+  if (sr != 0 || st.st_size == 0)
+    return Status::ok(); // a new cache (SQLite's open reports other trouble)
+  // SQLite takes a file shorter than its header for an empty database and
+  // would write a new one over it: refuse anything that is not a database.
+  if (n != ssize_t(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0)
+    return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (not an SQLite "
+                                     "database); refusing to use it");
+  struct stat wal;
+  if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0)
+    return Status::ok();
   uint32_t page_size = (uint32_t(h[16]) << 8) | h[17];
   if (page_size == 1)
     page_size = 65536;
@@ -183,6 +190,17 @@ Status check_not_truncated(const std::string& path) {
                                          " bytes, the file has " + std::to_string(st.st_size) +
                                          "; refusing to use it");
   return Status::ok();
+}
+
+// The cache files this process has open through SQLite, by (device, inode).
+struct OpenFiles {
+  std::mutex mu;
+  std::map<std::pair<uint64_t, uint64_t>, int> count;
+};
+
+OpenFiles& open_files() {
+  static OpenFiles* f = new OpenFiles(); // outlives static Stores' destructors
+  return *f;
 }
 
 } // namespace
@@ -221,8 +239,11 @@ Result<sqlite3_stmt*> Store::prepare(const char* sql) {
 Store::~Store() {
   for (auto& [k, s] : stmts_)
     sqlite3_finalize(s);
+  std::lock_guard lock(open_files().mu);
   if (db_)
     sqlite3_close_v2(db_);
+  if (registered_ && --open_files().count[file_id_] == 0)
+    open_files().count.erase(file_id_);
 }
 
 Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
@@ -231,21 +252,37 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
   if (auto slash = path.rfind('/'); slash != std::string::npos && slash > 0)
     KILN_TRY(make_dirs(path.substr(0, slash)));
 
-  // Create a new cache file with owner-only permissions: it holds code that
-  // will be run by whoever loads from it.
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return make_error(Code::invalid_argument,
-                      "cannot open cache '" + path + "': " + std::strerror(errno));
-  ::close(fd);
-
-  KILN_TRY(check_not_truncated(path));
-
-  const char* vfs = faults_planned() ? fault_vfs()->zName : nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &st->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                           vfs);
-  if (rc != SQLITE_OK)
-    return st->db_error("cannot open");
+  {
+    // Closing any descriptor of a file drops every POSIX lock this process
+    // holds on it, SQLite's included: the file is opened here outside SQLite
+    // only while no connection of this process has it open, and the check
+    // and the connection's registration happen under one lock.
+    std::lock_guard lock(open_files().mu);
+    struct stat before;
+    bool ours = ::stat(path.c_str(), &before) == 0 &&
+                open_files().count.count({uint64_t(before.st_dev), uint64_t(before.st_ino)});
+    if (!ours) {
+      // Create a new cache file with owner-only permissions: it holds code
+      // that will be run by whoever loads from it.
+      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd < 0)
+        return make_error(Code::invalid_argument,
+                          "cannot open cache '" + path + "': " + std::strerror(errno));
+      ::close(fd);
+      KILN_TRY(check_file(path));
+    }
+    const char* vfs = faults_planned() ? fault_vfs()->zName : nullptr;
+    int rc = sqlite3_open_v2(path.c_str(), &st->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             vfs);
+    if (rc != SQLITE_OK)
+      return st->db_error("cannot open");
+    struct stat now;
+    if (::stat(path.c_str(), &now) == 0) {
+      st->file_id_ = {uint64_t(now.st_dev), uint64_t(now.st_ino)};
+      ++open_files().count[st->file_id_];
+      st->registered_ = true;
+    }
+  }
   sqlite3_extended_result_codes(st->db_, 1);
   sqlite3_busy_timeout(st->db_, 30000);
 

@@ -9,11 +9,13 @@
 
 #include <kiln/result.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -266,6 +268,8 @@ private:
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  std::pair<uint64_t, uint64_t> file_id_{}; ///< (device, inode) while registered as open
+  bool registered_ = false;
   std::mutex mu_;
   std::vector<std::pair<const char*, sqlite3_stmt*>> stmts_;
 };

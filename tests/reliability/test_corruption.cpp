@@ -77,7 +77,7 @@ TEST_CASE("flipped bytes in stored blobs: every one detected, loads correct or K
   for (const Root& r : fixture_roots())
     expect[r.name] = r.expect;
   int trials = scaled(25, 1000);
-  int detected = 0, loads_ok = 0, loads_corrupt = 0, relinked = 0;
+  int detected = 0, damaged_total = 0, loads_ok = 0, loads_corrupt = 0, relinked = 0;
   for (int t = 0; t < trials; ++t) {
     CAPTURE(t);
     Cache cache;
@@ -103,6 +103,7 @@ TEST_CASE("flipped bytes in stored blobs: every one detected, loads correct or K
       }
       for (const Blob& b : damaged) {
         damage(db, b);
+        ++damaged_total;
         auto n = affected_names(db, b);
         names.insert(n.begin(), n.end());
       }
@@ -139,8 +140,8 @@ TEST_CASE("flipped bytes in stored blobs: every one detected, loads correct or K
       }
     }
   }
-  figure("corruption: " + std::to_string(detected) + " damaged blobs detected by verify out of " +
-         std::to_string(trials) + " trials (" + std::to_string(loads_ok) +
+  figure("corruption: " + std::to_string(detected) + " of " + std::to_string(damaged_total) +
+         " damaged blobs named by verify, in " + std::to_string(trials) + " trials (" + std::to_string(loads_ok) +
          " loads still correct, " + std::to_string(relinked) + " of them relinked, " +
          std::to_string(loads_corrupt) + " refused as corrupt, 0 crashes)");
 }

@@ -61,9 +61,11 @@ TEST_SUITE("reliability.faults") {
 
 TEST_CASE("the Nth cache write fails: a clear error, nothing half-written, a rerun completes") {
   std::vector<std::string> args = {kiln_it::data("diamond.ll"), kiln_it::data("chain8.ll")};
-  int stride = scaled(7, 1);
+  // Short mode samples the write points (a few hundred in all); the long
+  // mode fails every second one.
+  int stride = scaled(29, 2);
   int io = sweep("sqlite-write", false, stride, args);
-  int full = sweep("disk-full", true, stride * 2 + 1, args);
+  int full = sweep("disk-full", true, scaled(61, 5), args);
   int sync = sweep("sqlite-sync", false, 1, args);
   CHECK(io > 0);
   CHECK(full > 0);
@@ -71,7 +73,7 @@ TEST_CASE("the Nth cache write fails: a clear error, nothing half-written, a rer
   // Into a cache that already holds other work: that work survives intact.
   Cache seeded;
   precompile_ok(seeded, {kiln_it::data("nested.ll")});
-  int seeded_io = sweep("sqlite-write", false, stride, args, seeded.db());
+  int seeded_io = sweep("sqlite-write", false, scaled(53, 5), args, seeded.db());
   figure("faults: " + std::to_string(io) + " failed-write points, " + std::to_string(full) +
          " disk-full points, " + std::to_string(sync) + " failed-fsync points, " +
          std::to_string(seeded_io) + " failed writes into a non-empty cache: each a clear "

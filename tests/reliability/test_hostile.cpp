@@ -1,0 +1,101 @@
+// Regression tests for what the fuzzers (tests/fuzz) found or forced, run
+// through the real CLIs: each input is refused with a clear message.
+#include "common.hpp"
+
+#include <doctest/doctest.h>
+
+#include "support/compress.h"
+#include "support/hash.h"
+
+#include <fstream>
+
+#ifndef KILN_FUZZ_REGRESSIONS
+#error "KILN_FUZZ_REGRESSIONS must name tests/fuzz/regressions"
+#endif
+
+using namespace kiln_rel;
+
+namespace {
+
+void put_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    out.push_back(char((v >> (8 * i)) & 0xff));
+}
+
+// A well-formed bundle envelope around an arbitrary payload.
+std::string envelope(const std::string& payload) {
+  std::string packed = kiln::zstd_compress(payload, 3);
+  kiln::Hash128 h = kiln::hash128(packed);
+  std::string out = "KILNBNDL";
+  put_le(out, 1, 4);
+  put_le(out, payload.size(), 8);
+  put_le(out, h.hi, 8);
+  put_le(out, h.lo, 8);
+  return out + packed;
+}
+
+} // namespace
+
+TEST_SUITE("reliability.hostile") {
+
+TEST_CASE("fuzz finding: sizes and durations beyond 64 bits are refused, not wrapped") {
+  Cache cache;
+  precompile_ok(cache, {kiln_it::data("nested.ll")});
+  std::string huge = slurp(fs::path(KILN_FUZZ_REGRESSIONS) / "target_spec-size-overflow");
+  REQUIRE(huge == "892222222222222222222222");
+  for (const auto& args : {std::vector<std::string>{"config", "max_size", huge},
+                           std::vector<std::string>{"gc", "--max-size", huge},
+                           std::vector<std::string>{"gc", "--older-than", "1e300d"}}) {
+    RunResult r = inspect(cache, args);
+    INFO(describe(r));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(args.back()) != std::string::npos);
+  }
+  require_verify_clean(cache.db(), "after refused sizes");
+  RunResult ls = inspect(cache, {"ls", "--json"});
+  CHECK(json::parse(ls.out)["jobs"].size() == 3); // nothing was evicted
+}
+
+TEST_CASE("fuzz finding: bitcode that LLVM's reader rejects is an input error") {
+  Cache cache;
+  fs::path input = fs::path(KILN_FUZZ_REGRESSIONS) / "ir_ingest-bitcode-reader-leak.bc";
+  RunResult r = precompile(cache, {input.string()});
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find(input.filename().string()) != std::string::npos);
+}
+
+TEST_CASE("a bundle whose lengths claim more than it holds is refused without allocating them") {
+  TempDir dir;
+  // PortableBinary: an endianness byte, then the jobs vector's length, and
+  // a first job whose key... is preceded by a string length of 2^40.
+  std::string claims_jobs = std::string(1, '\1');
+  put_le(claims_jobs, uint64_t(1) << 40, 8);
+  std::string claims_string = std::string(1, '\1');
+  put_le(claims_string, 1, 8);         // one job
+  put_le(claims_string, 0, 8);         // key.hi
+  put_le(claims_string, 0, 8);         // key.lo
+  put_le(claims_string, uint64_t(3) << 30, 8); // entry: 3 GiB claimed
+  claims_string += "x";
+  for (const auto& [name, payload] :
+       {std::pair{"jobs.kiln", claims_jobs}, std::pair{"string.kiln", claims_string}}) {
+    CAPTURE(name);
+    fs::path file = dir.path() / name;
+    {
+      std::ofstream f(file, std::ios::binary);
+      f << envelope(payload);
+    }
+    Cache cache;
+    // 512 MiB of address space: enough for Kiln, not for what is claimed.
+    RunResult r = run({"/bin/sh", "-c", "ulimit -v 524288; exec \"$@\"", "sh",
+                       inspect_bin().string(), "--cache", cache.db().string(), "import",
+                       file.string()});
+    INFO(describe(r));
+    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code < 128);
+    CHECK(r.err.find("exceeds") != std::string::npos);
+    CHECK(r.err.find("bundle") != std::string::npos);
+  }
+}
+
+} // TEST_SUITE

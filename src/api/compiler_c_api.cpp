@@ -4,6 +4,7 @@
 // root's closure by key: a hit loads without compiling or writing anything;
 // a miss compiles, stores and links through Plan::run, then loads.
 #include "cache/store.h"
+#include "driver/memo.h"
 #include "runtime/loader.h"
 
 #include <kiln/jit.hpp>
@@ -107,10 +108,7 @@ ErrorInfo error_info(const Error& error, std::span<const std::string> sources) {
 Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
   if (!cache.raw())
     return make_error(Code::invalid_argument, "compile: the cache handle is empty");
-  auto plan = Plan::create(request);
-  if (!plan)
-    return plan.error();
-  return plan->run(cache.raw()->store->path());
+  return kiln::compile(request, cache.raw()->store->path());
 }
 
 std::string present_target() {
@@ -146,6 +144,22 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   req.jobs = options.jobs;
   req.link_images = true;
 
+  // The request memo: a request seen before names its closure without the
+  // IR being parsed at all.
+  std::optional<Hash128> memo = driver::memo_key(req);
+  if (memo) {
+    auto hit = driver::memo_lookup(*c.store, *memo);
+    if (hit && *hit && (*hit)->report.roots.size() == 1) {
+      CompileReport& rep = (*hit)->report;
+      RootReport& root = rep.roots.front();
+      auto img = runtime::load_image(c, root.closure, root.target);
+      if (img) {
+        root.image = true;
+        return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
+      }
+    }
+  }
+
   auto plan = Plan::create(req);
   if (!plan)
     return plan.error();
@@ -165,6 +179,8 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
       for (JobReport& j : described.jobs)
         j.status = JobStatus::cached;
       described.roots.front().image = true;
+      if (memo)
+        (void)driver::memo_record(*c.store, *memo, described, plan->toolchain_files());
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};
     }
   }
@@ -172,6 +188,8 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   auto report = plan->run(c.store->path());
   if (!report)
     return report.error().context(where(described.roots.front()));
+  if (memo)
+    (void)driver::memo_record(*c.store, *memo, *report, plan->toolchain_files());
   for (const JobReport& j : report->jobs)
     if (j.status == JobStatus::failed)
       return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +
@@ -250,6 +268,7 @@ kiln_status fail(const kiln::Error& e, std::span<const std::string> sources = {}
   const kiln::ErrorInfo& i = t_error.info;
   t_error.view = {static_cast<kiln_status>(i.code), i.message.c_str(), i.source.c_str(), i.line,
                   i.column, i.entry.c_str(), i.target.c_str()};
+  kiln::runtime::set_last_error(i.message);
   return t_error.view.status;
 }
 
@@ -346,10 +365,7 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
   req.debug = options->debug != 0;
   req.jobs = options->jobs;
   req.link_images = options->link_images != 0;
-  auto plan = kiln::Plan::create(req);
-  if (!plan)
-    return fail(plan.error(), v.names);
-  auto report = plan->run(cache->store->path());
+  auto report = kiln::compile(req, cache->store->path());
   if (!report)
     return fail(report.error(), v.names);
   *out = make_result(report.take());

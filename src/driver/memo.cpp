@@ -174,9 +174,8 @@ Status memo_record(cache::Store& store, const Hash128& key, const CompileReport&
   return store.put_memo(key, memo);
 }
 
-Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash128& key,
-                                                 const CompileRequest& req) {
-  using Miss = std::optional<CompileReport>;
+Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& key) {
+  using Miss = std::optional<MemoHit>;
   auto memo = store.get_memo(key);
   if (!memo)
     return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
@@ -196,7 +195,9 @@ Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash
 
   // Jobs in the order a plan discovers them: targets, then roots, then
   // breadth first through deferred references (sorted by symbol).
-  CompileReport rep;
+  MemoHit hit;
+  CompileReport& rep = hit.report;
+  rep.memo_hit = true;
   std::set<std::string> listed;
   for (size_t i = 0; i < closures.size(); ++i) {
     std::map<std::string, Hash128> by_symbol;
@@ -236,19 +237,36 @@ Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash
       rep.jobs.push_back(std::move(r));
     }
   }
+  for (size_t i = 0; i < closures.size(); ++i) {
+    RootReport rr;
+    rr.name = memo->roots[i].name;
+    rr.target = memo->roots[i].target;
+    rr.closure = memo->roots[i].closure.hex();
+    rep.roots.push_back(std::move(rr));
+  }
+  hit.closures = std::move(closures);
+  return Result<Miss>(Miss(std::move(hit)));
+}
 
+Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash128& key,
+                                                 const CompileRequest& req) {
+  using Miss = std::optional<CompileReport>;
+  auto found = memo_lookup(store, key);
+  if (!found)
+    return found.error();
+  if (!*found)
+    return Miss();
+  CompileReport& rep = (*found)->report;
+  const std::vector<cache::ClosureRecord>& closures = (*found)->closures;
   // The names now point at these closures, as a precompile leaves them.
   std::vector<Hash128> used;
   for (size_t i = 0; i < closures.size(); ++i) {
-    const cache::Store::MemoRoot& r = memo->roots[i];
-    auto current = store.resolve_name(r.name, r.target);
-    if (!current || !(*current == r.closure))
-      KILN_TRY(store.put_closure(closures[i], {{r.name, r.target, r.closure}}));
-    used.push_back(r.closure);
-    RootReport rr;
-    rr.name = r.name;
-    rr.target = r.target;
-    rr.closure = r.closure.hex();
+    RootReport& rr = rep.roots[i];
+    const Hash128& closure = closures[i].key;
+    auto current = store.resolve_name(rr.name, rr.target);
+    if (!current || !(*current == closure))
+      KILN_TRY(store.put_closure(closures[i], {{rr.name, rr.target, closure}}));
+    used.push_back(closure);
     if (req.link_images) {
       auto image = runtime::fetch_or_link_image(store, closures[i]);
       if (image)
@@ -256,15 +274,13 @@ Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash
       else if (image.error().code == Code::unavailable)
         rr.note = image.error().message;
       else
-        rr.error = image.error().context("linking root '" + r.name + "'").message;
+        rr.error = image.error().context("linking root '" + rr.name + "'").message;
     }
-    rep.roots.push_back(std::move(rr));
   }
   (void)store.touch_closures(used, int64_t(std::time(nullptr)));
   cache::Counters usage;
   usage.job_hits = int64_t(rep.jobs.size());
   (void)store.add_counters(usage);
-  rep.memo_hit = true;
   return Result<Miss>(Miss(std::move(rep)));
 }
 

@@ -23,6 +23,14 @@ std::optional<Hash128> memo_key(const CompileRequest& request);
 /// "path\tsize\tmtime_ns" of a file, or "path\tmissing".
 std::string file_identity(const std::string& path);
 
+/// A memo hit, read only: the report (every job cached, roots with their
+/// closures; no image checked) and the roots' closures. nullopt on a miss.
+struct MemoHit {
+  CompileReport report;
+  std::vector<cache::ClosureRecord> closures; ///< parallel to report.roots
+};
+Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& key);
+
 /// A memo hit replayed: the report the request would produce (every job
 /// cached), with its roots' names pointed at their closures, the closures
 /// marked used, the counters and, when the request links images, every

@@ -16,6 +16,10 @@ kiln_status fail(const kiln::Error& e) {
 
 } // namespace
 
+namespace kiln::runtime {
+void set_last_error(const std::string& message) { t_last_error = message; }
+} // namespace kiln::runtime
+
 extern "C" {
 
 kiln_status kiln_cache_open(const char* path, kiln_cache** out) {

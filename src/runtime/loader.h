@@ -107,4 +107,7 @@ namespace kiln::runtime {
 /// The whole load: resolve, fetch or relink, load.
 Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_view name,
                                                std::string_view target);
+/// Sets this thread's kiln_last_error() (the compiler's C API reports its
+/// failures there too).
+void set_last_error(const std::string& message);
 } // namespace kiln::runtime

@@ -24,6 +24,7 @@
 #include <llvm/IR/Module.h>
 
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -311,7 +312,14 @@ int cmd_parallel(const Args& a) {
   fs::create_directories(work);
   std::string db = work + "/parallel.db";
   std::map<unsigned, std::vector<double>> t;
+  std::map<unsigned, double> cpu_ms, wall_ms; // CPU time this process got, over the runs
   size_t jobs = 0;
+  auto cpu_now = [] {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return (double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+            double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3);
+  };
   for (unsigned j : {1u, 2u}) {
     kiln::CompileRequest req = request_for(ir, a.entries, j);
     req.link_images = false;
@@ -319,15 +327,22 @@ int cmd_parallel(const Args& a) {
     jobs = p.job_count();
     for (long r = 0; r < repeats; ++r) {
       remove_cache(db);
+      double c0 = cpu_now();
       auto t0 = Clock::now();
       auto rep = must(p.run(db), "run");
       t[j].push_back(ms_since(t0));
+      wall_ms[j] += t[j].back();
+      cpu_ms[j] += cpu_now() - c0;
       if (!rep.ok())
         die("precompile failed");
     }
   }
-  std::printf("{\"jobs\": %zu, \"j1_ms\": %.3f, \"j2_ms\": %.3f, \"repeats\": %ld}\n", jobs,
-              median(t[1]), median(t[2]), repeats);
+  // CPUs busy on average during the -j2 runs: below 2 means the machine did
+  // not give this process two cores (shared, loaded).
+  std::printf("{\"jobs\": %zu, \"j1_ms\": %.3f, \"j2_ms\": %.3f, \"j1_cpus\": %.2f, "
+              "\"j2_cpus\": %.2f, \"repeats\": %ld}\n",
+              jobs, median(t[1]), median(t[2]), cpu_ms[1] / wall_ms[1], cpu_ms[2] / wall_ms[2],
+              repeats);
   return 0;
 }
 
@@ -465,6 +480,8 @@ int cmd_extract_check(const Args& a) {
         auto t0 = Clock::now();
         auto fast = kiln::ir::extract_job(**unit, entry, cfg);
         fast_ms += ms_since(t0);
+        if (a.one.count("fast-only")) // profiling the fast path alone
+          continue;
         t0 = Clock::now();
         auto whole = kiln::ir::extract_job_by_unit_clone(**unit, entry, cfg);
         whole_ms += ms_since(t0);

@@ -36,6 +36,7 @@ def _stage_chain(lines, first, stages, salt, kind="double"):
             f"  %x{k} = phi double [ %yt{k}, %t{k} ], [ %yf{k}, %f{k} ]",
             f"  br label %s{k + 1}" if k < stages else "  br label %out",
         ]
+        prev = f"%x{k}"
     return f"%x{stages}"
 
 

@@ -298,7 +298,12 @@ int cmd_stats(kiln::cache::Store& store, bool as_json, bool zero) {
              {"job_misses", c.job_misses},
              {"image_hits", c.image_hits},
              {"image_misses", c.image_misses},
-             {"loads", c.loads}};
+             {"loads", c.loads},
+             {"remote_hits", c.remote_hits},
+             {"remote_misses", c.remote_misses},
+             {"remote_bytes_in", c.remote_bytes_in},
+             {"remote_bytes_out", c.remote_bytes_out},
+             {"remote_errors", c.remote_errors}};
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -318,6 +323,11 @@ int cmd_stats(kiln::cache::Store& store, bool as_json, bool zero) {
   std::printf("loads          %lld (%lld from a stored image, %lld linked)\n",
               static_cast<long long>(c.loads), static_cast<long long>(c.image_hits),
               static_cast<long long>(c.image_misses));
+  if (c.remote_hits || c.remote_misses || c.remote_errors || c.remote_bytes_out)
+    std::printf("remote         %lld hits, %lld misses, %s in, %s out, %lld errors\n",
+                static_cast<long long>(c.remote_hits), static_cast<long long>(c.remote_misses),
+                human_size(c.remote_bytes_in).c_str(), human_size(c.remote_bytes_out).c_str(),
+                static_cast<long long>(c.remote_errors));
   return 0;
 }
 

@@ -4,6 +4,7 @@
 // input error (nothing written).
 #include <kiln/compiler.hpp>
 
+#include "remote/tier.h"
 #include "support/files.h"
 
 #include <CLI/CLI.hpp>
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   int opt_level = 2;
   unsigned jobs = 0;
   bool json = false, debug = false, no_link = false, quiet = false, explain = false;
+  bool remote_read_only = false;
+  std::string remote, shard;
   app.add_option("--cache", cache_path,
                  "cache file (default: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db)");
   app.add_option("--target", targets, "target spec, repeatable (default: host)")
@@ -49,6 +52,14 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no progress display");
   app.add_flag("--explain", explain, "print each job's key components (with --json: a "
                                      "\"components\" object per job)");
+  app.add_option("--remote", remote,
+                 "shared tier: redis://[user:password@]host[:port][/db][?prefix=P&ttl=S&"
+                 "timeout_ms=MS&read_only=1] (default: $KILN_REMOTE; \"off\": none)");
+  app.add_flag("--remote-read-only", remote_read_only,
+               "fetch from the shared tier but publish nothing to it");
+  app.add_option("--shard", shard,
+                 "I/N: compile only shard I (1..N) of the jobs, publishing them to the shared "
+                 "tier; N machines together fill it");
   app.add_option("FILE", files, "LLVM IR (.ll) or bitcode (.bc) files, linked into one unit")
       ->required();
   try {
@@ -61,6 +72,21 @@ int main(int argc, char** argv) {
   }
 
   kiln::CompileRequest req;
+  if (!shard.empty()) {
+    unsigned i = 0, n = 0;
+    char slash = 0, extra = 0;
+    if (std::sscanf(shard.c_str(), "%u%c%u%c", &i, &slash, &n, &extra) != 3 || slash != '/' ||
+        n == 0 || i == 0 || i > n || shard.find_first_of("+- ") != std::string::npos)
+      return fail_usage("--shard: expected I/N with 1 <= I <= N (e.g. 2/3), not '" + shard + "'");
+    req.shard_index = i - 1;
+    req.shard_count = n;
+  }
+  // Checked here too: a request answered from the memo never reaches the
+  // compiler, and a bad URL must not pass silently.
+  if (auto tier = kiln::remote::Tier::configured(remote, remote_read_only); !tier)
+    return fail_usage(tier.error().message);
+  req.remote = remote;
+  req.remote_read_only = remote_read_only;
   for (const std::string& f : files)
     req.inputs.push_back(kiln::SourceInput::file(f));
   req.entries = entries;
@@ -93,10 +119,12 @@ int main(int argc, char** argv) {
   if (!report)
     return fail_usage(report.error().message);
 
-  size_t compiled = 0, cached = 0, failed = 0;
+  size_t compiled = 0, cached = 0, failed = 0, fetched = 0, elsewhere = 0;
   for (const kiln::JobReport& j : report->jobs) {
     compiled += j.status == kiln::JobStatus::compiled;
-    cached += j.status == kiln::JobStatus::cached;
+    cached += j.status == kiln::JobStatus::cached && !j.other_shard;
+    fetched += j.remote;
+    elsewhere += j.other_shard;
     if (j.status == kiln::JobStatus::failed) {
       ++failed;
       std::cerr << "kiln-precompile: job " << j.key << " (" << j.entry << ", " << j.target
@@ -105,8 +133,8 @@ int main(int argc, char** argv) {
   }
   for (const kiln::RootReport& r : report->roots)
     if (!r.note.empty())
-      std::cerr << "kiln-precompile: note: root " << r.name << " (" << r.target
-                << ") has no image yet: " << r.note << "\n";
+      std::cerr << "kiln-precompile: note: root " << r.name << " (" << r.target << ") "
+                << (r.closure.empty() ? "is " : "has no image yet: ") << r.note << "\n";
   for (const kiln::RootReport& r : report->roots)
     if (!r.error.empty())
       std::cerr << "kiln-precompile: root " << r.name << " (" << r.target << "): " << r.error
@@ -120,7 +148,9 @@ int main(int argc, char** argv) {
       jj["key"] = j.key;
       jj["entry"] = j.entry;
       jj["target"] = j.target;
-      jj["status"] = kiln::job_status_name(j.status);
+      jj["status"] = j.other_shard ? "other_shard" : kiln::job_status_name(j.status);
+      if (j.remote)
+        jj["remote"] = true;
       jj["refs"] = nlohmann::ordered_json::array();
       for (const auto& [sym, key] : j.refs)
         jj["refs"].push_back({{"symbol", sym}, {"key", key}});
@@ -146,6 +176,8 @@ int main(int argc, char** argv) {
       rr["target"] = r.target;
       rr["closure"] = r.closure;
       rr["image"] = r.image;
+      if (!r.note.empty())
+        rr["note"] = r.note;
       if (!r.error.empty())
         rr["error"] = r.error;
       out["roots"].push_back(std::move(rr));
@@ -160,7 +192,12 @@ int main(int argc, char** argv) {
                 << "\n  toolchain   " << j.toolchain << "\n";
   } else if (tty) {
     std::cerr << "kiln-precompile: " << report->jobs.size() << " jobs (" << compiled
-              << " compiled, " << cached << " cached, " << failed << " failed), "
+              << " compiled, " << cached << " cached";
+    if (fetched)
+      std::cerr << " (" << fetched << " from the remote tier)";
+    if (elsewhere)
+      std::cerr << ", " << elsewhere << " left to other shards";
+    std::cerr << ", " << failed << " failed), "
               << report->roots.size() << " roots in " << cache_path
               << (report->memo_hit ? " (request memo)" : "") << "\n";
   }

@@ -48,6 +48,15 @@ struct CompileRequest {
   bool debug = false;                        ///< keep debug info
   unsigned jobs = 0;                         ///< parallel compiles; 0: hardware threads
   bool link_images = true;                   ///< link an image per root after compiling
+  /// The shared tier: redis://[user:password@]host[:port][/db][?options];
+  /// empty: $KILN_REMOTE; "off": none. Jobs, closures and images the local
+  /// cache lacks are fetched from it; what is compiled or linked is published.
+  std::string remote;
+  bool remote_read_only = false; ///< fetch from the tier, never publish
+  /// Sharding: compile only the jobs whose key falls in shard_index of
+  /// shard_count (0-based); the others are left to other machines.
+  unsigned shard_index = 0;
+  unsigned shard_count = 1;
   /// Called (serialised) after each job; may be empty.
   std::function<void(const Progress&)> progress;
 };
@@ -70,6 +79,8 @@ struct JobReport {
   std::string error;                                    ///< when failed
   std::vector<std::pair<std::string, std::string>> refs; ///< symbol → child key
   double compile_ms = 0;
+  bool remote = false;      ///< status cached: fetched from the remote tier just now
+  bool other_shard = false; ///< status cached: neither here nor remote; another shard's
 };
 
 struct RootReport {
@@ -77,7 +88,8 @@ struct RootReport {
   std::string target;
   std::string closure; ///< 32 hex; empty if a member failed
   bool image = false;  ///< an image is linked and cached
-  std::string note;    ///< why no image was linked (e.g. no nvJitLink here)
+  std::string note;    ///< why no image was linked (e.g. no nvJitLink here), or that
+                       ///< the root is left to other shards
   std::string error;
 };
 

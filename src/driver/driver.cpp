@@ -2,7 +2,10 @@
 // at any depth, becomes a job of its own with the same finishing steps; a
 // visited set makes self-references and cycles terminate; jobs the cache
 // already holds are not compiled; the rest compile in parallel, each in its
-// own LLVM context, and are stored one transaction per job.
+// own LLVM context, and are stored one transaction per job. With a remote
+// tier, a job the local cache lacks is first fetched from it, and what is
+// compiled, recorded or linked here is published to it; a sharded run
+// compiles only its share of the jobs.
 #include "cache/store.h"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
@@ -12,6 +15,7 @@
 #include "codegen/ptxas.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
+#include "remote/tier.h"
 #include "runtime/image_link.h"
 
 #include <kiln/compiler.hpp>
@@ -64,7 +68,7 @@ struct Plan::Impl {
   Status discover(const llvm::Module& unit, const codegen::TargetDesc& target,
                   const std::vector<std::string>& roots);
   driver::ClosureMap closure_of(const Hash128& root) const;
-  Result<CompileReport> run(cache::Store& store);
+  Result<CompileReport> run(cache::Store& store, remote::Tier* tier);
   JobReport report_of(const PlannedJob& j) const;
 };
 
@@ -173,6 +177,11 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   if (request.opt_level < 0 || request.opt_level > 3)
     return make_error(Code::invalid_argument, "optimization level must be 0..3, not " +
                                                   std::to_string(request.opt_level));
+  if (request.shard_count == 0 || request.shard_index >= request.shard_count)
+    return make_error(Code::invalid_argument,
+                      "shard " + std::to_string(request.shard_index) + " of " +
+                          std::to_string(request.shard_count) +
+                          " does not exist (shards are 0..count-1, count at least 1)");
   impl->options.opt_level = request.opt_level;
   impl->options.debug = request.debug;
 
@@ -241,10 +250,13 @@ CompileReport Plan::describe() const {
 }
 
 Result<CompileReport> Plan::run(const std::string& cache_path) {
+  auto tier = remote::Tier::configured(impl_->request.remote, impl_->request.remote_read_only);
+  if (!tier)
+    return tier.error();
   auto opened = cache::Store::open(cache_path);
   if (!opened)
     return opened.error();
-  return impl_->run(**opened);
+  return impl_->run(**opened, tier->get());
 }
 
 std::vector<std::string> Plan::toolchain_files() const {
@@ -255,20 +267,37 @@ std::vector<std::string> Plan::toolchain_files() const {
   return {files.begin(), files.end()};
 }
 
-Result<CompileReport> Plan::Impl::run(cache::Store& store) {
+namespace {
+
+// A job's shard: its key's low bits, so every machine agrees without talking.
+unsigned shard_of(const Hash128& key, unsigned count) { return unsigned(key.lo % count); }
+
+} // namespace
+
+Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
   Impl& p = *this;
+  const unsigned shards = p.request.shard_count;
 
   CompileReport rep;
   std::vector<size_t> todo;
   for (const PlannedJob& j : p.jobs) {
     rep.jobs.push_back(p.report_of(j));
-    auto has = store.has_job(j.key, codegen::artifact_formats(j.target));
+    JobReport& r = rep.jobs.back();
+    std::vector<std::string> formats = codegen::artifact_formats(j.target);
+    auto has = store.has_job(j.key, formats);
     if (!has)
       return has.error();
-    if (*has)
-      rep.jobs.back().status = JobStatus::cached;
-    else
+    if (*has) {
+      r.status = JobStatus::cached;
+    } else if (tier && tier->fetch_job(store, j.key, formats)) {
+      r.status = JobStatus::cached;
+      r.remote = true;
+    } else if (shards > 1 && shard_of(j.key, shards) != p.request.shard_index) {
+      r.status = JobStatus::cached;
+      r.other_shard = true;
+    } else {
       todo.push_back(rep.jobs.size() - 1);
+    }
   }
 
   std::mutex progress_mu;
@@ -326,6 +355,8 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store) {
         r.error = s.error().message;
       } else {
         r.status = JobStatus::compiled;
+        if (tier)
+          tier->publish_job(store, j.key);
       }
       report_progress(r);
     }
@@ -345,10 +376,12 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store) {
     rr.name = root.name;
     rr.target = root.target.spec;
     driver::ClosureMap members = p.closure_of(root.root);
+    size_t elsewhere = 0;
     for (const auto& [symbol, key] : members) {
       const JobReport* jr = status_of.at(key.hex());
       if (jr->status == JobStatus::failed && rr.error.empty())
         rr.error = "member job '" + jr->entry + "' (" + jr->key + ") failed";
+      elsewhere += jr->other_shard;
     }
     if (rr.error.empty()) {
       Hash128 ck = driver::closure_key(root.root, members);
@@ -358,14 +391,27 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store) {
       rec.target = root.target.spec;
       for (const auto& [symbol, key] : members)
         rec.members.push_back({symbol, key, {}});
-      Status s = store.put_closure(rec, {{root.name, root.target.spec, ck}});
+      cache::NameRecord name{root.name, root.target.spec, ck};
+      // The closure and name are pure functions of the plan: every shard
+      // publishes them, so a loader finds them whichever shard compiled what.
+      if (tier) {
+        tier->publish_closure(rec);
+        tier->publish_name(name);
+      }
+      if (elsewhere) {
+        rr.note = "left to other shards (" + std::to_string(elsewhere) + " of " +
+                  std::to_string(members.size()) + " member jobs are theirs)";
+        rep.roots.push_back(std::move(rr));
+        continue;
+      }
+      Status s = store.put_closure(rec, {name});
       if (!s) {
         rr.error = s.error().message;
       } else {
         rr.closure = ck.hex();
         if (p.request.link_images) {
           auto stored = store.get_closure(ck);
-          auto image = stored ? runtime::fetch_or_link_image(store, *stored)
+          auto image = stored ? runtime::fetch_or_link_image(store, *stored, nullptr, tier)
                               : Result<std::string>(stored.error());
           if (image)
             rr.image = true;
@@ -381,8 +427,16 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store) {
 
   cache::Counters usage;
   for (const JobReport& r : rep.jobs) {
-    usage.job_hits += r.status == JobStatus::cached;
+    usage.job_hits += r.status == JobStatus::cached && !r.other_shard;
     usage.job_misses += r.status == JobStatus::compiled;
+  }
+  if (tier) {
+    cache::Counters r = tier->take_counters();
+    usage.remote_hits = r.remote_hits;
+    usage.remote_misses = r.remote_misses;
+    usage.remote_bytes_in = r.remote_bytes_in;
+    usage.remote_bytes_out = r.remote_bytes_out;
+    usage.remote_errors = r.remote_errors;
   }
   (void)store.add_counters(usage); // statistics never fail a precompile
   // The size limit, enforced after each precompile: two pragmas tell whether
@@ -405,7 +459,14 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store) {
 }
 
 Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path) {
-  std::optional<Hash128> memo = driver::memo_key(request);
+  auto tier = remote::Tier::configured(request.remote, request.remote_read_only);
+  if (!tier)
+    return tier.error();
+  // A sharded run's report is partial: it is neither answered from a memo
+  // nor memoised.
+  std::optional<Hash128> memo;
+  if (request.shard_count <= 1)
+    memo = driver::memo_key(request);
   // An existing cache may answer the whole request; a missing one cannot, and
   // is not created before the input has been planned.
   if (memo && ::access(cache_path.c_str(), F_OK) == 0) {
@@ -424,7 +485,7 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
   auto store = cache::Store::open(cache_path);
   if (!store)
     return store.error();
-  auto report = plan->impl_->run(**store);
+  auto report = plan->impl_->run(**store, tier->get());
   if (report && memo)
     (void)driver::memo_record(**store, *memo, *report, plan->toolchain_files()); // an optimisation
   return report;

@@ -35,11 +35,17 @@ kiln_status kiln_cache_open(const char* path, kiln_cache** out) {
       return fail(d.error());
     p = *d;
   }
+  // $KILN_REMOTE gives every program the shared tier unchanged; a bad value
+  // is an error here, a down server only a notice at first use.
+  auto remote = kiln::remote::Tier::configured("");
+  if (!remote)
+    return fail(remote.error());
   auto store = kiln::cache::Store::open(p);
   if (!store)
     return fail(store.error());
   auto* cache = new kiln_cache();
   cache->store = store.take();
+  cache->remote = remote.take();
   *out = cache;
   return KILN_OK;
 }

@@ -2,6 +2,7 @@
 
 #include "link/link_abi.h"
 #include "link/nvjitlink.h"
+#include "remote/tier.h"
 #include "runtime/loader.h"
 #include "support/elf.h"
 
@@ -110,7 +111,7 @@ Result<std::string> link_closure(cache::Store& store, const cache::ClosureRecord
 }
 
 Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure,
-                                        bool* linked) {
+                                        bool* linked, remote::Tier* remote) {
   std::string arch = image_arch(closure.target);
   auto bytes = store.get_image_any_linker(closure.key, arch);
   if (bytes) {
@@ -121,6 +122,10 @@ Result<std::string> fetch_or_link_image(cache::Store& store, const cache::Closur
   } else if (bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt) {
     return bytes.error();
   }
+  // Another machine's image, checked like a stored one: no linker needed.
+  if (remote)
+    if (auto fetched = remote->fetch_image(store, closure, arch))
+      return std::move(*fetched);
   auto fp = linker_fingerprint(closure.target);
   if (!fp)
     return fp.error();
@@ -130,12 +135,14 @@ Result<std::string> fetch_or_link_image(cache::Store& store, const cache::Closur
   auto image = link_closure(store, closure);
   if (!image)
     return image.error();
+  const char* format = device_kind(closure.target) == DeviceKind::host     ? "so"
+                       : device_kind(closure.target) == DeviceKind::nvidia ? "cubin"
+                                                                           : "hsaco";
   // A store failure (read-only cache, disk full) costs the next process a
   // relink; it does not fail this load.
-  (void)store.put_image(key, device_kind(closure.target) == DeviceKind::host     ? "so"
-                             : device_kind(closure.target) == DeviceKind::nvidia ? "cubin"
-                                                                                 : "hsaco",
-                        *image);
+  (void)store.put_image(key, format, *image);
+  if (remote)
+    remote->publish_image({key, format, *image});
   return image;
 }
 

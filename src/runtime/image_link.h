@@ -9,6 +9,10 @@
 
 #include <string>
 
+namespace kiln::remote {
+class Tier;
+}
+
 namespace kiln::runtime {
 
 enum class DeviceKind { host, nvidia, amd };
@@ -33,11 +37,12 @@ Result<std::string> link_closure(cache::Store& store, const cache::ClosureRecord
 /// the closure defined in it (GPU images: no undefined functions either).
 Status check_image(const std::string& bytes, const cache::ClosureRecord& closure);
 
-/// The whole "get me the image bytes" path: from the cache, else linked
-/// and stored. A damaged stored image counts as absent.
-/// `linked`, if given, says whether the image had to be linked.
+/// The whole "get me the image bytes" path: from the cache, else from the
+/// remote tier (if any), else linked, stored and published. A damaged stored
+/// image counts as absent. `linked`, if given, says whether the image had
+/// to be linked.
 Result<std::string> fetch_or_link_image(cache::Store& store, const cache::ClosureRecord& closure,
-                                        bool* linked = nullptr);
+                                        bool* linked = nullptr, remote::Tier* remote = nullptr);
 
 /// NVIDIA code whose cubin does not run on the present device: the image the
 /// driver's JIT made from the closure's PTX, from the cache or made now and

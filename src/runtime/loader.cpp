@@ -56,9 +56,17 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     target = std::string(target_arg);
   }
   auto key = resolve(store, name, target);
+  // A local miss asks the shared tier, which brings the name, its closure and
+  // the member jobs into the local cache.
+  if (!key && key.error().code == Code::not_found && cache.remote)
+    if (auto fetched = cache.remote->fetch_name(store, std::string(name), target))
+      key = *fetched;
   if (!key)
     return key.error();
   auto closure = store.get_closure(*key);
+  if (!closure && closure.error().code == Code::not_found && cache.remote &&
+      cache.remote->fetch_closure(store, *key))
+    closure = store.get_closure(*key);
   if (!closure)
     return closure.error().context("loading '" + std::string(name) + "'");
   if (closure->target != target)
@@ -74,9 +82,9 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     if (!jit)
       return jit.error().context("loading '" + std::string(name) + "'");
     bytes = *jit ? fetch_or_jit_image(store, *closure, &linked)
-                 : fetch_or_link_image(store, *closure, &linked);
+                 : fetch_or_link_image(store, *closure, &linked, cache.remote.get());
   } else {
-    bytes = fetch_or_link_image(store, *closure, &linked);
+    bytes = fetch_or_link_image(store, *closure, &linked, cache.remote.get());
   }
   if (!bytes)
     return bytes.error().context("loading '" + std::string(name) + "' for " + target);
@@ -125,6 +133,14 @@ void kiln_cache::flush_usage() {
     std::lock_guard lock(usage_mu);
     std::swap(counts, usage);
     std::swap(closures, used);
+  }
+  if (remote) {
+    kiln::cache::Counters r = remote->take_counters();
+    counts.remote_hits += r.remote_hits;
+    counts.remote_misses += r.remote_misses;
+    counts.remote_bytes_in += r.remote_bytes_in;
+    counts.remote_bytes_out += r.remote_bytes_out;
+    counts.remote_errors += r.remote_errors;
   }
   if (!store || (counts.empty() && closures.empty()))
     return;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cache/store.h"
+#include "remote/tier.h"
 
 #include <kiln/result.hpp>
 
@@ -82,6 +83,9 @@ const char* host_arch();
 /// The C handle types, defined here so the C++ API and the C API share them.
 struct kiln_cache {
   std::unique_ptr<kiln::cache::Store> store;
+  /// The shared tier ($KILN_REMOTE), or null: consulted on a local miss of a
+  /// name, closure or image; linked images are published to it.
+  std::unique_ptr<kiln::remote::Tier> remote;
 
   /// Loads are counted and closures marked used in memory, and written in
   /// one transaction when the handle closes (or every kFlushEvery loads):

@@ -1,0 +1,422 @@
+// The Redis remote tier against a real redis-server, started on a free
+// loopback port for each test and stopped after it: caches in different
+// directories share work through it, read-only consumers publish nothing, a
+// dead server costs a notice and nothing else, a corrupted value is rejected
+// and not propagated, and three shards fill the tier for everyone.
+#include "harness.hpp"
+
+#include <doctest/doctest.h>
+
+#if KILN_TEST_HIREDIS
+#include <hiredis/hiredis.h>
+#endif
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+using namespace kiln_it;
+
+namespace {
+
+#if KILN_TEST_HIREDIS
+
+std::string find_redis_server() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  dirs += ":/usr/sbin:/usr/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!dir.empty() && ::access((dir + "/redis-server").c_str(), X_OK) == 0)
+      return dir + "/redis-server";
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return {};
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+/// A redis-server child on 127.0.0.1:<free port>, no persistence.
+class Redis {
+public:
+  explicit Redis(std::vector<std::string> extra = {}) {
+    std::string bin = find_redis_server();
+    if (bin.empty())
+      return;
+    port_ = free_port();
+    std::vector<std::string> args{bin,        "--port",       std::to_string(port_),
+                                  "--bind",   "127.0.0.1",    "--save",
+                                  "",         "--appendonly", "no",
+                                  "--daemonize", "no",        "--dir",
+                                  dir_.path().string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::freopen("/dev/null", "w", stdout);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100; ++i) {
+      if (redisReply* r = command("PING")) {
+        bool up = r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR;
+        freeReplyObject(r);
+        if (up)
+          return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL("redis-server did not answer PING on port " << port_);
+  }
+  ~Redis() { kill(); }
+
+  bool running() const { return pid_ > 0; }
+  std::string url(const std::string& options = "") const {
+    return "redis://127.0.0.1:" + std::to_string(port_) + options;
+  }
+  void kill() {
+    if (ctx_) {
+      redisFree(ctx_);
+      ctx_ = nullptr;
+    }
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  /// One command on the test's own connection; the caller frees the reply.
+  template <class... A> redisReply* command(const char* fmt, A... args) {
+    if (!ctx_) {
+      timeval tv{2, 0};
+      ctx_ = redisConnectWithTimeout("127.0.0.1", port_, tv);
+      if (!ctx_ || ctx_->err) {
+        if (ctx_)
+          redisFree(ctx_);
+        ctx_ = nullptr;
+        return nullptr;
+      }
+    }
+    return static_cast<redisReply*>(redisCommand(ctx_, fmt, args...));
+  }
+  long long integer(const char* cmd) {
+    redisReply* r = command(cmd);
+    REQUIRE(r);
+    REQUIRE(r->type == REDIS_REPLY_INTEGER);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+  }
+  std::vector<std::string> keys(const std::string& pattern) {
+    redisReply* r = command("KEYS %s", pattern.c_str());
+    REQUIRE(r);
+    REQUIRE(r->type == REDIS_REPLY_ARRAY);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < r->elements; ++i)
+      out.emplace_back(r->element[i]->str, r->element[i]->len);
+    freeReplyObject(r);
+    return out;
+  }
+
+private:
+  TempDir dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  redisContext* ctx_ = nullptr;
+};
+
+/// Sets an environment variable for the scope (children inherit it).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const std::string& v) : name(n) { ::setenv(n, v.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
+
+json precompile_json(const Cache& cache, const std::vector<std::string>& args) {
+  RunResult r = precompile(cache, args);
+  REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+  return json::parse(r.out);
+}
+
+size_t count_status(const json& j, const std::string& status) {
+  size_t n = 0;
+  for (const json& jb : j["jobs"])
+    n += jb["status"] == status;
+  return n;
+}
+
+size_t count_remote(const json& j) {
+  size_t n = 0;
+  for (const json& jb : j["jobs"])
+    n += jb.value("remote", false);
+  return n;
+}
+
+json stats(const Cache& cache) {
+  RunResult r = inspect(cache, {"stats", "--json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+  return json::parse(r.out);
+}
+
+RunResult probe(const Cache& cache, const std::string& name, const std::string& arg) {
+  return run({KILN_LOAD_PROBE, cache.db().string(), name, arg});
+}
+
+#define NEED_REDIS(server)                                                                        \
+  if (!(server).running()) {                                                                     \
+    MESSAGE("skipped: redis-server is not installed (Debian package redis-server)");              \
+    return;                                                                                      \
+  }
+
+#endif
+
+} // namespace
+
+TEST_SUITE("integration.remote") {
+
+#if KILN_TEST_HIREDIS
+
+TEST_CASE("two caches share work through Redis: the second compiles nothing") {
+  Redis redis;
+  NEED_REDIS(redis);
+  Cache a, b;
+  json first = precompile_json(a, {"--remote", redis.url(), KILN_EXAMPLES "/deferred.ll"});
+  size_t jobs = first["jobs"].size();
+  REQUIRE(jobs > 3);
+  CHECK(count_status(first, "compiled") == jobs);
+  CHECK(count_remote(first) == 0);
+  // Every job, every root's closure, name and image is in Redis.
+  CHECK(redis.keys("kiln:v1:job:*").size() == jobs);
+  CHECK(redis.keys("kiln:v1:name:*").size() == first["roots"].size());
+  CHECK(redis.keys("kiln:v1:image:*").size() >= 1);
+
+  json second = precompile_json(b, {"--remote", redis.url(), KILN_EXAMPLES "/deferred.ll"});
+  CHECK(count_status(second, "compiled") == 0);
+  CHECK(count_remote(second) == jobs);
+  CHECK(normalized(second)["roots"] == normalized(first)["roots"]);
+  json s = stats(b);
+  CHECK(s["job_misses"] == 0);
+  CHECK(s["remote_hits"].get<long long>() >= static_cast<long long>(jobs));
+  CHECK(s["remote_bytes_in"].get<long long>() > 0);
+  CHECK(s["remote_errors"] == 0);
+  RunResult v = inspect(b, {"verify"});
+  CHECK_MESSAGE(v.exit_code == 0, describe(v));
+
+  // A process that only loads, with an empty cache: name, closure, jobs and
+  // image all come from Redis; no linker is loaded.
+  Cache c;
+  precompile_json(a, {"--remote", redis.url(), data("nested.ll")});
+  ScopedEnv env("KILN_REMOTE", redis.url());
+  RunResult r = probe(c, "nest_a", "5");
+  REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+  CHECK(r.out == "result=345 llvm=0 linker=0\n");
+  CHECK(stats(c)["remote_hits"].get<long long>() >= 3);
+}
+
+TEST_CASE("read-only consumers fetch but never write") {
+  Redis redis;
+  NEED_REDIS(redis);
+  Cache a, b;
+  json first = precompile_json(a, {"--remote", redis.url("?read_only=1"), data("nested.ll")});
+  CHECK(count_status(first, "compiled") == first["jobs"].size());
+  CHECK(redis.integer("DBSIZE") == 0);
+  // The flag does the same; the consumer still fetches what others published.
+  precompile_json(a, {"--remote", redis.url(), data("chain8.ll")});
+  long long published = redis.integer("DBSIZE");
+  CHECK(published > 0);
+  json consumer =
+      precompile_json(b, {"--remote", redis.url(), "--remote-read-only", data("chain8.ll")});
+  CHECK(count_status(consumer, "compiled") == 0);
+  json other = precompile_json(b, {"--remote", redis.url(), "--remote-read-only",
+                                   data("diamond.ll")});
+  CHECK(count_status(other, "compiled") == other["jobs"].size());
+  CHECK(redis.integer("DBSIZE") == published);
+  CHECK(stats(b)["remote_bytes_out"] == 0);
+}
+
+TEST_CASE("a dead Redis: everything still succeeds locally, with one notice") {
+  Redis redis;
+  NEED_REDIS(redis);
+  Cache a, b;
+  precompile_json(a, {"--remote", redis.url(), KILN_EXAMPLES "/deferred.ll"});
+  std::string url = redis.url("?timeout_ms=300");
+  redis.kill();
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = precompile(b, {"--remote", url, KILN_EXAMPLES "/deferred.ll"});
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+  json j = json::parse(r.out);
+  CHECK(count_status(j, "compiled") == j["jobs"].size());
+  size_t first = r.err.find("unavailable");
+  CHECK_MESSAGE(first != std::string::npos, r.err);
+  CHECK_MESSAGE(r.err.find("unavailable", first + 1) == std::string::npos, r.err);
+  CHECK(s < 60);
+  CHECK(stats(b)["remote_errors"].get<long long>() >= 1);
+  // A loader in the same situation loads from the local cache.
+  ScopedEnv env("KILN_REMOTE", url);
+  precompile_json(b, {"--remote", "off", data("nested.ll")});
+  RunResult p = probe(b, "nest_a", "5");
+  REQUIRE_MESSAGE(p.exit_code == 0, describe(p));
+  CHECK(p.out == "result=345 llvm=0 linker=0\n");
+  // And with an empty local cache it says so and fails only for lack of
+  // the entry, not because of Redis.
+  Cache empty;
+  RunResult miss = probe(empty, "nest_a", "5");
+  CHECK(miss.exit_code != 0);
+  CHECK_MESSAGE(miss.err.find("unavailable") != std::string::npos, describe(miss));
+}
+
+TEST_CASE("a corrupted remote value is rejected and not propagated") {
+  Redis redis;
+  NEED_REDIS(redis);
+  Cache a, b, c;
+  json first = precompile_json(a, {"--remote", redis.url(), data("nested.ll")});
+  std::string victim = first["jobs"][0]["key"];
+  std::string rkey = "kiln:v1:job:" + victim;
+  redisReply* len = redis.command("STRLEN %s", rkey.c_str());
+  REQUIRE(len);
+  REQUIRE(len->integer > 40);
+  long long mid = len->integer / 2;
+  freeReplyObject(len);
+  redisReply* r = redis.command("SETRANGE %s %lld %s", rkey.c_str(), mid, "\x01\x02\x03");
+  REQUIRE(r);
+  freeReplyObject(r);
+  // Also a value that is not a bundle at all, for a closure.
+  std::string ck = first["roots"][0]["closure"];
+  r = redis.command("SET kiln:v1:closure:%s garbage", ck.c_str());
+  REQUIRE(r);
+  freeReplyObject(r);
+
+  RunResult out = precompile(b, {"--remote", redis.url(), data("nested.ll")});
+  REQUIRE_MESSAGE(out.exit_code == 0, describe(out));
+  CHECK_MESSAGE(out.err.find("rejected job " + victim) != std::string::npos, out.err);
+  json j = json::parse(out.out);
+  for (const json& jb : j["jobs"]) {
+    if (jb["key"] == victim)
+      CHECK(jb["status"] == "compiled"); // rejected, so made here
+    else
+      CHECK(jb.value("remote", false));
+  }
+  RunResult v = inspect(b, {"verify"});
+  CHECK_MESSAGE(v.exit_code == 0, describe(v));
+  CHECK(stats(b)["remote_errors"].get<long long>() >= 1);
+  // b republished the job it compiled and the closure: a third cache gets
+  // only good values.
+  json third = precompile_json(c, {"--remote", redis.url(), data("nested.ll")});
+  CHECK(count_status(third, "compiled") == 0);
+  CHECK(normalized(third)["roots"] == normalized(j)["roots"]);
+  RunResult p = probe(c, "nest_a", "5");
+  CHECK(p.out == "result=345 llvm=0 linker=0\n");
+}
+
+TEST_CASE("three shards fill the tier; then nothing is compiled anywhere") {
+  Redis redis;
+  NEED_REDIS(redis);
+  Cache s1, s2, s3, full, loader;
+  std::map<std::string, int> compiled_by;
+  size_t jobs = 0;
+  std::set<std::string> left_roots;
+  int shard = 0;
+  for (Cache* c : {&s1, &s2, &s3}) {
+    ++shard;
+    json j = precompile_json(*c, {"--remote", redis.url(), "--shard",
+                                  std::to_string(shard) + "/3", KILN_EXAMPLES "/deferred.ll"});
+    jobs = j["jobs"].size();
+    for (const json& jb : j["jobs"]) {
+      std::string st = jb["status"];
+      CHECK((st == "compiled" || st == "other_shard" || jb.value("remote", false)));
+      if (st == "compiled")
+        ++compiled_by[jb["key"].get<std::string>()];
+    }
+    for (const json& rt : j["roots"])
+      if (rt.contains("note"))
+        left_roots.insert(rt["name"].get<std::string>());
+  }
+  // Every job compiled by exactly one shard.
+  CHECK(compiled_by.size() == jobs);
+  for (const auto& [key, n] : compiled_by)
+    CHECK_MESSAGE(n == 1, key);
+  CHECK(redis.keys("kiln:v1:job:*").size() == jobs);
+  // A shard that compiled only part of a closure said so and did not fail.
+  CHECK(!left_roots.empty());
+
+  json after = precompile_json(full, {"--remote", redis.url(), KILN_EXAMPLES "/deferred.ll"});
+  CHECK(count_status(after, "compiled") == 0);
+  CHECK(count_remote(after) == jobs);
+
+  // A loader with an empty cache gets even the roots no shard could close.
+  precompile_json(s1, {"--remote", redis.url(), "--shard", "1/3", data("nested.ll")});
+  precompile_json(s2, {"--remote", redis.url(), "--shard", "2/3", data("nested.ll")});
+  precompile_json(s3, {"--remote", redis.url(), "--shard", "3/3", data("nested.ll")});
+  ScopedEnv env("KILN_REMOTE", redis.url());
+  RunResult p = probe(loader, "nest_a", "5");
+  REQUIRE_MESSAGE(p.exit_code == 0, describe(p));
+  CHECK(p.out.rfind("result=345 llvm=0", 0) == 0);
+}
+
+TEST_CASE("credentials never appear; TLS URLs and bad shards are refused clearly") {
+  Redis redis({"--requirepass", "s3cret-pw"});
+  NEED_REDIS(redis);
+  Cache a;
+  std::string port = redis.url().substr(redis.url().rfind(':') + 1);
+  // Wrong password: the server refuses AUTH; the notice names the server only.
+  RunResult wrong = precompile(a, {"--remote", "redis://u:wr0ng-pw@127.0.0.1:" + port,
+                                   data("nested.ll")});
+  REQUIRE_MESSAGE(wrong.exit_code == 0, describe(wrong));
+  CHECK(wrong.err.find("wr0ng-pw") == std::string::npos);
+  CHECK_MESSAGE(wrong.err.find("unavailable") != std::string::npos, wrong.err);
+  // The right one (default user): it publishes.
+  Cache b;
+  precompile_json(b, {"--remote", "redis://:s3cret-pw@127.0.0.1:" + port, data("nested.ll")});
+  RunResult st = inspect(b, {"stats"});
+  CHECK(st.out.find("s3cret") == std::string::npos);
+  CHECK(st.out.find("remote") != std::string::npos);
+  RunResult tls = precompile(a, {"--remote", "rediss://u:s3cret-pw@127.0.0.1:" + port,
+                                 data("nested.ll")});
+  CHECK(tls.exit_code == 2);
+  CHECK_MESSAGE(tls.err.find("TLS") != std::string::npos, tls.err);
+  CHECK(tls.err.find("s3cret") == std::string::npos);
+  RunResult bad = precompile(a, {"--remote", "redis://u:s3cret-pw@127.0.0.1:notaport",
+                                 data("nested.ll")});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("s3cret") == std::string::npos);
+  CHECK_MESSAGE(bad.err.find("port") != std::string::npos, bad.err);
+  RunResult shard = precompile(a, {"--shard", "4/3", data("nested.ll")});
+  CHECK(shard.exit_code == 2);
+  CHECK_MESSAGE(shard.err.find("--shard") != std::string::npos, shard.err);
+}
+
+#else
+
+TEST_CASE("remote tier tests need hiredis") {
+  MESSAGE("skipped: built without hiredis (Debian package libhiredis-dev)");
+}
+
+#endif
+}

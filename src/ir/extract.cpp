@@ -6,7 +6,10 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DebugInfo.h>
 #include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/DebugProgramInstruction.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Triple.h>
@@ -15,6 +18,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace kiln::ir {
@@ -56,9 +60,12 @@ public:
     if (auto* f = dyn_cast<llvm::Function>(gv)) {
       if (f->getName() == kDeferredMarker)
         return Status::ok();
-      for (const llvm::BasicBlock& bb : *f)
+      values_ += f->arg_size();
+      for (const llvm::BasicBlock& bb : *f) {
+        values_ += 1 + bb.size();
         for (const llvm::Instruction& inst : bb)
           KILN_TRY(visit_instruction(inst));
+      }
       if (f->hasPersonalityFn())
         KILN_TRY(visit_constant(f->getPersonalityFn()));
     } else if (auto* var = dyn_cast<llvm::GlobalVariable>(gv)) {
@@ -72,6 +79,8 @@ public:
 
   const std::vector<const llvm::GlobalValue*>& order() const { return order_; }
   bool contains(const llvm::GlobalValue* gv) const { return seen_.count(gv) != 0; }
+  /// Globals, blocks, instructions and arguments reached: what a clone maps.
+  size_t values() const { return values_ + order_.size(); }
 
 private:
   Status visit_instruction(const llvm::Instruction& inst) {
@@ -119,6 +128,7 @@ private:
   std::unordered_set<const llvm::GlobalValue*> seen_;
   std::unordered_set<const llvm::Constant*> seen_constants_;
   std::vector<const llvm::GlobalValue*> order_;
+  size_t values_ = 0;
 };
 
 // Local value names come from whoever printed the IR (or the parse order):
@@ -136,21 +146,271 @@ void strip_local_names(llvm::Module& m) {
   }
 }
 
-} // namespace
+// Key Instructions (DILocation atom groups): cloning gives each
+// instruction's atom group a fresh number from a counter of the whole
+// LLVMContext, so a job's bytes would depend on how many functions the
+// process cloned before it. Renumbering the groups in instruction order
+// makes them a property of the job alone.
+void canonicalize_atom_groups(llvm::Module& m) {
+  std::unordered_map<uint64_t, uint64_t> number;
+  for (llvm::Function& f : m)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb) {
+        const llvm::DILocation* dl = i.getDebugLoc().get();
+        if (!dl || dl->getAtomGroup() == 0)
+          continue;
+        uint64_t group = number.try_emplace(dl->getAtomGroup(), number.size() + 1).first->second;
+        if (group != dl->getAtomGroup())
+          i.setDebugLoc(llvm::DILocation::get(dl->getContext(), dl->getLine(), dl->getColumn(),
+                                              dl->getScope(), dl->getInlinedAt(),
+                                              dl->isImplicitCode(), group, dl->getAtomRank()));
+      }
+}
 
-Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& entry,
-                                 const ExtractConfig& config) {
-  const llvm::Function* root = unit.getFunction(entry);
-  if (!root || root->isDeclaration() || entry == kDeferredMarker)
-    return make_error(Code::invalid_argument,
-                      "entry '" + entry + "' is not a function defined in the unit");
+// The job module's globals, as CloneModule with a "clone only what the
+// entry reaches" filter would leave them after the unreached ones are
+// erased, but without creating (and erasing) a declaration for every other
+// global of the unit: extraction costs O(job), not O(unit), per job.
+// Same declarations in the same order (reach order; aliases in unit order),
+// same attributes, metadata, initializers, bodies and named metadata, so the
+// bitcode, and the key, are the same. Metadata naming an unreached global
+// maps to null, as it becomes when CloneModule's declaration is erased.
+std::unique_ptr<llvm::Module> clone_reached(const llvm::Module& unit, const Reach& reach,
+                                            llvm::ValueToValueMapTy& vmap) {
+  auto m = std::make_unique<llvm::Module>(unit.getModuleIdentifier(), unit.getContext());
+  m->setSourceFileName(unit.getSourceFileName());
+  m->setDataLayout(unit.getDataLayout());
+  m->setTargetTriple(unit.getTargetTriple());
+  m->setModuleInlineAsm(unit.getModuleInlineAsm());
+  constexpr llvm::RemapFlags kNullMissing = llvm::RF_NullMapMissingGlobalValues;
 
-  Reach reach(entry);
-  KILN_TRY(reach.visit(root));
+  std::vector<const llvm::GlobalAlias*> aliases;
+  for (const llvm::GlobalValue* gv : reach.order()) {
+    if (auto* v = dyn_cast<llvm::GlobalVariable>(gv)) {
+      auto* nv = new llvm::GlobalVariable(*m, v->getValueType(), v->isConstant(), v->getLinkage(),
+                                          nullptr, v->getName(), nullptr,
+                                          v->getThreadLocalMode(), v->getType()->getAddressSpace());
+      nv->copyAttributesFrom(v);
+      vmap[v] = nv;
+    } else if (auto* f = dyn_cast<llvm::Function>(gv)) {
+      llvm::Function* nf =
+          llvm::Function::Create(llvm::cast<llvm::FunctionType>(f->getValueType()), f->getLinkage(),
+                                 f->getAddressSpace(), f->getName(), m.get());
+      nf->copyAttributesFrom(f);
+      vmap[f] = nf;
+    } else if (auto* a = dyn_cast<llvm::GlobalAlias>(gv)) {
+      aliases.push_back(a);
+    }
+  }
+  if (!aliases.empty()) {
+    // CloneModule keeps the unit's alias order.
+    std::unordered_set<const llvm::GlobalAlias*> reached(aliases.begin(), aliases.end());
+    aliases.clear();
+    for (const llvm::GlobalAlias& a : unit.aliases())
+      if (reached.count(&a))
+        aliases.push_back(&a);
+    for (const llvm::GlobalAlias* a : aliases) {
+      auto* ga = llvm::GlobalAlias::create(a->getValueType(), a->getType()->getPointerAddressSpace(),
+                                           a->getLinkage(), a->getName(), m.get());
+      ga->copyAttributesFrom(a);
+      vmap[a] = ga;
+    }
+  }
 
-  llvm::ValueToValueMapTy vmap;
-  std::unique_ptr<llvm::Module> m = llvm::CloneModule(
-      unit, vmap, [&](const llvm::GlobalValue* gv) { return reach.contains(gv); });
+  auto copy_comdat = [&](llvm::GlobalObject* dst, const llvm::GlobalObject* src) {
+    if (const llvm::Comdat* c = src->getComdat()) {
+      llvm::Comdat* nc = m->getOrInsertComdat(c->getName());
+      nc->setSelectionKind(c->getSelectionKind());
+      dst->setComdat(nc);
+    }
+  };
+  llvm::SmallVector<std::pair<unsigned, llvm::MDNode*>, 4> mds;
+  for (const llvm::GlobalValue* gv : reach.order()) {
+    auto* v = dyn_cast<llvm::GlobalVariable>(gv);
+    if (!v)
+      continue;
+    auto* nv = llvm::cast<llvm::GlobalVariable>(vmap[v]);
+    mds.clear();
+    v->getAllMetadata(mds);
+    for (auto& [kind, node] : mds)
+      nv->addMetadata(kind, *llvm::MapMetadata(node, vmap, kNullMissing));
+    if (v->isDeclaration())
+      continue;
+    if (v->hasInitializer())
+      nv->setInitializer(llvm::MapValue(v->getInitializer(), vmap));
+    copy_comdat(nv, v);
+  }
+  for (const llvm::GlobalValue* gv : reach.order()) {
+    auto* f = dyn_cast<llvm::Function>(gv);
+    if (!f)
+      continue;
+    auto* nf = llvm::cast<llvm::Function>(vmap[f]);
+    if (f->isDeclaration()) {
+      mds.clear();
+      f->getAllMetadata(mds);
+      for (auto& [kind, node] : mds)
+        nf->addMetadata(kind, *llvm::MapMetadata(node, vmap, kNullMissing));
+      continue;
+    }
+    auto dest = nf->arg_begin();
+    for (const llvm::Argument& a : f->args()) {
+      dest->setName(a.getName());
+      vmap[&a] = &*dest++;
+    }
+    llvm::SmallVector<llvm::ReturnInst*, 8> returns;
+    llvm::CloneFunctionInto(nf, f, vmap, llvm::CloneFunctionChangeType::ClonedModule, returns);
+    if (f->hasPersonalityFn())
+      nf->setPersonalityFn(llvm::MapValue(f->getPersonalityFn(), vmap));
+    copy_comdat(nf, f);
+  }
+  for (const llvm::GlobalAlias* a : aliases)
+    if (const llvm::Constant* c = a->getAliasee())
+      llvm::cast<llvm::GlobalAlias>(vmap[a])->setAliasee(llvm::MapValue(c, vmap));
+  for (const llvm::NamedMDNode& nmd : unit.named_metadata()) {
+    llvm::NamedMDNode* n = m->getOrInsertNamedMetadata(nmd.getName());
+    for (const llvm::MDNode* op : nmd.operands())
+      n->addOperand(llvm::MapMetadata(op, vmap, kNullMissing));
+  }
+  return m;
+}
+
+// True if anything in `m` still names a global of another module: metadata
+// in a cloned body naming a global the entry does not reach (the cloner maps
+// it to the unit's own). Then the module is built by CloneModule instead.
+class ForeignRefs {
+public:
+  explicit ForeignRefs(const llvm::Module& m) : m_(m) {}
+
+  bool any() {
+    for (const llvm::NamedMDNode& nmd : m_.named_metadata())
+      for (const llvm::MDNode* op : nmd.operands())
+        if (metadata(op))
+          return true;
+    llvm::SmallVector<std::pair<unsigned, llvm::MDNode*>, 4> mds;
+    for (const llvm::GlobalVariable& v : m_.globals()) {
+      mds.clear();
+      v.getAllMetadata(mds);
+      for (auto& md : mds)
+        if (metadata(md.second))
+          return true;
+      if (v.hasInitializer() && constant(v.getInitializer()))
+        return true;
+    }
+    for (const llvm::Function& f : m_) {
+      mds.clear();
+      f.getAllMetadata(mds);
+      for (auto& md : mds)
+        if (metadata(md.second))
+          return true;
+      for (const llvm::BasicBlock& bb : f)
+        for (const llvm::Instruction& inst : bb) {
+          mds.clear();
+          inst.getAllMetadata(mds);
+          for (auto& md : mds)
+            if (metadata(md.second))
+              return true;
+          for (const llvm::Use& op : inst.operands()) {
+            if (auto* mav = dyn_cast<llvm::MetadataAsValue>(op.get())) {
+              if (metadata(mav->getMetadata()))
+                return true;
+            } else if (auto* c = dyn_cast<llvm::Constant>(op.get()); c && constant(c)) {
+              return true;
+            }
+          }
+          for (const llvm::DbgRecord& r : inst.getDbgRecordRange()) {
+            if (metadata(r.getDebugLoc().getAsMDNode()))
+              return true;
+            if (auto* dvr = dyn_cast<llvm::DbgVariableRecord>(&r)) {
+              if (metadata(dvr->getRawLocation()) || metadata(dvr->getRawVariable()) ||
+                  metadata(dvr->getRawExpression()) ||
+                  (dvr->isDbgAssign() &&
+                   (metadata(dvr->getRawAssignID()) || metadata(dvr->getRawAddress()) ||
+                    metadata(dvr->getRawAddressExpression()))))
+                return true;
+            } else if (auto* dlr = dyn_cast<llvm::DbgLabelRecord>(&r)) {
+              if (metadata(dlr->getRawLabel()))
+                return true;
+            }
+          }
+        }
+    }
+    return false;
+  }
+
+private:
+  bool constant(const llvm::Constant* c) {
+    if (auto* gv = dyn_cast<llvm::GlobalValue>(c))
+      return gv->getParent() != &m_;
+    if (isa<llvm::ConstantData>(c) || !constants_.insert(c).second)
+      return false;
+    for (const llvm::Use& op : c->operands())
+      if (auto* oc = dyn_cast<llvm::Constant>(op.get()); oc && constant(oc))
+        return true;
+    return false;
+  }
+
+  bool metadata(const llvm::Metadata* md) {
+    if (!md || !metadata_.insert(md).second)
+      return false;
+    if (auto* vam = dyn_cast<llvm::ValueAsMetadata>(md)) {
+      auto* c = dyn_cast<llvm::Constant>(vam->getValue());
+      return c && constant(c);
+    }
+    if (auto* args = dyn_cast<llvm::DIArgList>(md)) {
+      for (const llvm::ValueAsMetadata* a : args->getArgs())
+        if (metadata(a))
+          return true;
+      return false;
+    }
+    if (auto* node = dyn_cast<llvm::MDNode>(md))
+      for (const llvm::MDOperand& op : node->operands())
+        if (metadata(op.get()))
+          return true;
+    return false;
+  }
+
+  const llvm::Module& m_;
+  std::unordered_set<const llvm::Metadata*> metadata_;
+  std::unordered_set<const llvm::Constant*> constants_;
+};
+
+// While alive (and `on`), values created in `ctx` get no local names.
+class DiscardLocalNames {
+public:
+  DiscardLocalNames(llvm::LLVMContext& ctx, bool on)
+      : ctx_(ctx), was_(ctx.shouldDiscardValueNames()), on_(on) {
+    if (on_)
+      ctx_.setDiscardValueNames(true);
+  }
+  ~DiscardLocalNames() {
+    if (on_)
+      ctx_.setDiscardValueNames(was_);
+  }
+  DiscardLocalNames(const DiscardLocalNames&) = delete;
+  DiscardLocalNames& operator=(const DiscardLocalNames&) = delete;
+
+private:
+  llvm::LLVMContext& ctx_;
+  bool was_;
+  bool on_;
+};
+
+// Builds, canonicalizes and serializes the job module. With `whole_unit`
+// the module starts as CloneModule of the unit (every global declared, the
+// unreached ones erased below); otherwise as clone_reached. Sets *retry when
+// the fast module names another module's global (see ForeignRefs).
+Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entry,
+                               const ExtractConfig& config, const Reach& reach, bool whole_unit,
+                               bool* retry) {
+  // Local names are stripped below anyway; on the fast path the clones never
+  // get them, which saves a symbol-table insert and erase per value.
+  DiscardLocalNames discard(unit.getContext(), !whole_unit);
+  // Sized up front: growing moves every entry's value handle.
+  llvm::ValueToValueMapTy vmap(whole_unit ? 64 : unsigned(reach.values() + 16));
+  std::unique_ptr<llvm::Module> m =
+      whole_unit ? llvm::CloneModule(unit, vmap,
+                                     [&](const llvm::GlobalValue* gv) { return reach.contains(gv); })
+                 : clone_reached(unit, reach, vmap);
 
   // Lower kiln_deferred(@f) to the address of f's deferred symbol, a
   // declaration with f's type that f's own job defines.
@@ -186,6 +446,10 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
     if (auto it = vmap.find(gv); it != vmap.end())
       if (auto* ngv = llvm::dyn_cast_or_null<llvm::GlobalValue>(static_cast<llvm::Value*>(it->second)))
         keep.push_back(ngv);
+  // The map's value handles would otherwise be updated for every value
+  // erased or destroyed from here on.
+  if (!whole_unit)
+    vmap.clear();
   std::unordered_set<llvm::GlobalValue*> keep_set(keep.begin(), keep.end());
   for (const DeferredRef& r : refs)
     keep_set.insert(m->getFunction(r.symbol));
@@ -241,6 +505,8 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
       if (flags->getNumOperands() == 0)
         m->eraseNamedMetadata(flags);
     }
+  } else {
+    canonicalize_atom_groups(*m);
   }
   strip_local_names(*m);
   // A target-specific intrinsic of another target (llvm.nvvm.* compiled for
@@ -274,6 +540,10 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
   }
   m->setTargetTriple(llvm::Triple(config.triple));
   m->setDataLayout(config.data_layout);
+  if (!whole_unit && ForeignRefs(*m).any()) {
+    *retry = true;
+    return make_error(Code::internal, "job '" + entry + "' names globals it does not reach");
+  }
 
   ExtractedJob out;
   llvm::raw_string_ostream os(out.bitcode);
@@ -288,6 +558,39 @@ Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& en
       out.callees.push_back(f.getName().str());
   std::sort(out.callees.begin(), out.callees.end());
   return out;
+}
+
+Result<ExtractedJob> extract(const llvm::Module& unit, const std::string& entry,
+                             const ExtractConfig& config, bool whole_unit) {
+  const llvm::Function* root = unit.getFunction(entry);
+  if (!root || root->isDeclaration() || entry == kDeferredMarker)
+    return make_error(Code::invalid_argument,
+                      "entry '" + entry + "' is not a function defined in the unit");
+
+  Reach reach(entry);
+  KILN_TRY(reach.visit(root));
+  // The fast path does not model ifuncs (CloneModule keeps every ifunc's
+  // resolver declared).
+  if (!whole_unit && unit.ifunc_empty()) {
+    bool retry = false;
+    auto job = build_job(unit, entry, config, reach, false, &retry);
+    if (job || !retry)
+      return job;
+  }
+  bool unused = false;
+  return build_job(unit, entry, config, reach, true, &unused);
+}
+
+} // namespace
+
+Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& entry,
+                                 const ExtractConfig& config) {
+  return extract(unit, entry, config, false);
+}
+
+Result<ExtractedJob> extract_job_by_unit_clone(const llvm::Module& unit, const std::string& entry,
+                                               const ExtractConfig& config) {
+  return extract(unit, entry, config, true);
 }
 
 } // namespace kiln::ir

@@ -41,7 +41,16 @@ struct ExtractedJob {
 /// Extracts the job module for `entry`. Errors: the entry is not a function
 /// defined in the unit; kiln_deferred applied to anything but such a
 /// function, or used other than as a direct call (naming the call site).
+/// Costs O(size of the job), not O(size of the unit): a unit of many roots
+/// plans in linear time.
 Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& entry,
                                  const ExtractConfig& config);
+
+/// The same job built by cloning the whole unit and erasing what the entry
+/// does not reach: O(unit) per job. extract_job falls back to it for what
+/// its own cloning does not model, and must match it byte for byte (the
+/// benchmark harness checks that on every fixture and workload).
+Result<ExtractedJob> extract_job_by_unit_clone(const llvm::Module& unit, const std::string& entry,
+                                               const ExtractConfig& config);
 
 } // namespace kiln::ir

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <kiln/kiln.h>
+
 #include <set>
 
 using namespace kiln_rel;
@@ -129,6 +131,30 @@ TEST_CASE("8 writers and a reader on a network file system (rollback journal)") 
   (void)template_cache();
   RoundResult r = round(8, true, {"KILN_NETWORK_FS=nfs"});
   CHECK(r.loads > 0);
+}
+
+TEST_CASE("a second handle on a cache in one process keeps the first one's locks") {
+  // Closing any descriptor of a file drops all of the process's POSIX locks
+  // on it, SQLite's included: a second open must not open and close the
+  // file behind the first connection's back. If it did, another process
+  // closing the cache would see itself as the last user and delete the WAL
+  // that this process still uses.
+  Cache cache;
+  precompile_ok(cache, {kiln_it::data("nested.ll")});
+  kiln_cache *a = nullptr, *b = nullptr;
+  kiln_image* image = nullptr;
+  REQUIRE(kiln_cache_open(cache.db().c_str(), &a) == KILN_OK);
+  REQUIRE(kiln_image_load(a, "nest_a", "host", &image) == KILN_OK);
+  REQUIRE(fs::exists(cache.db().string() + "-wal"));
+  REQUIRE(kiln_cache_open(cache.db().c_str(), &b) == KILN_OK);
+  RunResult v = run({inspect_bin().string(), "--cache", cache.db().string(), "verify"});
+  INFO(describe(v));
+  CHECK(v.exit_code == 0);
+  CHECK(fs::exists(cache.db().string() + "-wal")); // the other process was not the last user
+  kiln_image_release(image);
+  kiln_cache_close(b);
+  kiln_cache_close(a);
+  require_verify_clean(cache.db(), "after both handles closed");
 }
 
 } // TEST_SUITE

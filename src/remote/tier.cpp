@@ -7,6 +7,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -205,7 +206,13 @@ std::string Tier::name_id(const std::string& name, const std::string& target) {
   return hash128(target + '\0' + name).hex();
 }
 
-void Tier::fail(const std::string& why) {
+void Tier::fail(const std::string& what_failed) {
+  std::string why = what_failed;
+  // A read timeout surfaces as EAGAIN's text: say what it means.
+  if (ctx_ && ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+      why.find("temporarily") != std::string::npos)
+    why = why.substr(0, why.find(':')) + ": no answer within " +
+          std::to_string(config_.timeout_ms) + " ms";
   ++counters_.remote_errors;
   if (!disabled_)
     std::fprintf(stderr,

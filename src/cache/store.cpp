@@ -338,10 +338,22 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     network_notice(path, network);
     KILN_TRY(st->exec("PRAGMA mmap_size=0"));
   }
-  // Switching the journal mode needs a moment of exclusive access, which
-  // SQLite's busy handler does not wait for: retry while another opener
-  // holds it.
-  for (int attempt = 0;; ++attempt) {
+  // The mode is persistent: switch only when the file is in another one (a
+  // new file, or a cache that moved), since the switch needs a moment of
+  // exclusive access that busy writers can deny for long. The reads above
+  // made SQLite look at the file, so the current mode is known.
+  std::string current;
+  {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(st->db_, "PRAGMA journal_mode", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+      current = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+  }
+  bool switch_mode = objects == 0 || current != (network.empty() ? "wal" : "delete");
+  // SQLite's busy handler does not wait for that exclusive moment: retry
+  // while another opener holds it.
+  for (int attempt = 0; switch_mode; ++attempt) {
     Status wal = st->exec(journal);
     if (wal)
       break;

@@ -84,7 +84,8 @@ TEST_CASE("kill -9 of a precompile at random moments: whole jobs only, a rerun c
     if (t % 2)
       copy_cache(seeded.db(), cache.db());
     killed += run_and_kill(cli("precompile", cache.db(), args), typical);
-    require_verify_clean(cache.db(), "after a killed precompile");
+    if (fs::exists(cache.db())) // a kill before the cache was created leaves none
+      require_verify_clean(cache.db(), "after a killed precompile");
     json j = precompile_ok(cache, args);
     require_verify_clean(cache.db(), "after the rerun");
     CHECK(job_count(cache.db()) == keys(j).size());
@@ -115,8 +116,11 @@ TEST_CASE("kill -9 of an import at random moments: all or nothing, a rerun compl
     CAPTURE(t);
     Cache cache;
     killed += run_and_kill(cli("inspect", cache.db(), {"import", bundle.string()}), typical);
-    require_verify_clean(cache.db(), "after a killed import");
-    size_t n = job_count(cache.db());
+    size_t n = 0;
+    if (fs::exists(cache.db())) { // a kill before the cache was created leaves none
+      require_verify_clean(cache.db(), "after a killed import");
+      n = job_count(cache.db());
+    }
     CHECK((n == 0 || n == full)); // one transaction
     RunResult r = run(cli("inspect", cache.db(), {"import", bundle.string()}));
     INFO(describe(r));

@@ -455,7 +455,9 @@ unset multiplot
         with open(os.path.join(self.out, "results.json"), "w") as f:
             json.dump({"machine": platform.machine(), "cpus": os.cpu_count(),
                        "harness_s": round(elapsed, 1), "rows": self.rows,
-                       "measurements": self.raw, "plot": plot}, f, indent=1)
+                       "measurements": self.raw,
+                       "plot": os.path.basename(plot) if plot.endswith(".png") else plot},
+                      f, indent=1)
         print()
         print(header + md)
         print(f"\n{len(missed)} target(s) missed; plot: {plot}")

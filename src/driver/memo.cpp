@@ -125,7 +125,27 @@ std::string env(const char* name) {
 
 } // namespace
 
+namespace {
+
+bool publishes_to_remote(const CompileRequest& req) {
+  if (req.remote == "off" || req.remote_read_only)
+    return false;
+  if (const char* ro = std::getenv("KILN_REMOTE_READ_ONLY"); ro && std::string(ro) == "1")
+    return false;
+  const char* env = std::getenv("KILN_REMOTE");
+  std::string url = !req.remote.empty() ? req.remote : env ? env : "";
+  return !url.empty() && url.find("read_only=1") == std::string::npos;
+}
+
+} // namespace
+
 std::optional<Hash128> memo_key(const CompileRequest& req) {
+  // A sharded run's report is partial; a run that publishes to a shared tier
+  // must go through the driver, which publishes what the tier lacks.
+  if (req.shard_count > 1)
+    return std::nullopt;
+  if (publishes_to_remote(req))
+    return std::nullopt;
   std::vector<std::string> inputs;
   for (const SourceInput& in : req.inputs) {
     if (in.in_memory) {

@@ -43,8 +43,11 @@ bool is_hash128_hex(std::string_view text) {
 
 Result<Hash128> parse_hash128(std::string_view text) {
   if (!is_hash128_hex(text))
-    return make_error(Code::invalid_argument,
-                      "'" + std::string(text) + "' is not a 32-hex-digit key");
+  {
+    std::string message = "'";
+    message.append(text).append("' is not a 32-hex-digit key");
+    return make_error(Code::invalid_argument, message);
+  }
   Hash128 h;
   for (int i = 0; i < 16; ++i) {
     h.hi = (h.hi << 4) | uint64_t(hex_value(text[i]));

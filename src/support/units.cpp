@@ -44,6 +44,8 @@ Result<int64_t> parse_size(const std::string& text) {
   if (scale < 0)
     return make_error(Code::invalid_argument,
                       "'" + text + "' has an unknown size unit (use K, M, G or T)");
+  if (v * scale >= 9.2e18)
+    return make_error(Code::invalid_argument, "'" + text + "' is too large a size");
   return int64_t(v * scale);
 }
 
@@ -61,6 +63,8 @@ Result<int64_t> parse_duration(const std::string& text) {
   if (scale < 0)
     return make_error(Code::invalid_argument,
                       "'" + text + "' has an unknown duration unit (use s, m, h, d or w)");
+  if (v * scale >= 9.2e18)
+    return make_error(Code::invalid_argument, "'" + text + "' is too long a duration");
   return int64_t(v * scale);
 }
 

@@ -358,9 +358,17 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     if (wal)
       break;
     int rc = sqlite3_errcode(st->db_) & 0xff;
-    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 3000)
-      return wal.error();
-    ::usleep(10000);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+      if (attempt < 3000) {
+        ::usleep(10000);
+        continue;
+      }
+      return wal.error().context("other processes kept cache '" + path + "' busy for 30 s in " +
+                                 current + " mode; it cannot switch to " +
+                                 (network.empty() ? "wal" : "a rollback journal") +
+                                 " until they close it");
+    }
+    return wal.error();
   }
   // A new file gives freed pages back to the file system as gc runs.
   if (objects == 0)

@@ -375,9 +375,20 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     KILN_TRY(st->exec("PRAGMA auto_vacuum=INCREMENTAL"));
   KILN_TRY(st->exec("PRAGMA synchronous=NORMAL"));
   KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
+  if (network.empty()) {
+    // The WAL file stays between processes (emptied, not deleted): a short
+    // process does not create it again and sync the directory for it.
+    int persist = 1;
+    sqlite3_file_control(st->db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  }
   if (user_version < schema_version())
     KILN_TRY(st->migrate());
   return st;
+}
+
+void Store::defer_checkpoint() {
+  std::lock_guard lock(mu_);
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
 }
 
 Status Store::migrate() {

@@ -174,6 +174,13 @@ public:
 
   const std::string& path() const { return path_; }
 
+  /// For a process that mostly reads (the loader): closing does not
+  /// checkpoint the WAL and pay its fsyncs; the next writer's checkpoint, or
+  /// the next opener's recovery, takes its few writes (recency, counters, an
+  /// image it linked). Precompiles, imports and gc still checkpoint at close,
+  /// so a copy of a quiet cache file holds all their content.
+  void defer_checkpoint();
+
   /// True if the job row and every listed artifact format are present.
   Result<bool> has_job(const Hash128& key, const std::vector<std::string>& formats);
   /// Stores a job, its artifacts and open refs in one transaction. A job

@@ -96,7 +96,7 @@ extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, co
   if (!dir)
     return fail(dir.error().message);
   std::string in = dir->path() + "/closure.o", output = dir->path() + "/image.hsaco";
-  if (kiln::Status s = kiln::write_file_atomic(in, std::string_view(obj.data(), obj.size())); !s)
+  if (kiln::Status s = kiln::write_scratch_file(in, std::string_view(obj.data(), obj.size())); !s)
     return fail(s.error().message);
   std::vector<const char*> args = {"ld.lld", "-shared", "--no-undefined", "--build-id=none",
                                    "-o", output.c_str(), in.c_str()};

@@ -56,7 +56,7 @@ extern "C" int kiln_link_host_shared(const kiln_link_input* inputs, size_t count
   std::vector<std::string> paths;
   for (size_t i = 0; i < count; ++i) {
     std::string p = dir->path() + "/" + std::to_string(i) + ".o";
-    kiln::Status s = kiln::write_file_atomic(p, std::string_view(inputs[i].data, inputs[i].size));
+    kiln::Status s = kiln::write_scratch_file(p, std::string_view(inputs[i].data, inputs[i].size));
     if (!s)
       return fail(s.error().message);
     paths.push_back(std::move(p));

@@ -43,6 +43,7 @@ kiln_status kiln_cache_open(const char* path, kiln_cache** out) {
   auto store = kiln::cache::Store::open(p);
   if (!store)
     return fail(store.error());
+  (*store)->defer_checkpoint(); // a loading process's close costs no fsync
   auto* cache = new kiln_cache();
   cache->store = store.take();
   cache->remote = remote.take();

@@ -41,6 +41,26 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
+Status write_scratch_file(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return errno_error("cannot create '" + path + "'");
+  for (size_t off = 0; off < bytes.size();) {
+    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      Error e = errno_error("cannot write '" + path + "'");
+      ::close(fd);
+      return e;
+    }
+    off += size_t(n);
+  }
+  if (::close(fd) != 0)
+    return errno_error("cannot write '" + path + "'");
+  return Status::ok();
+}
+
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
   std::string tmp = path + ".tmpXXXXXX";
   int fd = ::mkstemp(tmp.data());

@@ -15,6 +15,10 @@ Result<std::string> read_file(const std::string& path);
 /// readers see the old file or the new one, never a half-written one.
 Status write_file_atomic(const std::string& path, std::string_view bytes);
 
+/// Writes a scratch file that lives only for one operation (a linker's
+/// input in a private temp directory): no fsync, no rename.
+Status write_scratch_file(const std::string& path, std::string_view bytes);
+
 /// Creates the directory and its parents (mode 0700 for new ones).
 Status make_dirs(const std::string& dir);
 

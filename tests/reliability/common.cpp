@@ -311,10 +311,17 @@ void Db::update_blob(const std::string& sql, const std::string& blob,
   REQUIRE(sqlite3_changes(db_) == 1);
 }
 
+// A closed cache is its file plus, in WAL mode, its write-ahead log: the
+// log persists between processes, and a loader's last writes may still be
+// in it (a loading process does not checkpoint at close).
 void copy_cache(const fs::path& from, const fs::path& to) {
-  REQUIRE_MESSAGE(!fs::exists(from.string() + "-wal"), "copying an open cache: " << from);
   fs::create_directories(to.parent_path());
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  fs::remove(to.string() + "-wal");
+  fs::remove(to.string() + "-shm");
+  if (fs::exists(from.string() + "-wal"))
+    fs::copy_file(from.string() + "-wal", to.string() + "-wal",
+                  fs::copy_options::overwrite_existing);
 }
 
 } // namespace kiln_rel

@@ -69,7 +69,8 @@ Result<Loaded> compile_or_load(const Cache& cache, std::span<const Source> sourc
                                const JitOptions& options = {});
 
 /// The target spec of the present device: an NVIDIA GPU's "sm_XY" when the
-/// CUDA driver sees one, else "host".
+/// CUDA driver sees one, else an AMD GPU's "gfxNNN[:...]" when HIP sees one,
+/// else "host".
 std::string present_target();
 
 /// A cache's contents and counters (what `kiln-inspect stats` shows).

@@ -112,7 +112,7 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
 /** The JIT's call: the image of root `entry` for `target`, from the cache
  *  if it is there, else compiled, stored, linked and then loaded.
  *  target: a spec, or NULL for the present device (an NVIDIA GPU's sm_XY,
- *  else the host).
+ *  else an AMD GPU's gfxNNN, else the host).
  *  options: the sources and codegen options; its entries and targets must
  *  be empty (this call names the one root and target).
  *  The cache is consulted first: the unit is parsed and keyed, and if the
@@ -150,7 +150,8 @@ void kiln_compile_result_free(kiln_compile_result* result);
 const kiln_error_info* kiln_compile_last_error(void);
 
 /** The target compile-or-load uses when given NULL: an NVIDIA GPU's
- *  "sm_XY" when the CUDA driver sees one, else "host". Static storage. */
+ *  "sm_XY" when the CUDA driver sees one, else an AMD GPU's "gfxNNN[:...]"
+ *  when HIP sees one, else "host". Static storage. */
 const char* kiln_present_target(void);
 
 /** Name of a job status: "compiled", "cached" or "failed". */

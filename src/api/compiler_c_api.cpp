@@ -115,6 +115,8 @@ std::string present_target() {
   // A GPU build of the unit only helps if the driver can load it here.
   if (auto arch = runtime::cuda_device_arch())
     return *arch;
+  if (auto arch = runtime::hip_device_arch())
+    return *arch;
   return "host";
 }
 

@@ -58,6 +58,11 @@ Result<bool> cuda_needs_jit(const std::string& target);
 /// The device's arch ("sm_90") and the driver JIT's fingerprint, which key
 /// the images the JIT makes.
 Result<std::string> cuda_device_arch();
+/// The AMD device's target spec ("gfx942:xnack-:sramecc+"); unavailable
+/// without HIP or a device.
+Result<std::string> hip_device_arch();
+/// A HIP gcnArchName ("gfx942:sramecc+:xnack-") as a target spec.
+std::string hip_target_spec(const std::string& gcn_arch_name);
 Result<std::string> cuda_jit_fingerprint();
 /// Links the closure's PTX with the driver's JIT into a cubin for the device.
 Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,

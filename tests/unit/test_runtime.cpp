@@ -1,5 +1,7 @@
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/image_link.h"
+#include "runtime/loader.h"
+#include "codegen/target.h"
 
 #include <doctest/doctest.h>
 
@@ -63,4 +65,13 @@ TEST_CASE("device kinds and image arches come from the target spec alone") {
   CHECK(device_kind("host") == DeviceKind::host);
   CHECK(image_arch("gfx942:xnack-") == "gfx942:xnack-");
   CHECK(image_arch("host") != "host");
+}
+
+TEST_CASE("a HIP device's gcnArchName becomes a target spec the compiler accepts") {
+  CHECK(kiln::runtime::hip_target_spec("gfx942:sramecc+:xnack-") == "gfx942:xnack-:sramecc+");
+  CHECK(kiln::runtime::hip_target_spec("gfx90a:xnack+") == "gfx90a:xnack+");
+  CHECK(kiln::runtime::hip_target_spec("gfx1100") == "gfx1100");
+  for (const char* name : {"gfx942:sramecc+:xnack-", "gfx90a:sramecc-:xnack+", "gfx1100"})
+    CHECK_MESSAGE(kiln::codegen::resolve_target(kiln::runtime::hip_target_spec(name)),
+                  name << " does not resolve");
 }

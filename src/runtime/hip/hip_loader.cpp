@@ -94,6 +94,31 @@ private:
 
 } // namespace
 
+std::string hip_target_spec(const std::string& gcn_arch_name) {
+  // gcnArchName lists features as the driver likes ("gfx942:sramecc+:xnack-");
+  // a Kiln target spec names xnack before sramecc.
+  std::string cpu = gcn_arch_name.substr(0, gcn_arch_name.find(':'));
+  std::string xnack, sramecc;
+  for (size_t at = gcn_arch_name.find(':'); at != std::string::npos;) {
+    size_t next = gcn_arch_name.find(':', at + 1);
+    std::string feature =
+        gcn_arch_name.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+    if (feature.rfind("xnack", 0) == 0)
+      xnack = ":" + feature;
+    else if (feature.rfind("sramecc", 0) == 0)
+      sramecc = ":" + feature;
+    at = next;
+  }
+  return cpu + xnack + sramecc;
+}
+
+Result<std::string> hip_device_arch() {
+  const Hip& h = hip();
+  if (!h.error.empty())
+    return make_error(Code::unavailable, h.error);
+  return hip_target_spec(h.arch);
+}
+
 Result<std::string> choose_hip_target(const std::vector<std::string>& have) {
   const Hip& h = hip();
   if (!h.error.empty())

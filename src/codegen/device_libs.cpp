@@ -60,15 +60,29 @@ void load(Library& lib, const std::vector<std::string>& files, const std::string
   lib.fingerprint = lib.name + " " + hash128(all).short_hex(16);
 }
 
+// Where the device libraries are: the first candidate that exists.
+std::string libdevice_path() {
+  std::string cuda = env("CUDA_HOME");
+  return first_existing(
+      {env("KILN_LIBDEVICE"), cuda.empty() ? "" : cuda + "/nvvm/libdevice/libdevice.10.bc",
+       "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+       "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"});
+}
+
+std::string rocm_device_libs_dir() {
+  for (const std::string& d : {env("KILN_ROCM_DEVICE_LIBS"),
+                               std::string("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"),
+                               std::string("/opt/rocm/amdgcn/bitcode")})
+    if (!d.empty() && ::access((d + "/ocml.bc").c_str(), R_OK) == 0)
+      return d;
+  return {};
+}
+
 const Library& libdevice() {
   static Library lib{"libdevice", {}, {}, {}, {}};
   static std::once_flag once;
   std::call_once(once, [] {
-    std::string cuda = env("CUDA_HOME");
-    std::string path = first_existing(
-        {env("KILN_LIBDEVICE"), cuda.empty() ? "" : cuda + "/nvvm/libdevice/libdevice.10.bc",
-         "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
-         "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"});
+    std::string path = libdevice_path();
     load(lib, path.empty() ? std::vector<std::string>{} : std::vector<std::string>{path},
          "$KILN_LIBDEVICE, $CUDA_HOME/nvvm/libdevice, /usr/local/cuda/nvvm/libdevice");
   });
@@ -79,14 +93,7 @@ const Library& rocm_device_libs() {
   static Library lib{"rocm-device-libs", {}, {}, {}, {}};
   static std::once_flag once;
   std::call_once(once, [] {
-    std::string dir;
-    for (const std::string& d : {env("KILN_ROCM_DEVICE_LIBS"),
-                                 std::string("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"),
-                                 std::string("/opt/rocm/amdgcn/bitcode")})
-      if (!d.empty() && ::access((d + "/ocml.bc").c_str(), R_OK) == 0) {
-        dir = d;
-        break;
-      }
+    std::string dir = rocm_device_libs_dir();
     load(lib, dir.empty() ? std::vector<std::string>{}
                           : std::vector<std::string>{dir + "/ocml.bc", dir + "/ockl.bc"},
          "$KILN_ROCM_DEVICE_LIBS, /usr/lib/x86_64-linux-gnu/amdgcn/bitcode, /opt/rocm/amdgcn/bitcode "
@@ -113,22 +120,13 @@ std::vector<std::string> toolchain_files(const TargetDesc& target) {
   if (target.kind == TargetKind::nvptx) {
     if (!ptxas_path().empty())
       files.push_back(ptxas_path());
-    std::string cuda = env("CUDA_HOME");
-    std::string lib = first_existing(
-        {env("KILN_LIBDEVICE"), cuda.empty() ? "" : cuda + "/nvvm/libdevice/libdevice.10.bc",
-         "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
-         "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"});
-    if (!lib.empty())
+    if (std::string lib = libdevice_path(); !lib.empty())
       files.push_back(lib);
   } else if (target.kind == TargetKind::amdgpu) {
-    for (const std::string& d : {env("KILN_ROCM_DEVICE_LIBS"),
-                                 std::string("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"),
-                                 std::string("/opt/rocm/amdgcn/bitcode")})
-      if (!d.empty() && ::access((d + "/ocml.bc").c_str(), R_OK) == 0) {
-        files.push_back(d + "/ocml.bc");
-        files.push_back(d + "/ockl.bc");
-        break;
-      }
+    if (std::string dir = rocm_device_libs_dir(); !dir.empty()) {
+      files.push_back(dir + "/ocml.bc");
+      files.push_back(dir + "/ockl.bc");
+    }
   }
   return files;
 }

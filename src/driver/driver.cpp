@@ -462,23 +462,14 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
   auto tier = remote::Tier::configured(request.remote, request.remote_read_only);
   if (!tier)
     return tier.error();
-  // A sharded run's report is partial: it is neither answered from a memo
-  // nor memoised.
-  std::optional<Hash128> memo;
-  if (request.shard_count <= 1)
-    memo = driver::memo_key(request);
-  // An existing cache may answer the whole request; a missing one cannot, and
-  // is not created before the input has been planned.
-  if (memo && ::access(cache_path.c_str(), F_OK) == 0) {
-    auto store = cache::Store::open(cache_path);
-    if (!store)
-      return store.error();
-    auto hit = driver::memo_replay(**store, *memo, request);
-    if (!hit)
-      return hit.error();
-    if (*hit)
-      return std::move(**hit);
-  }
+  // No key for a sharded run (its report is partial) or one that publishes
+  // to a shared tier: those always go through the plan.
+  std::optional<Hash128> memo = driver::memo_key(request);
+  auto hit = driver::memo_answer(request, cache_path, memo);
+  if (!hit)
+    return hit.error();
+  if (*hit)
+    return std::move(**hit);
   auto plan = Plan::create(request);
   if (!plan)
     return plan.error();

@@ -304,6 +304,17 @@ Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash
   return Result<Miss>(Miss(std::move(rep)));
 }
 
+Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
+                                                 const std::string& cache_path,
+                                                 const std::optional<Hash128>& key) {
+  if (!key || ::access(cache_path.c_str(), F_OK) != 0)
+    return std::optional<CompileReport>();
+  auto store = cache::Store::open(cache_path);
+  if (!store)
+    return store.error();
+  return memo_replay(**store, *key, request);
+}
+
 } // namespace kiln::driver
 
 namespace kiln {
@@ -351,17 +362,11 @@ Result<CompileFn> compiler_entry() {
 
 Result<CompileReport> compile_on_demand(const CompileRequest& request,
                                         const std::string& cache_path) {
-  if (std::optional<Hash128> memo = driver::memo_key(request);
-      memo && ::access(cache_path.c_str(), F_OK) == 0) {
-    auto store = cache::Store::open(cache_path);
-    if (!store)
-      return store.error();
-    auto hit = driver::memo_replay(**store, *memo, request);
-    if (!hit)
-      return hit.error();
-    if (*hit)
-      return std::move(**hit);
-  }
+  auto hit = driver::memo_answer(request, cache_path, driver::memo_key(request));
+  if (!hit)
+    return hit.error();
+  if (*hit)
+    return std::move(**hit);
   auto fn = compiler_entry();
   if (!fn)
     return fn.error();

@@ -39,6 +39,13 @@ Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& k
 Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash128& key,
                                                  const CompileRequest& request);
 
+/// The memo's answer to a request against the cache at `cache_path`: the
+/// replayed report on a hit; nullopt without a key, on a miss, or when the
+/// cache does not exist yet (it is not created before the input is planned).
+Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
+                                                 const std::string& cache_path,
+                                                 const std::optional<Hash128>& key);
+
 /// Records a successful request's roots and the toolchain files it used.
 Status memo_record(cache::Store& store, const Hash128& key, const CompileReport& report,
                    const std::vector<std::string>& toolchain_files);

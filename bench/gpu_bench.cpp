@@ -6,6 +6,7 @@
 //
 //   kiln-bench-gpu --ir FILE --entry NAME --work DIR
 #include "cache/store.h"
+#include "timing.hpp"
 
 #include <kiln/compiler.hpp>
 #include <kiln/kiln.h>
@@ -24,18 +25,9 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kiln_bench::Clock;
+using kiln_bench::median;
+using kiln_bench::ms_since;
 
 int skipped(const std::string& why) {
   std::string s;

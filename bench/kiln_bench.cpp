@@ -10,6 +10,7 @@
 //   kiln-bench stats    --cache DB
 //   kiln-bench extract-check --ir FILE [--ir FILE]...
 #include "cache/store.h"
+#include "timing.hpp"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
 #include "codegen/target.h"
@@ -44,19 +45,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using kiln_bench::Clock;
+using kiln_bench::median;
+using kiln_bench::ms_since;
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty())

@@ -5,7 +5,7 @@
 // a device it prints {"skipped": "<reason>"} and exits 0.
 //
 //   kiln-bench-gpu --ir FILE --entry NAME --work DIR
-#include "cache/store.h"
+#include "storage/local/store.h"
 #include "timing.hpp"
 
 #include <kiln/compiler.hpp>
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   }
   kiln_cache_close(cache);
 
-  auto store = kiln::cache::Store::open(db);
+  auto store = kiln::storage::Store::open(db);
   auto k = kiln::parse_hash128(key);
   auto ptx = store && k ? (*store)->get_artifact(*k, "ptx") : kiln::Result<std::string>(kiln::make_error(kiln::Code::internal, "no store"));
   if (!ptx)

@@ -9,12 +9,12 @@
 //   kiln-bench store    --work DIR [--jobs N] [--probes N]
 //   kiln-bench stats    --cache DB
 //   kiln-bench extract-check --ir FILE [--ir FILE]...
-#include "cache/store.h"
+#include "storage/local/store.h"
 #include "timing.hpp"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
 #include "codegen/target.h"
-#include "driver/job_key.h"
+#include "core/keys.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
 
@@ -159,11 +159,11 @@ struct KeyTiming {
 
 KeyTiming time_keys(const llvm::Module& unit, const std::vector<std::string>& roots) {
   auto target = must(kiln::codegen::resolve_target("host"), "target");
-  kiln::codegen::CodegenOptions options;
+  kiln::core::CodegenOptions options;
   kiln::ir::ExtractConfig cfg;
   cfg.triple = target.triple;
   cfg.data_layout = must(kiln::codegen::target_data_layout(target), "data layout");
-  cfg.deferred_symbol = kiln::driver::placeholder_symbol;
+  cfg.deferred_symbol = kiln::core::placeholder_symbol;
   std::string toolchain = kiln::codegen::toolchain_fingerprint(target);
 
   auto t0 = Clock::now();
@@ -177,10 +177,10 @@ KeyTiming time_keys(const llvm::Module& unit, const std::vector<std::string>& ro
       continue;
     auto ex = must(kiln::ir::extract_job(unit, entry, cfg), "extract " + entry);
     auto libs = must(kiln::codegen::device_libs_fingerprint(target, ex.callees), "device libs");
-    kiln::driver::KeyComponents c{kiln::hash128(ex.bitcode), {entry, target, options},
+    kiln::core::KeyComponents c{kiln::hash128(ex.bitcode), {entry, target, options},
                                   toolchain + libs};
-    kiln::Hash128 key = kiln::driver::job_key(c);
-    std::string symbol = kiln::driver::deferred_symbol(c.identity);
+    kiln::Hash128 key = kiln::core::job_key(c);
+    std::string symbol = kiln::core::deferred_symbol(c.identity);
     if (symbol.empty() || key == kiln::Hash128{})
       die("empty key");
     for (const kiln::ir::DeferredRef& r : ex.refs)
@@ -379,13 +379,13 @@ int cmd_store(const Args& a) {
   fs::create_directories(work);
   std::string db = work + "/store.db";
   remove_cache(db);
-  auto store = must(kiln::cache::Store::open(db), "open");
+  auto store = must(kiln::storage::Store::open(db), "open");
   std::vector<kiln::Hash128> keys;
   keys.reserve(size_t(n));
   auto t0 = Clock::now();
   for (long i = 0; i < n; ++i) {
     std::string id = "bench-job-" + std::to_string(i);
-    kiln::cache::JobRecord rec;
+    kiln::core::JobRecord rec;
     rec.key = kiln::hash128(id);
     rec.entry = "f" + std::to_string(i);
     rec.symbol = "__kiln_deferred_" + rec.key.hex();
@@ -430,7 +430,7 @@ int cmd_stats(const Args& a) {
       sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
     sqlite3_close(h);
   }
-  auto store = must(kiln::cache::Store::open(db), "open");
+  auto store = must(kiln::storage::Store::open(db), "open");
   auto st = must(store->stats(), "stats");
   std::error_code ec;
   auto file = fs::file_size(db, ec);
@@ -463,7 +463,7 @@ int cmd_extract_check(const Args& a) {
       cfg.triple = target.triple;
       cfg.data_layout = must(kiln::codegen::target_data_layout(target), "data layout");
       cfg.debug = debug;
-      cfg.deferred_symbol = kiln::driver::placeholder_symbol;
+      cfg.deferred_symbol = kiln::core::placeholder_symbol;
       for (const llvm::Function& fn : **unit) {
         if (fn.isDeclaration())
           continue;

@@ -1,9 +1,9 @@
 // kiln-inspect: what is in a Kiln cache. Reads only; never needs LLVM.
-#include "cache/store.h"
-#include "cache/bundle.h"
-#include "driver/job_key.h"
-#include "runtime/bundle_check.h"
-#include "runtime/image_link.h"
+#include "storage/local/store.h"
+#include "storage/bundle.h"
+#include "core/keys.h"
+#include "core/check.h"
+#include "image/image.h"
 #include "support/units.h"
 #include "support/files.h"
 
@@ -27,14 +27,14 @@ constexpr int kExitNotFound = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitCache = 3;
 
-json artifacts_json(const std::vector<kiln::cache::ArtifactInfo>& arts) {
+json artifacts_json(const std::vector<kiln::core::ArtifactInfo>& arts) {
   json a = json::array();
   for (const auto& x : arts)
     a.push_back({{"format", x.format}, {"raw_size", x.raw_size}, {"stored_size", x.stored_size}});
   return a;
 }
 
-json refs_json(const std::vector<kiln::cache::JobRef>& refs) {
+json refs_json(const std::vector<kiln::core::JobRef>& refs) {
   json a = json::array();
   for (const auto& r : refs)
     a.push_back({{"symbol", r.symbol}, {"entry", r.entry}});
@@ -46,7 +46,7 @@ int report(const kiln::Error& e) {
   return e.code == kiln::Code::not_found ? kExitNotFound : kExitCache;
 }
 
-int cmd_ls(kiln::cache::Store& store, bool as_json, const std::string& target,
+int cmd_ls(kiln::storage::Store& store, bool as_json, const std::string& target,
            const std::string& glob) {
   auto jobs = store.list_jobs();
   if (!jobs)
@@ -56,7 +56,7 @@ int cmd_ls(kiln::cache::Store& store, bool as_json, const std::string& target,
     return report(names.error());
   // --target keeps that target's jobs and names; --name keeps the names
   // matching the glob and the jobs their closures hold.
-  auto name_ok = [&](const kiln::cache::NameRecord& n) {
+  auto name_ok = [&](const kiln::core::NameRecord& n) {
     return (target.empty() || n.target == target) &&
            (glob.empty() || ::fnmatch(glob.c_str(), n.name.c_str(), 0) == 0);
   };
@@ -115,7 +115,7 @@ int cmd_ls(kiln::cache::Store& store, bool as_json, const std::string& target,
   return 0;
 }
 
-int show_job(kiln::cache::Store& store, const kiln::cache::JobRecord& j, bool as_json) {
+int show_job(kiln::storage::Store& store, const kiln::core::JobRecord& j, bool as_json) {
   auto arts = store.artifact_infos(j.key);
   auto refs = store.job_refs(j.key);
   if (!arts)
@@ -146,7 +146,7 @@ int show_job(kiln::cache::Store& store, const kiln::cache::JobRecord& j, bool as
   return 0;
 }
 
-int show_root(kiln::cache::Store& store, const std::string& name, const std::string& target,
+int show_root(kiln::storage::Store& store, const std::string& name, const std::string& target,
               const kiln::Hash128& closure_key, bool as_json) {
   auto closure = store.get_closure(closure_key);
   if (!closure)
@@ -172,7 +172,7 @@ int show_root(kiln::cache::Store& store, const std::string& name, const std::str
   return 0;
 }
 
-int cmd_show(kiln::cache::Store& store, const std::string& what, const std::string& target,
+int cmd_show(kiln::storage::Store& store, const std::string& what, const std::string& target,
              bool as_json) {
   if (kiln::is_hash128_hex(what)) {
     auto key = *kiln::parse_hash128(what);
@@ -196,7 +196,7 @@ int cmd_show(kiln::cache::Store& store, const std::string& what, const std::stri
                                      store.path() + "'"));
 }
 
-int cmd_image(kiln::cache::Store& store, const std::string& what, const std::string& target,
+int cmd_image(kiln::storage::Store& store, const std::string& what, const std::string& target,
               const std::string& out_path) {
   kiln::Hash128 key;
   if (auto k = store.resolve_name(what, target); k) {
@@ -209,7 +209,7 @@ int cmd_image(kiln::cache::Store& store, const std::string& what, const std::str
   auto closure = store.get_closure(key);
   if (!closure)
     return report(closure.error());
-  auto bytes = kiln::runtime::fetch_or_link_image(store, *closure);
+  auto bytes = kiln::image::fetch_or_link(store, *closure);
   if (!bytes)
     return report(bytes.error());
   if (kiln::Status s = kiln::write_file_atomic(out_path, *bytes); !s)
@@ -219,7 +219,7 @@ int cmd_image(kiln::cache::Store& store, const std::string& what, const std::str
   return 0;
 }
 
-int cmd_dump(kiln::cache::Store& store, const std::string& what, const std::string& format) {
+int cmd_dump(kiln::storage::Store& store, const std::string& what, const std::string& format) {
   auto key = kiln::parse_hash128(what);
   if (!key)
     return report(key.error());
@@ -251,7 +251,7 @@ int cmd_dump(kiln::cache::Store& store, const std::string& what, const std::stri
 
 
 // NAME (a root, for `target` or its only/first target) or a 32-hex closure key.
-kiln::Result<kiln::Hash128> resolve_closure(kiln::cache::Store& store, const std::string& what,
+kiln::Result<kiln::Hash128> resolve_closure(kiln::storage::Store& store, const std::string& what,
                                             const std::string& target) {
   auto names = store.names_for(what);
   if (!names)
@@ -267,7 +267,7 @@ kiln::Result<kiln::Hash128> resolve_closure(kiln::cache::Store& store, const std
                               " in cache '" + store.path() + "'");
 }
 
-int cmd_stats(kiln::cache::Store& store, bool as_json, bool zero) {
+int cmd_stats(kiln::storage::Store& store, bool as_json, bool zero) {
   if (zero)
     if (kiln::Status s = store.zero_counters(); !s)
       return report(s.error());
@@ -278,7 +278,7 @@ int cmd_stats(kiln::cache::Store& store, bool as_json, bool zero) {
   if (!limit)
     return report(limit.error());
   double ratio = st->raw_bytes ? double(st->stored_bytes) / double(st->raw_bytes) : 0.0;
-  const kiln::cache::Counters& c = st->counters;
+  const kiln::storage::Counters& c = st->counters;
   if (as_json) {
     json targets = json::object();
     for (const auto& [t, n] : st->jobs_per_target)
@@ -331,7 +331,7 @@ int cmd_stats(kiln::cache::Store& store, bool as_json, bool zero) {
   return 0;
 }
 
-int cmd_graph(kiln::cache::Store& store, const std::string& what, const std::string& target,
+int cmd_graph(kiln::storage::Store& store, const std::string& what, const std::string& target,
               bool as_json, bool dot) {
   auto key = resolve_closure(store, what, target);
   if (!key)
@@ -339,7 +339,7 @@ int cmd_graph(kiln::cache::Store& store, const std::string& what, const std::str
   auto closure = store.get_closure(*key);
   if (!closure)
     return report(closure.error());
-  std::map<std::string, const kiln::cache::ClosureMember*> by_symbol;
+  std::map<std::string, const kiln::core::ClosureMember*> by_symbol;
   for (const auto& m : closure->members)
     by_symbol[m.symbol] = &m;
   struct Edge {
@@ -402,7 +402,7 @@ int cmd_graph(kiln::cache::Store& store, const std::string& what, const std::str
   return 0;
 }
 
-int cmd_verify(kiln::cache::Store& store, bool as_json) {
+int cmd_verify(kiln::storage::Store& store, bool as_json) {
   auto problems = store.verify();
   if (!problems)
     return report(problems.error());
@@ -412,7 +412,7 @@ int cmd_verify(kiln::cache::Store& store, bool as_json) {
   if (!jobs)
     return report(jobs.error());
   for (const auto& j : *jobs) {
-    auto key = kiln::runtime::recompute_job_key(j);
+    auto key = kiln::core::job_key_of(j);
     if (!key)
       problems->push_back({"job", j.key.hex(), key.error().message});
     else if (*key != j.key)
@@ -427,7 +427,7 @@ int cmd_verify(kiln::cache::Store& store, bool as_json) {
     if (!images)
       continue; // a damaged blob, already reported by its checksum
     for (const auto& i : *images)
-      if (kiln::Status s = kiln::runtime::check_image(i.bytes, c); !s)
+      if (kiln::Status s = kiln::core::check_image(i.bytes, c); !s)
         problems->push_back({"image", c.key.hex(), s.error().message});
   }
   if (as_json) {
@@ -437,13 +437,13 @@ int cmd_verify(kiln::cache::Store& store, bool as_json) {
     std::cout << json{{"ok", problems->empty()},
                       {"jobs", jobs->size()},
                       {"closures", closures->size()},
-                      {"schema", kiln::cache::schema_version()},
+                      {"schema", kiln::storage::schema_version()},
                       {"problems", ps}}
                      .dump()
               << "\n";
   } else if (problems->empty()) {
     std::printf("ok: %zu jobs, %zu closures, schema %d\n", jobs->size(), closures->size(),
-                kiln::cache::schema_version());
+                kiln::storage::schema_version());
   } else {
     for (const auto& p : *problems)
       std::printf("%-8s %s  %s\n", p.kind.c_str(), p.key.c_str(), p.message.c_str());
@@ -452,9 +452,9 @@ int cmd_verify(kiln::cache::Store& store, bool as_json) {
   return problems->empty() ? 0 : 1;
 }
 
-int cmd_gc(kiln::cache::Store& store, const std::string& max_size, const std::string& older_than,
+int cmd_gc(kiln::storage::Store& store, const std::string& max_size, const std::string& older_than,
            bool dry_run, bool as_json) {
-  kiln::cache::GcOptions o;
+  kiln::storage::GcOptions o;
   o.dry_run = dry_run;
   if (!max_size.empty()) {
     auto v = kiln::parse_size(max_size);
@@ -503,7 +503,7 @@ int cmd_gc(kiln::cache::Store& store, const std::string& max_size, const std::st
   return 0;
 }
 
-int cmd_export(kiln::cache::Store& store, const std::string& file,
+int cmd_export(kiln::storage::Store& store, const std::string& file,
                const std::vector<std::string>& which, bool as_json) {
   std::vector<kiln::Hash128> keys;
   if (which.empty()) {
@@ -529,10 +529,10 @@ int cmd_export(kiln::cache::Store& store, const std::string& file,
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  auto data = kiln::cache::collect_bundle(store, keys);
+  auto data = kiln::storage::collect_bundle(store, keys);
   if (!data)
     return report(data.error());
-  std::string bytes = kiln::cache::encode_bundle(*data);
+  std::string bytes = kiln::storage::encode_bundle(*data);
   if (kiln::Status s = kiln::write_file_atomic(file, bytes); !s)
     return report(s.error());
   if (as_json)
@@ -548,16 +548,16 @@ int cmd_export(kiln::cache::Store& store, const std::string& file,
   return 0;
 }
 
-int cmd_import(kiln::cache::Store& store, const std::string& file, bool as_json) {
+int cmd_import(kiln::storage::Store& store, const std::string& file, bool as_json) {
   auto bytes = kiln::read_file(file);
   if (!bytes)
     return report(bytes.error());
   // Decode and validate everything first: a damaged or hostile bundle
   // changes nothing.
-  auto data = kiln::cache::decode_bundle(*bytes);
+  auto data = kiln::storage::decode_bundle(*bytes);
   if (!data)
     return report(data.error().context("'" + file + "'"));
-  if (kiln::Status s = kiln::runtime::validate_bundle(*data); !s)
+  if (kiln::Status s = kiln::core::check_bundle(*data); !s)
     return report(s.error().context("'" + file + "'"));
   if (kiln::Status s = store.put_bundle(*data); !s)
     return report(s.error());
@@ -574,8 +574,8 @@ int cmd_import(kiln::cache::Store& store, const std::string& file, bool as_json)
 }
 
 // The components of a job's key, by name, as stored.
-std::vector<std::pair<std::string, std::string>> key_components(const kiln::cache::JobRecord& j) {
-  auto c = kiln::driver::components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu,
+std::vector<std::pair<std::string, std::string>> key_components(const kiln::core::JobRecord& j) {
+  auto c = kiln::core::components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu,
                                        j.features, j.options, j.toolchain);
   std::string opt = c ? std::to_string(c->identity.options.opt_level) : j.options;
   std::string debug = c ? (c->identity.options.debug ? "true" : "false") : j.options;
@@ -584,7 +584,7 @@ std::vector<std::pair<std::string, std::string>> key_components(const kiln::cach
           {"opt_level", opt}, {"debug", debug}, {"toolchain", j.toolchain}};
 }
 
-int cmd_explain(kiln::cache::Store& store, const std::string& a, const std::string& b,
+int cmd_explain(kiln::storage::Store& store, const std::string& a, const std::string& b,
                 bool as_json) {
   auto ka = kiln::parse_hash128(a);
   auto kb = kiln::parse_hash128(b);
@@ -619,7 +619,7 @@ int cmd_explain(kiln::cache::Store& store, const std::string& a, const std::stri
   return 0;
 }
 
-int cmd_config(kiln::cache::Store& store, const std::string& name, const std::string& value,
+int cmd_config(kiln::storage::Store& store, const std::string& name, const std::string& value,
                bool as_json) {
   if (!name.empty() && name != "max_size") {
     std::cerr << "kiln-inspect: error: unknown setting '" << name << "' (known: max_size)\n";
@@ -725,7 +725,7 @@ int main(int argc, char** argv) {
   // Inspecting never creates a cache; importing into a new one does.
   if (!imp->parsed() && ::access(cache_path.c_str(), F_OK) != 0)
     return report(kiln::make_error(kiln::Code::not_found, "no cache at '" + cache_path + "'"));
-  auto store = kiln::cache::Store::open(cache_path);
+  auto store = kiln::storage::Store::open(cache_path);
   if (!store)
     return report(store.error());
   if (ls->parsed())

@@ -3,8 +3,9 @@
 // Compile-or-load parses and keys the unit, then asks the loader for the
 // root's closure by key: a hit loads without compiling or writing anything;
 // a miss compiles, stores and links through Plan::run, then loads.
-#include "cache/store.h"
-#include "driver/memo.h"
+#include "storage/local/store.h"
+#include "memo/memo.h"
+#include "runtime/backends.h"
 #include "runtime/loader.h"
 
 #include <kiln/jit.hpp>
@@ -148,9 +149,9 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
 
   // The request memo: a request seen before names its closure without the
   // IR being parsed at all.
-  std::optional<Hash128> memo = driver::memo_key(req);
+  std::optional<Hash128> memo = memo::memo_key(req);
   if (memo) {
-    auto hit = driver::memo_lookup(*c.store, *memo);
+    auto hit = memo::memo_lookup(*c.store, *memo);
     if (hit && *hit && (*hit)->report.roots.size() == 1) {
       CompileReport& rep = (*hit)->report;
       RootReport& root = rep.roots.front();
@@ -182,7 +183,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
         j.status = JobStatus::cached;
       described.roots.front().image = true;
       if (memo)
-        (void)driver::memo_record(*c.store, *memo, described, plan->toolchain_files());
+        (void)memo::memo_record(*c.store, *memo, described, plan->toolchain_files());
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};
     }
   }
@@ -191,7 +192,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   if (!report)
     return report.error().context(where(described.roots.front()));
   if (memo)
-    (void)driver::memo_record(*c.store, *memo, *report, plan->toolchain_files());
+    (void)memo::memo_record(*c.store, *memo, *report, plan->toolchain_files());
   for (const JobReport& j : report->jobs)
     if (j.status == JobStatus::failed)
       return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +

@@ -6,17 +6,17 @@
 // tier, a job the local cache lacks is first fetched from it, and what is
 // compiled, recorded or linked here is published to it; a sharded run
 // compiles only its share of the jobs.
-#include "cache/store.h"
+#include "storage/local/store.h"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
 #include "codegen/target.h"
-#include "driver/job_key.h"
-#include "driver/memo.h"
+#include "core/keys.h"
+#include "memo/memo.h"
 #include "codegen/ptxas.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
-#include "remote/tier.h"
-#include "runtime/image_link.h"
+#include "storage/remote/tier.h"
+#include "image/image.h"
 
 #include <kiln/compiler.hpp>
 
@@ -41,18 +41,18 @@ namespace {
 
 struct PlannedJob {
   Hash128 key;
-  driver::KeyComponents components;
+  core::KeyComponents components;
   std::string symbol;
   std::string bitcode;
   std::vector<ir::DeferredRef> refs; ///< symbol → child entry
   std::vector<std::pair<std::string, std::string>> renames; ///< placeholder → deferred symbol
   std::vector<Hash128> ref_keys;     ///< parallel to refs, filled after discovery
-  codegen::TargetDesc target;
+  core::TargetDesc target;
 };
 
 struct PlannedRoot {
   std::string name;
-  codegen::TargetDesc target;
+  core::TargetDesc target;
   Hash128 root;
 };
 
@@ -60,19 +60,19 @@ struct PlannedRoot {
 
 struct Plan::Impl {
   CompileRequest request;
-  codegen::CodegenOptions options;
+  core::CodegenOptions options;
   std::vector<PlannedJob> jobs; ///< discovery order
   std::unordered_map<std::string, size_t> by_key; ///< key hex → index
   std::vector<PlannedRoot> roots;
 
-  Status discover(const llvm::Module& unit, const codegen::TargetDesc& target,
+  Status discover(const llvm::Module& unit, const core::TargetDesc& target,
                   const std::vector<std::string>& roots);
-  driver::ClosureMap closure_of(const Hash128& root) const;
-  Result<CompileReport> run(cache::Store& store, remote::Tier* tier);
+  core::ClosureMap closure_of(const Hash128& root) const;
+  Result<CompileReport> run(storage::Store& store, storage::remote::Tier* tier);
   JobReport report_of(const PlannedJob& j) const;
 };
 
-Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc& target,
+Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& target,
                             const std::vector<std::string>& root_entries) {
   auto layout = codegen::target_data_layout(target);
   if (!layout)
@@ -82,7 +82,7 @@ Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc&
   cfg.triple = target.triple;
   cfg.data_layout = *layout;
   cfg.debug = options.debug;
-  cfg.deferred_symbol = driver::placeholder_symbol;
+  cfg.deferred_symbol = core::placeholder_symbol;
 
   std::unordered_map<std::string, Hash128> key_of_entry;
   std::deque<std::string> work(root_entries.begin(), root_entries.end());
@@ -100,13 +100,13 @@ Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc&
       return libs.error().context("target " + target.spec + ", job '" + entry + "'");
     PlannedJob job;
     job.components = {hash128(ex->bitcode), {entry, target, options}, toolchain + *libs};
-    job.key = driver::job_key(job.components);
-    job.symbol = driver::deferred_symbol(job.components.identity);
+    job.key = core::job_key(job.components);
+    job.symbol = core::deferred_symbol(job.components.identity);
     job.bitcode = std::move(ex->bitcode);
     // The module names children by placeholders; the job's code (after
     // finishing) and every record name them by their deferred symbols.
     for (ir::DeferredRef& r : ex->refs) {
-      std::string real = driver::deferred_symbol({r.entry, target, options});
+      std::string real = core::deferred_symbol({r.entry, target, options});
       job.renames.emplace_back(r.symbol, real);
       r.symbol = std::move(real);
     }
@@ -131,7 +131,7 @@ Status Plan::Impl::discover(const llvm::Module& unit, const codegen::TargetDesc&
   return Status::ok();
 }
 
-driver::ClosureMap Plan::Impl::closure_of(const Hash128& root) const {
+core::ClosureMap Plan::Impl::closure_of(const Hash128& root) const {
   std::map<std::string, Hash128> members;
   std::deque<Hash128> work{root};
   std::set<std::string> seen;
@@ -185,7 +185,7 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   impl->options.opt_level = request.opt_level;
   impl->options.debug = request.debug;
 
-  std::vector<codegen::TargetDesc> targets;
+  std::vector<core::TargetDesc> targets;
   std::set<std::string> seen_specs;
   for (const std::string& spec : request.targets.empty() ? std::vector<std::string>{"host"}
                                                          : request.targets) {
@@ -213,13 +213,13 @@ Result<Plan> Plan::create(const CompileRequest& request) {
       return make_error(Code::invalid_argument,
                         "entry '" + r + "' is not a function defined in the unit");
   }
-  for (const codegen::TargetDesc& t : targets) {
+  for (const core::TargetDesc& t : targets) {
     std::vector<std::string> roots = request.entries;
     if (roots.empty()) {
-      roots = ir::exported_functions(**unit, t.kind != codegen::TargetKind::host);
+      roots = ir::exported_functions(**unit, t.kind != core::TargetKind::host);
       if (roots.empty())
         return make_error(Code::invalid_argument,
-                          t.kind == codegen::TargetKind::host
+                          t.kind == core::TargetKind::host
                               ? "the unit defines no externally visible function to precompile"
                               : "the unit defines no kernel to precompile for " + t.spec +
                                     " (mark kernels with ptx_kernel/amdgpu_kernel or the "
@@ -243,17 +243,17 @@ CompileReport Plan::describe() const {
     RootReport rr;
     rr.name = r.name;
     rr.target = r.target.spec;
-    rr.closure = driver::closure_key(r.root, impl_->closure_of(r.root)).hex();
+    rr.closure = core::closure_key(r.root, impl_->closure_of(r.root)).hex();
     rep.roots.push_back(std::move(rr));
   }
   return rep;
 }
 
 Result<CompileReport> Plan::run(const std::string& cache_path) {
-  auto tier = remote::Tier::configured(impl_->request.remote, impl_->request.remote_read_only);
+  auto tier = storage::remote::Tier::configured(impl_->request.remote, impl_->request.remote_read_only);
   if (!tier)
     return tier.error();
-  auto opened = cache::Store::open(cache_path);
+  auto opened = storage::Store::open(cache_path);
   if (!opened)
     return opened.error();
   return impl_->run(**opened, tier->get());
@@ -274,7 +274,7 @@ unsigned shard_of(const Hash128& key, unsigned count) { return unsigned(key.lo %
 
 } // namespace
 
-Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
+Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Tier* tier) {
   Impl& p = *this;
   const unsigned shards = p.request.shard_count;
 
@@ -331,7 +331,7 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
         report_progress(r);
         continue;
       }
-      cache::JobRecord rec;
+      core::JobRecord rec;
       rec.key = j.key;
       rec.entry = r.entry;
       rec.symbol = j.symbol;
@@ -343,10 +343,10 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
       rec.module_hash = j.components.module_hash;
       rec.toolchain = j.components.toolchain;
       rec.compile_ms = ms;
-      std::vector<cache::Artifact> stored;
+      std::vector<core::Artifact> stored;
       for (codegen::CompiledArtifact& a : *arts)
         stored.push_back({a.format, std::move(a.bytes)});
-      std::vector<cache::JobRef> refs;
+      std::vector<core::JobRef> refs;
       for (const ir::DeferredRef& d : j.refs)
         refs.push_back({d.symbol, d.entry});
       Status s = store.put_job(rec, stored, refs);
@@ -375,7 +375,7 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
     RootReport rr;
     rr.name = root.name;
     rr.target = root.target.spec;
-    driver::ClosureMap members = p.closure_of(root.root);
+    core::ClosureMap members = p.closure_of(root.root);
     size_t elsewhere = 0;
     for (const auto& [symbol, key] : members) {
       const JobReport* jr = status_of.at(key.hex());
@@ -384,14 +384,14 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
       elsewhere += jr->other_shard;
     }
     if (rr.error.empty()) {
-      Hash128 ck = driver::closure_key(root.root, members);
-      cache::ClosureRecord rec;
+      Hash128 ck = core::closure_key(root.root, members);
+      core::ClosureRecord rec;
       rec.key = ck;
       rec.root_job = root.root;
       rec.target = root.target.spec;
       for (const auto& [symbol, key] : members)
         rec.members.push_back({symbol, key, {}});
-      cache::NameRecord name{root.name, root.target.spec, ck};
+      core::NameRecord name{root.name, root.target.spec, ck};
       // The closure and name are pure functions of the plan: every shard
       // publishes them, so a loader finds them whichever shard compiled what.
       if (tier) {
@@ -411,7 +411,7 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
         rr.closure = ck.hex();
         if (p.request.link_images) {
           auto stored = store.get_closure(ck);
-          auto image = stored ? runtime::fetch_or_link_image(store, *stored, nullptr, tier)
+          auto image = stored ? image::fetch_or_link(store, *stored, nullptr, tier)
                               : Result<std::string>(stored.error());
           if (image)
             rr.image = true;
@@ -425,13 +425,13 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
     rep.roots.push_back(std::move(rr));
   }
 
-  cache::Counters usage;
+  storage::Counters usage;
   for (const JobReport& r : rep.jobs) {
     usage.job_hits += r.status == JobStatus::cached && !r.other_shard;
     usage.job_misses += r.status == JobStatus::compiled;
   }
   if (tier) {
-    cache::Counters r = tier->take_counters();
+    storage::Counters r = tier->take_counters();
     usage.remote_hits = r.remote_hits;
     usage.remote_misses = r.remote_misses;
     usage.remote_bytes_in = r.remote_bytes_in;
@@ -444,7 +444,7 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
   auto limit = store.max_size();
   auto live = store.live_bytes();
   if (limit && live && *live > *limit) {
-    cache::GcOptions gc;
+    storage::GcOptions gc;
     gc.max_size = *limit;
     gc.vacuum = false;
     // What this precompile made stays, whatever the limit: evicting it would
@@ -459,13 +459,13 @@ Result<CompileReport> Plan::Impl::run(cache::Store& store, remote::Tier* tier) {
 }
 
 Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path) {
-  auto tier = remote::Tier::configured(request.remote, request.remote_read_only);
+  auto tier = storage::remote::Tier::configured(request.remote, request.remote_read_only);
   if (!tier)
     return tier.error();
   // No key for a sharded run (its report is partial) or one that publishes
   // to a shared tier: those always go through the plan.
-  std::optional<Hash128> memo = driver::memo_key(request);
-  auto hit = driver::memo_answer(request, cache_path, memo);
+  std::optional<Hash128> memo = memo::memo_key(request);
+  auto hit = memo::memo_answer(request, cache_path, memo);
   if (!hit)
     return hit.error();
   if (*hit)
@@ -473,12 +473,12 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
   auto plan = Plan::create(request);
   if (!plan)
     return plan.error();
-  auto store = cache::Store::open(cache_path);
+  auto store = storage::Store::open(cache_path);
   if (!store)
     return store.error();
   auto report = plan->impl_->run(**store, tier->get());
   if (report && memo)
-    (void)driver::memo_record(**store, *memo, *report, plan->toolchain_files()); // an optimisation
+    (void)memo::memo_record(**store, *memo, *report, plan->toolchain_files()); // an optimisation
   return report;
 }
 

@@ -37,10 +37,10 @@ kiln_status kiln_cache_open(const char* path, kiln_cache** out) {
   }
   // $KILN_REMOTE gives every program the shared tier unchanged; a bad value
   // is an error here, a down server only a notice at first use.
-  auto remote = kiln::remote::Tier::configured("");
+  auto remote = kiln::storage::remote::Tier::configured("");
   if (!remote)
     return fail(remote.error());
-  auto store = kiln::cache::Store::open(p);
+  auto store = kiln::storage::Store::open(p);
   if (!store)
     return fail(store.error());
   (*store)->defer_checkpoint(); // a loading process's close costs no fsync

@@ -1,6 +1,8 @@
 #include "runtime/loader.h"
 
-#include "runtime/image_link.h"
+#include "core/target.h"
+#include "image/image.h"
+#include "runtime/backends.h"
 #include "support/hash.h"
 
 #include <algorithm>
@@ -10,7 +12,7 @@ namespace kiln::runtime {
 
 namespace {
 
-Result<Hash128> resolve(cache::Store& store, std::string_view name, const std::string& target) {
+Result<Hash128> resolve(storage::Store& store, std::string_view name, const std::string& target) {
   std::string n(name);
   auto by_name = store.resolve_name(n, target);
   if (by_name || by_name.error().code != Code::not_found || !is_hash128_hex(name))
@@ -20,7 +22,7 @@ Result<Hash128> resolve(cache::Store& store, std::string_view name, const std::s
 
 // The target a NULL/empty target means: the best one the cache has for this
 // process's devices (an NVIDIA GPU, then an AMD GPU), else the host.
-Result<std::string> choose_target(cache::Store& store, std::string_view name) {
+Result<std::string> choose_target(storage::Store& store, std::string_view name) {
   std::vector<std::string> have;
   if (is_hash128_hex(name)) {
     auto c = store.get_closure(*parse_hash128(name));
@@ -30,7 +32,7 @@ Result<std::string> choose_target(cache::Store& store, std::string_view name) {
   auto names = store.names_for(std::string(name));
   if (!names)
     return names.error();
-  for (const cache::NameRecord& n : *names)
+  for (const core::NameRecord& n : *names)
     have.push_back(n.target);
   if (auto nv = choose_cuda_target(have); nv && !nv->empty())
     return *nv;
@@ -45,7 +47,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
                                                std::string_view target_arg) {
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
-  cache::Store& store = *cache.store;
+  storage::Store& store = *cache.store;
   std::string target;
   if (target_arg.empty()) {
     auto t = choose_target(store, name);
@@ -75,16 +77,16 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
 
   Result<std::string> bytes = make_error(Code::internal, "no image");
   bool linked = false;
-  if (device_kind(target) == DeviceKind::nvidia) {
+  if (core::target_kind(target) == core::TargetKind::nvptx) {
     // A cubin for another major (or another 'a' arch) does not run here; its
     // PTX may, through the driver's JIT.
     auto jit = cuda_needs_jit(target);
     if (!jit)
       return jit.error().context("loading '" + std::string(name) + "'");
-    bytes = *jit ? fetch_or_jit_image(store, *closure, &linked)
-                 : fetch_or_link_image(store, *closure, &linked, cache.remote.get());
+    bytes = *jit ? cuda_jit_image(store, *closure, &linked)
+                 : image::fetch_or_link(store, *closure, &linked, cache.remote.get());
   } else {
-    bytes = fetch_or_link_image(store, *closure, &linked, cache.remote.get());
+    bytes = image::fetch_or_link(store, *closure, &linked, cache.remote.get());
   }
   if (!bytes)
     return bytes.error().context("loading '" + std::string(name) + "' for " + target);
@@ -93,14 +95,14 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   img->closure = *key;
   img->target = target;
   Result<std::unique_ptr<LoadedModule>> mod = make_error(Code::internal, "no loader");
-  switch (device_kind(target)) {
-  case DeviceKind::host:
+  switch (core::target_kind(target)) {
+  case core::TargetKind::host:
     mod = load_host_image(*bytes, *closure, img->symbols);
     break;
-  case DeviceKind::nvidia:
+  case core::TargetKind::nvptx:
     mod = load_cuda_image(*bytes, *closure, img->symbols);
     break;
-  case DeviceKind::amd:
+  case core::TargetKind::amdgpu:
     mod = load_hip_image(*bytes, *closure, img->symbols);
     break;
   }
@@ -127,7 +129,7 @@ void kiln_cache::record_load(const kiln::Hash128& closure, bool linked) {
 }
 
 void kiln_cache::flush_usage() {
-  kiln::cache::Counters counts;
+  kiln::storage::Counters counts;
   std::vector<kiln::Hash128> closures;
   {
     std::lock_guard lock(usage_mu);
@@ -135,7 +137,7 @@ void kiln_cache::flush_usage() {
     std::swap(closures, used);
   }
   if (remote) {
-    kiln::cache::Counters r = remote->take_counters();
+    kiln::storage::Counters r = remote->take_counters();
     counts.remote_hits += r.remote_hits;
     counts.remote_misses += r.remote_misses;
     counts.remote_bytes_in += r.remote_bytes_in;

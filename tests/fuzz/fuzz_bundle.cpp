@@ -5,8 +5,8 @@
 //         cereal decoding and the validation behind the checksum.
 // Decoding and validation must return errors, never crash, hang or
 // allocate without bound.
-#include "cache/bundle.h"
-#include "runtime/bundle_check.h"
+#include "storage/bundle.h"
+#include "core/check.h"
 #include "support/compress.h"
 #include "support/hash.h"
 
@@ -25,7 +25,7 @@ std::string envelope(const std::string& payload) {
   std::string packed = kiln::zstd_compress(payload, 1);
   kiln::Hash128 h = kiln::hash128(packed);
   std::string out = "KILNBNDL";
-  put_le(out, kiln::cache::kBundleVersion, 4);
+  put_le(out, kiln::storage::kBundleVersion, 4);
   put_le(out, payload.size(), 8);
   put_le(out, h.hi, 8);
   put_le(out, h.lo, 8);
@@ -39,9 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   std::string file = (data[0] & 1) ? envelope(rest) : rest;
-  auto bundle = kiln::cache::decode_bundle(file);
+  auto bundle = kiln::storage::decode_bundle(file);
   if (!bundle)
     return 0;
-  (void)kiln::runtime::validate_bundle(*bundle);
+  (void)kiln::core::check_bundle(*bundle);
   return 0;
 }

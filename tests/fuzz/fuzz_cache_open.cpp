@@ -3,7 +3,7 @@
 // name and image lookups, a gc dry run). Every path must end in a clear
 // error or a result, never a crash; the file is never modified unless it
 // opened as a Kiln cache.
-#include "cache/store.h"
+#include "storage/local/store.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -38,10 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   ::close(fd);
   {
-    auto store = kiln::cache::Store::open(path);
+    auto store = kiln::storage::Store::open(path);
     if (!store)
       return 0;
-    kiln::cache::Store& s = **store;
+    kiln::storage::Store& s = **store;
     (void)s.verify();
     (void)s.stats();
     if (auto jobs = s.list_jobs())
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (auto names = s.list_names())
       for (const auto& n : *names)
         (void)s.resolve_name(n.name, n.target);
-    kiln::cache::GcOptions o;
+    kiln::storage::GcOptions o;
     o.max_size = 0;
     o.dry_run = true;
     (void)s.gc(o);

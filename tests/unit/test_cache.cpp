@@ -1,7 +1,7 @@
 // Unit tests for the SQLite cache (src/cache/store.h): creation, migration,
 // round trips, idempotent content-addressed writes, corruption detection,
 // refusal of foreign files, and concurrent writers (threads and processes).
-#include "cache/store.h"
+#include "storage/local/store.h"
 #include "support/files.h"
 #include "support/hash.h"
 
@@ -23,7 +23,7 @@
 #include <vector>
 
 using namespace kiln;
-using namespace kiln::cache;
+using namespace kiln::storage;
 
 namespace {
 
@@ -774,7 +774,7 @@ TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping 
     REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }
-  auto st = kiln::cache::Store::open(path);
+  auto st = kiln::storage::Store::open(path);
   REQUIRE_MESSAGE(st, st.error().message);
   auto jobs = (*st)->list_jobs();
   REQUIRE(jobs);
@@ -782,7 +782,7 @@ TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping 
   // Schema 2's tables are there and work.
   CHECK((*st)->set_setting("max_size", "1024"));
   CHECK(*(*st)->max_size() == 1024);
-  kiln::cache::Counters c;
+  kiln::storage::Counters c;
   c.loads = 3;
   CHECK((*st)->add_counters(c));
   CHECK((*st)->stats()->counters.loads == 3);
@@ -792,7 +792,7 @@ TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping 
   sqlite3_stmt* s = nullptr;
   REQUIRE(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr) == SQLITE_OK);
   REQUIRE(sqlite3_step(s) == SQLITE_ROW);
-  CHECK(sqlite3_column_int(s, 0) == kiln::cache::schema_version());
+  CHECK(sqlite3_column_int(s, 0) == kiln::storage::schema_version());
   sqlite3_finalize(s);
   sqlite3_close(db);
 }

@@ -1,8 +1,8 @@
 // Unit tests for ingest, job extraction (src/ir), job/closure keys
 // (src/driver/job_key.h) and the compiler API's Plan (include/kiln/compiler.hpp).
-#include "cache/store.h"
+#include "storage/local/store.h"
 #include "codegen/target.h"
-#include "driver/job_key.h"
+#include "core/keys.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
 #include "support/files.h"
@@ -29,32 +29,32 @@ namespace {
 
 const std::string kData = KILN_TEST_DATA;
 
-codegen::TargetDesc host() {
+core::TargetDesc host() {
   auto t = codegen::resolve_target("host");
   REQUIRE(t);
   return *t;
 }
 
 ir::ExtractConfig config(bool debug = false) {
-  codegen::TargetDesc t = host();
+  core::TargetDesc t = host();
   auto layout = codegen::target_data_layout(t);
   REQUIRE(layout);
   ir::ExtractConfig cfg;
   cfg.triple = t.triple;
   cfg.data_layout = *layout;
   cfg.debug = debug;
-  codegen::CodegenOptions opts;
+  core::CodegenOptions opts;
   opts.debug = debug;
   cfg.deferred_symbol = [t, opts](const std::string& entry) {
-    return driver::deferred_symbol({entry, t, opts});
+    return core::deferred_symbol({entry, t, opts});
   };
   return cfg;
 }
 
 std::string deferred_symbol_for(const std::string& entry, bool debug = false) {
-  codegen::CodegenOptions opts;
+  core::CodegenOptions opts;
   opts.debug = debug;
-  return driver::deferred_symbol({entry, host(), opts});
+  return core::deferred_symbol({entry, host(), opts});
 }
 
 // Ingests in-memory IR and extracts one job from it.
@@ -486,8 +486,8 @@ TEST_CASE("ingest links several inputs into one unit; exported_functions lists r
 
 namespace {
 
-driver::KeyComponents base_components() {
-  driver::KeyComponents c;
+core::KeyComponents base_components() {
+  core::KeyComponents c;
   c.module_hash = hash128("module");
   c.identity.entry = "f";
   c.identity.target = host();
@@ -507,20 +507,20 @@ bool is_deferred_symbol(const std::string& s) {
 } // namespace
 
 TEST_CASE("job_key is stable for equal inputs and changes with every component") {
-  driver::KeyComponents base = base_components();
-  Hash128 k = driver::job_key(base);
-  CHECK(driver::job_key(base_components()) == k);
+  core::KeyComponents base = base_components();
+  Hash128 k = core::job_key(base);
+  CHECK(core::job_key(base_components()) == k);
 
-  std::vector<std::pair<const char*, driver::KeyComponents>> variants;
+  std::vector<std::pair<const char*, core::KeyComponents>> variants;
   auto add = [&](const char* what, auto mutate) {
-    driver::KeyComponents c = base_components();
+    core::KeyComponents c = base_components();
     mutate(c);
     variants.emplace_back(what, c);
   };
   add("module hash", [](auto& c) { c.module_hash = hash128("module2"); });
   add("entry", [](auto& c) { c.identity.entry = "g"; });
   add("target spec", [](auto& c) { c.identity.target.spec = "host2"; });
-  add("target kind", [](auto& c) { c.identity.target.kind = codegen::TargetKind::nvptx; });
+  add("target kind", [](auto& c) { c.identity.target.kind = core::TargetKind::nvptx; });
   add("triple", [](auto& c) { c.identity.target.triple = "aarch64-unknown-linux-gnu"; });
   add("cpu", [](auto& c) { c.identity.target.cpu = c.identity.target.cpu + "x"; });
   add("features", [](auto& c) { c.identity.target.features += ",+madeup"; });
@@ -539,31 +539,31 @@ TEST_CASE("job_key is stable for equal inputs and changes with every component")
   std::set<Hash128> all{k};
   for (auto& [what, c] : variants) {
     INFO(what);
-    Hash128 v = driver::job_key(c);
+    Hash128 v = core::job_key(c);
     CHECK(v != k);
-    CHECK(driver::job_key(c) == v); // stable
+    CHECK(core::job_key(c) == v); // stable
     all.insert(v);
   }
   CHECK(all.size() == variants.size() + 1); // pairwise distinct
 }
 
 TEST_CASE("deferred_symbol: __kiln_deferred_ + 32 hex, from identity but not module hash") {
-  driver::KeyComponents a = base_components();
-  std::string s = driver::deferred_symbol(a.identity);
+  core::KeyComponents a = base_components();
+  std::string s = core::deferred_symbol(a.identity);
   CHECK(is_deferred_symbol(s));
-  CHECK(driver::deferred_symbol(base_components().identity) == s);
+  CHECK(core::deferred_symbol(base_components().identity) == s);
 
   // The module hash changes the job key but not the symbol parents use.
-  driver::KeyComponents b = base_components();
+  core::KeyComponents b = base_components();
   b.module_hash = hash128("a different body");
   b.toolchain = "other toolchain";
-  CHECK(driver::job_key(a) != driver::job_key(b));
-  CHECK(driver::deferred_symbol(b.identity) == s);
+  CHECK(core::job_key(a) != core::job_key(b));
+  CHECK(core::deferred_symbol(b.identity) == s);
 
   auto differs = [&](auto mutate) {
-    driver::KeyComponents c = base_components();
+    core::KeyComponents c = base_components();
     mutate(c);
-    std::string t = driver::deferred_symbol(c.identity);
+    std::string t = core::deferred_symbol(c.identity);
     CHECK(is_deferred_symbol(t));
     return t != s;
   };
@@ -576,27 +576,27 @@ TEST_CASE("deferred_symbol: __kiln_deferred_ + 32 hex, from identity but not mod
   CHECK(differs([](auto& c) { c.identity.options.debug = true; }));
 
   // Not the same hash as the job key.
-  CHECK(s.substr(16) != driver::job_key(a).hex());
+  CHECK(s.substr(16) != core::job_key(a).hex());
 }
 
 TEST_CASE("closure_key is independent of member order and depends on members and root") {
   Hash128 root = hash128("root");
-  driver::ClosureMap m1{{"sym_a", hash128("a")}, {"sym_b", hash128("b")}, {"sym_c", hash128("c")}};
-  driver::ClosureMap m2{{"sym_c", hash128("c")}, {"sym_a", hash128("a")}, {"sym_b", hash128("b")}};
-  Hash128 k = driver::closure_key(root, m1);
-  CHECK(driver::closure_key(root, m2) == k);
-  CHECK(driver::closure_key(root, m1) == k);
+  core::ClosureMap m1{{"sym_a", hash128("a")}, {"sym_b", hash128("b")}, {"sym_c", hash128("c")}};
+  core::ClosureMap m2{{"sym_c", hash128("c")}, {"sym_a", hash128("a")}, {"sym_b", hash128("b")}};
+  Hash128 k = core::closure_key(root, m1);
+  CHECK(core::closure_key(root, m2) == k);
+  CHECK(core::closure_key(root, m1) == k);
 
-  CHECK(driver::closure_key(hash128("other root"), m1) != k);
-  driver::ClosureMap fewer{{"sym_a", hash128("a")}, {"sym_b", hash128("b")}};
-  CHECK(driver::closure_key(root, fewer) != k);
-  driver::ClosureMap other_job{{"sym_a", hash128("a")}, {"sym_b", hash128("b2")},
+  CHECK(core::closure_key(hash128("other root"), m1) != k);
+  core::ClosureMap fewer{{"sym_a", hash128("a")}, {"sym_b", hash128("b")}};
+  CHECK(core::closure_key(root, fewer) != k);
+  core::ClosureMap other_job{{"sym_a", hash128("a")}, {"sym_b", hash128("b2")},
                                {"sym_c", hash128("c")}};
-  CHECK(driver::closure_key(root, other_job) != k);
+  CHECK(core::closure_key(root, other_job) != k);
   // Swapping which symbol maps to which job is a different closure.
-  driver::ClosureMap swapped{{"sym_a", hash128("b")}, {"sym_b", hash128("a")},
+  core::ClosureMap swapped{{"sym_a", hash128("b")}, {"sym_b", hash128("a")},
                              {"sym_c", hash128("c")}};
-  CHECK(driver::closure_key(root, swapped) != k);
+  CHECK(core::closure_key(root, swapped) != k);
 }
 
 // ---------------------------------------------------------------------------
@@ -744,7 +744,7 @@ TEST_CASE("Plan::run compiles into a cache; a second run finds every job cached"
   CHECK(progress.back().done == 3);
 
   // The cache holds the jobs once each, and the root's name resolves.
-  auto st = cache::Store::open(cache);
+  auto st = storage::Store::open(cache);
   REQUIRE(st);
   auto jobs = (*st)->list_jobs();
   REQUIRE(jobs);

@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_select.h"
-#include "runtime/image_link.h"
+#include "core/target.h"
+#include "runtime/backends.h"
 #include "runtime/loader.h"
 #include "codegen/target.h"
 
@@ -60,11 +61,11 @@ TEST_CASE("target selection prefers a running cubin, exact arch first, then PTX 
 }
 
 TEST_CASE("device kinds and image arches come from the target spec alone") {
-  CHECK(device_kind("sm_90") == DeviceKind::nvidia);
-  CHECK(device_kind("gfx942:xnack-") == DeviceKind::amd);
-  CHECK(device_kind("host") == DeviceKind::host);
-  CHECK(image_arch("gfx942:xnack-") == "gfx942:xnack-");
-  CHECK(image_arch("host") != "host");
+  CHECK(kiln::core::target_kind("sm_90") == kiln::core::TargetKind::nvptx);
+  CHECK(kiln::core::target_kind("gfx942:xnack-") == kiln::core::TargetKind::amdgpu);
+  CHECK(kiln::core::target_kind("host") == kiln::core::TargetKind::host);
+  CHECK(kiln::core::image_arch("gfx942:xnack-") == "gfx942:xnack-");
+  CHECK(kiln::core::image_arch("host") != "host");
 }
 
 TEST_CASE("a HIP device's gcnArchName becomes a target spec the compiler accepts") {

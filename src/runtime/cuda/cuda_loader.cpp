@@ -1,6 +1,8 @@
 // NVIDIA images through the CUDA driver API, dlopen'd at first use. No GPU
 // or no driver is KILN_UNAVAILABLE with the reason, never an abort.
-#include "runtime/loader.h"
+#include "runtime/backends.h"
+
+#include "image/image.h"
 
 #include "runtime/cuda/cuda_select.h"
 #include "support/fault.h"
@@ -177,8 +179,34 @@ Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,
   return out;
 }
 
+Result<std::string> cuda_jit_image(storage::Store& store, const core::ClosureRecord& closure,
+                                   bool* linked) {
+  auto arch = cuda_device_arch();
+  if (!arch)
+    return arch.error();
+  image::Maker jit;
+  jit.arch = *arch;
+  jit.fingerprint = cuda_jit_fingerprint;
+  jit.make = [&](const core::ClosureRecord& c) -> Result<std::string> {
+    std::string what = "JIT of closure " + c.key.hex() + " for " + *arch;
+    std::vector<std::string> ptx, names;
+    for (const core::ClosureMember& m : c.members) {
+      auto p = store.get_artifact(m.job, "ptx");
+      if (!p)
+        return p.error().context(what);
+      ptx.push_back(p.take());
+      names.push_back(m.job.hex());
+    }
+    auto image = cuda_jit_link(ptx, names);
+    if (!image)
+      return image.error().context(what);
+    return image;
+  };
+  return image::fetch_or_make(store, closure, jit, linked);
+}
+
 Result<std::unique_ptr<LoadedModule>> load_cuda_image(const std::string& bytes,
-                                                      const cache::ClosureRecord& closure,
+                                                      const core::ClosureRecord& closure,
                                                       SymbolMap& symbols) {
   const Cuda& c = cuda();
   std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
@@ -196,7 +224,7 @@ Result<std::unique_ptr<LoadedModule>> load_cuda_image(const std::string& bytes,
   auto mod = std::make_unique<CudaModule>(module);
   // Only kernels have CUfunction handles; device functions of the closure
   // are reached through the kernels' deferred pointers.
-  for (const cache::ClosureMember& m : closure.members) {
+  for (const core::ClosureMember& m : closure.members) {
     void* fn = nullptr;
     rc = c.cuModuleGetFunction(&fn, module, m.symbol.c_str());
     if (rc == 0)

@@ -1,6 +1,6 @@
 // AMD images through HIP, dlopen'd at first use; mirrors cuda/. No GPU or
 // no ROCm runtime is KILN_UNAVAILABLE with the reason, never an abort.
-#include "runtime/loader.h"
+#include "runtime/backends.h"
 #include "support/fault.h"
 
 #include <dlfcn.h>
@@ -136,7 +136,7 @@ Result<std::string> choose_hip_target(const std::vector<std::string>& have) {
 }
 
 Result<std::unique_ptr<LoadedModule>> load_hip_image(const std::string& bytes,
-                                                     const cache::ClosureRecord& closure,
+                                                     const core::ClosureRecord& closure,
                                                      SymbolMap& symbols) {
   const Hip& h = hip();
   std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
@@ -148,7 +148,7 @@ Result<std::unique_ptr<LoadedModule>> load_hip_image(const std::string& bytes,
     return make_error(Code::unavailable, "hipModuleLoadData of " + what + " on " + h.arch +
                                              " failed: HIP error " + std::to_string(rc));
   auto mod = std::make_unique<HipModule>(module);
-  for (const cache::ClosureMember& m : closure.members) {
+  for (const core::ClosureMember& m : closure.members) {
     void* fn = nullptr;
     rc = h.hipModuleGetFunction(&fn, module, m.symbol.c_str());
     if (rc == 0)

@@ -1,6 +1,6 @@
 // Host images: check the bytes are a shared object for this machine, then
 // dlopen them from an anonymous memory file, so nothing touches the disk.
-#include "runtime/loader.h"
+#include "runtime/backends.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -61,16 +61,9 @@ Status validate_elf(const std::string& b, const std::string& what) {
 
 } // namespace
 
-const char* host_arch() {
-#if defined(__x86_64__)
-  return "x86_64-linux";
-#else
-  return "aarch64-linux";
-#endif
-}
 
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
-                                                      const cache::ClosureRecord& closure,
+                                                      const core::ClosureRecord& closure,
                                                       SymbolMap& symbols) {
   std::string what = "image of closure " + closure.key.hex();
   KILN_TRY(validate_elf(bytes, what)); // image_link's check_image ran too; this guards dlopen itself
@@ -97,7 +90,7 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
     return make_error(Code::corrupt, "dlopen of " + what + " failed: " + (e ? e : "unknown"));
   }
   auto mod = std::make_unique<HostModule>(handle, fd);
-  for (const cache::ClosureMember& m : closure.members) {
+  for (const core::ClosureMember& m : closure.members) {
     void* p = ::dlsym(handle, m.symbol.c_str());
     if (!p)
       return make_error(Code::corrupt, what + " lacks symbol " + m.symbol + " (entry " + m.entry +

@@ -3,7 +3,7 @@
 // built on one machine to another. Decoding treats the bytes as hostile.
 #pragma once
 
-#include "cache/store.h"
+#include "storage/local/store.h"
 
 #include <kiln/result.hpp>
 
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kiln::cache {
+namespace kiln::storage {
 
 inline constexpr uint32_t kBundleVersion = 1;
 
@@ -27,4 +27,4 @@ std::string encode_bundle(const BundleData& data);
 /// further than that: the caller validates the contents.
 Result<BundleData> decode_bundle(std::string_view bytes);
 
-} // namespace kiln::cache
+} // namespace kiln::storage

@@ -1,16 +1,20 @@
-// Names for jobs, deferred symbols and closures: XXH3-128 over a canonical
-// cereal serialization (portable binary: byte order fixed) of exactly the
-// things that determine the code. Never a pointer, counter, path or time.
+// Every key Kiln computes, in one place: jobs, deferred symbols, closures,
+// images and request memos. Each is XXH3-128 over a canonical cereal
+// serialization (portable binary: byte order fixed) of exactly the things
+// that determine the content. Never a pointer, counter, path or time.
 #pragma once
 
-#include "codegen/target.h"
+#include "core/records.h"
+#include "core/target.h"
 #include "support/hash.h"
+
+#include <kiln/result.hpp>
 
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace kiln::driver {
+namespace kiln::core {
 
 /// Bumped whenever the meaning of a key's components changes.
 inline constexpr int kKeyFormat = 1;
@@ -20,8 +24,8 @@ inline constexpr int kKeyFormat = 1;
 /// without recompiling its parents.
 struct JobIdentity {
   std::string entry;
-  codegen::TargetDesc target;
-  codegen::CodegenOptions options;
+  TargetDesc target;
+  CodegenOptions options;
 };
 
 /// "__kiln_deferred_" + 32 hex digits: a valid identifier on every target
@@ -57,4 +61,32 @@ Result<KeyComponents> components_of(const std::string& module_hash_hex, const st
                                     const std::string& cpu, const std::string& features,
                                     const std::string& options, const std::string& toolchain);
 
-} // namespace kiln::driver
+/// A stored job's key, recomputed from its stored components (verify,
+/// import, the remote tier). Malformed components are `corrupt`.
+Result<Hash128> job_key_of(const JobRecord& job);
+
+/// What an image is stored under: its closure, the device architecture it
+/// was made for (image_arch) and the fingerprint of the linker that made it.
+inline ImageKey image_key(const Hash128& closure, std::string arch, std::string linker) {
+  return {closure, std::move(arch), std::move(linker)};
+}
+
+/// Bumped whenever what a request memo's key covers changes.
+inline constexpr int kMemoFormat = 1;
+
+/// What a request memo is keyed by, each part already canonical; the memo
+/// layer assembles them from a request (memo/memo.h).
+struct MemoKeyParts {
+  std::string kiln_version;
+  std::string llvm_version;
+  std::vector<std::string> inputs; ///< hex hashes of the input files' bytes
+  std::vector<std::string> entries;
+  std::vector<std::string> targets;
+  int opt_level = 2;
+  bool debug = false;
+  std::string host_cpu;                   ///< empty unless a target is "host"
+  std::vector<std::string> toolchain_env; ///< variables that pick device toolchains
+};
+Hash128 memo_key(const MemoKeyParts& p);
+
+} // namespace kiln::core

@@ -1,6 +1,6 @@
-#include "cache/bundle.h"
+#include "storage/bundle.h"
 
-#include "cache/statement.h"
+#include "storage/local/statement.h"
 #include "support/compress.h"
 
 #include <cereal/archives/portable_binary.hpp>
@@ -18,7 +18,7 @@
 // overload resolution for the bundle's input archive, refuse a length
 // longer than what is left of the payload, and grow vectors only as their
 // elements actually decode.
-namespace kiln::cache {
+namespace kiln::storage {
 namespace {
 thread_local uint64_t* g_decode_budget = nullptr; // bytes not yet claimed by strings
 
@@ -30,14 +30,14 @@ void claim(uint64_t n, bool consume) {
     *g_decode_budget -= n;
 }
 } // namespace
-} // namespace kiln::cache
+} // namespace kiln::storage
 
 namespace cereal {
 
 inline void load(PortableBinaryInputArchive& ar, std::string& s) {
   size_type n = 0;
   ar(make_size_tag(n));
-  kiln::cache::claim(n, true);
+  kiln::storage::claim(n, true);
   s.resize(size_t(n));
   ar(binary_data(s.data(), size_t(n)));
 }
@@ -45,7 +45,7 @@ inline void load(PortableBinaryInputArchive& ar, std::string& s) {
 template <class T> void load(PortableBinaryInputArchive& ar, std::vector<T>& v) {
   size_type n = 0;
   ar(make_size_tag(n));
-  kiln::cache::claim(n, false); // every element takes at least one byte
+  kiln::storage::claim(n, false); // every element takes at least one byte
   v.clear();
   for (size_type i = 0; i < n; ++i)
     ar(v.emplace_back());
@@ -53,7 +53,8 @@ template <class T> void load(PortableBinaryInputArchive& ar, std::vector<T>& v) 
 
 } // namespace cereal
 
-namespace kiln::cache {
+// cereal finds these by argument-dependent lookup: beside the records.
+namespace kiln::core {
 
 template <class A> void serialize(A& ar, JobRecord& j) {
   ar(j.key, j.entry, j.symbol, j.target, j.triple, j.cpu, j.features, j.options, j.module_hash,
@@ -70,6 +71,11 @@ template <class A> void serialize(A& ar, ImageRecord& i) { ar(i.key, i.format, i
 template <class A> void serialize(A& ar, NameRecord& n) { ar(n.name, n.target, n.closure); }
 template <class A> void serialize(A& ar, BundleData::Job& j) { ar(j.record, j.artifacts, j.refs); }
 template <class A> void serialize(A& ar, BundleData& b) { ar(b.jobs, b.closures, b.images, b.names); }
+
+} // namespace kiln::core
+
+namespace kiln::storage {
+
 
 namespace {
 
@@ -193,4 +199,4 @@ Result<BundleData> decode_bundle(std::string_view bytes) {
   return data;
 }
 
-} // namespace kiln::cache
+} // namespace kiln::storage

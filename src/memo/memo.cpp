@@ -1,14 +1,11 @@
-#include "driver/memo.h"
+#include "memo/memo.h"
 
-#include "runtime/image_link.h"
+#include "core/keys.h"
+#include "image/image.h"
 #include "support/files.h"
 
-#include <cereal/archives/portable_binary.hpp>
-#include <cereal/types/string.hpp>
-#include <cereal/types/vector.hpp>
 
 #include <cstdlib>
-#include <dlfcn.h>
 #include <mutex>
 #include <unistd.h>
 #include <ctime>
@@ -30,35 +27,8 @@
 #error "KILN_LLVM_VERSION must name the LLVM libkiln-compiler is built with"
 #endif
 
-namespace kiln {
 
-// The report types' few functions live here, in the LLVM-free library, so
-// that a memo hit needs nothing else.
-const char* job_status_name(JobStatus s) {
-  switch (s) {
-  case JobStatus::compiled: return "compiled";
-  case JobStatus::cached: return "cached";
-  case JobStatus::failed: return "failed";
-  }
-  return "?";
-}
-
-bool CompileReport::ok() const {
-  for (const JobReport& j : jobs)
-    if (j.status == JobStatus::failed)
-      return false;
-  for (const RootReport& r : roots)
-    if (!r.error.empty())
-      return false;
-  return true;
-}
-
-} // namespace kiln
-
-namespace kiln::driver {
-
-/// Bumped whenever what a memo key covers changes.
-constexpr int kMemoFormat = 1;
+namespace kiln::memo {
 
 std::string host_cpu_identity() {
   std::ostringstream id;
@@ -168,21 +138,18 @@ std::optional<Hash128> memo_key(const CompileRequest& req) {
   if (device)
     for (const char* v : {"KILN_PTXAS", "CUDA_HOME", "KILN_LIBDEVICE", "KILN_ROCM_DEVICE_LIBS", "PATH"})
       toolchain_env.push_back(env(v));
-  std::ostringstream os;
-  {
-    cereal::PortableBinaryOutputArchive ar(os);
-    ar(std::string("kiln-memo"), kMemoFormat, std::string(KILN_VERSION),
-       std::string(KILN_LLVM_VERSION), inputs, req.entries, targets, req.opt_level, req.debug,
-       host ? host_cpu_identity() : std::string(), toolchain_env);
-  }
-  return hash128(os.str());
+  core::MemoKeyParts parts{KILN_VERSION,   KILN_LLVM_VERSION, std::move(inputs),
+                           req.entries,    std::move(targets), req.opt_level,
+                           req.debug,      host ? host_cpu_identity() : std::string(),
+                           std::move(toolchain_env)};
+  return core::memo_key(parts);
 }
 
-Status memo_record(cache::Store& store, const Hash128& key, const CompileReport& report,
+Status memo_record(storage::Store& store, const Hash128& key, const CompileReport& report,
                    const std::vector<std::string>& toolchain_files) {
   if (!report.ok())
     return Status::ok();
-  cache::Store::Memo memo;
+  storage::Store::Memo memo;
   for (const RootReport& r : report.roots) {
     auto k = parse_hash128(r.closure);
     if (!k)
@@ -194,7 +161,7 @@ Status memo_record(cache::Store& store, const Hash128& key, const CompileReport&
   return store.put_memo(key, memo);
 }
 
-Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& key) {
+Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128& key) {
   using Miss = std::optional<MemoHit>;
   auto memo = store.get_memo(key);
   if (!memo)
@@ -205,8 +172,8 @@ Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& k
       return Miss(); // ptxas or a device library changed
   }
 
-  std::vector<cache::ClosureRecord> closures;
-  for (const cache::Store::MemoRoot& r : memo->roots) {
+  std::vector<core::ClosureRecord> closures;
+  for (const storage::Store::MemoRoot& r : memo->roots) {
     auto c = store.get_closure(r.closure);
     if (!c)
       return c.error().code == Code::not_found ? Result<Miss>(Miss()) : c.error();
@@ -221,7 +188,7 @@ Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& k
   std::set<std::string> listed;
   for (size_t i = 0; i < closures.size(); ++i) {
     std::map<std::string, Hash128> by_symbol;
-    for (const cache::ClosureMember& m : closures[i].members)
+    for (const core::ClosureMember& m : closures[i].members)
       by_symbol.emplace(m.symbol, m.job);
     std::deque<Hash128> work{closures[i].root_job};
     while (!work.empty()) {
@@ -247,7 +214,7 @@ Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& k
       r.module_hash = job->module_hash.hex();
       r.toolchain = job->toolchain;
       r.status = JobStatus::cached;
-      for (const cache::JobRef& ref : *refs) {
+      for (const core::JobRef& ref : *refs) {
         auto child = by_symbol.find(ref.symbol);
         if (child == by_symbol.end())
           return Miss(); // not this closure's shape: let the plan decide
@@ -268,7 +235,7 @@ Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& k
   return Result<Miss>(Miss(std::move(hit)));
 }
 
-Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash128& key,
+Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Hash128& key,
                                                  const CompileRequest& req) {
   using Miss = std::optional<CompileReport>;
   auto found = memo_lookup(store, key);
@@ -277,7 +244,7 @@ Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash
   if (!*found)
     return Miss();
   CompileReport& rep = (*found)->report;
-  const std::vector<cache::ClosureRecord>& closures = (*found)->closures;
+  const std::vector<core::ClosureRecord>& closures = (*found)->closures;
   // The names now point at these closures, as a precompile leaves them.
   std::vector<Hash128> used;
   for (size_t i = 0; i < closures.size(); ++i) {
@@ -288,7 +255,7 @@ Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash
       KILN_TRY(store.put_closure(closures[i], {{rr.name, rr.target, closure}}));
     used.push_back(closure);
     if (req.link_images) {
-      auto image = runtime::fetch_or_link_image(store, closures[i]);
+      auto image = image::fetch_or_link(store, closures[i]);
       if (image)
         rr.image = true;
       else if (image.error().code == Code::unavailable)
@@ -298,7 +265,7 @@ Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash
     }
   }
   (void)store.touch_closures(used, int64_t(std::time(nullptr)));
-  cache::Counters usage;
+  storage::Counters usage;
   usage.job_hits = int64_t(rep.jobs.size());
   (void)store.add_counters(usage);
   return Result<Miss>(Miss(std::move(rep)));
@@ -309,72 +276,10 @@ Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
                                                  const std::optional<Hash128>& key) {
   if (!key || ::access(cache_path.c_str(), F_OK) != 0)
     return std::optional<CompileReport>();
-  auto store = cache::Store::open(cache_path);
+  auto store = storage::Store::open(cache_path);
   if (!store)
     return store.error();
   return memo_replay(**store, *key, request);
 }
 
-} // namespace kiln::driver
-
-namespace kiln {
-
-namespace {
-
-using CompileFn = void (*)(const CompileRequest*, const char*,
-                           std::optional<Result<CompileReport>>*);
-
-// libkiln-compiler sits beside libkiln, in the build tree as when installed.
-Result<CompileFn> compiler_entry() {
-  static Result<CompileFn> entry = Error(Code::internal, "not loaded");
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::string path;
-    if (const char* forced = std::getenv("KILN_COMPILER_LIBRARY"); forced && *forced) {
-      path = forced;
-    } else {
-      Dl_info info;
-      std::string self = dladdr(reinterpret_cast<void*>(&compiler_entry), &info) && info.dli_fname
-                             ? info.dli_fname
-                             : "";
-      size_t slash = self.rfind('/');
-      path = (slash == std::string::npos ? std::string() : self.substr(0, slash + 1)) +
-             KILN_COMPILER_LIBRARY;
-    }
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* e = dlerror();
-      entry = Error(Code::unavailable,
-                    "cannot load the compiler library '" + path + "': " + (e ? e : "unknown"));
-      return;
-    }
-    auto fn = reinterpret_cast<CompileFn>(dlsym(h, "kiln_compiler_compile_v1"));
-    if (!fn)
-      entry = Error(Code::unavailable, "the compiler library '" + path +
-                                           "' lacks kiln_compiler_compile_v1");
-    else
-      entry = fn;
-  });
-  return entry;
-}
-
-} // namespace
-
-Result<CompileReport> compile_on_demand(const CompileRequest& request,
-                                        const std::string& cache_path) {
-  auto hit = driver::memo_answer(request, cache_path, driver::memo_key(request));
-  if (!hit)
-    return hit.error();
-  if (*hit)
-    return std::move(**hit);
-  auto fn = compiler_entry();
-  if (!fn)
-    return fn.error();
-  std::optional<Result<CompileReport>> out;
-  (*fn)(&request, cache_path.c_str(), &out);
-  if (!out)
-    return Error(Code::internal, "the compiler library returned nothing");
-  return std::move(*out);
-}
-
-} // namespace kiln
+} // namespace kiln::memo

@@ -1,4 +1,5 @@
-#include "driver/job_key.h"
+#include "core/keys.h"
+
 
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/string.hpp>
@@ -8,7 +9,7 @@
 #include <algorithm>
 #include <sstream>
 
-namespace kiln::driver {
+namespace kiln::core {
 
 namespace {
 
@@ -54,9 +55,7 @@ Result<KeyComponents> components_of(const std::string& module_hash_hex, const st
   c.module_hash = *mh;
   c.identity.entry = entry;
   c.identity.target.spec = target;
-  c.identity.target.kind = target.rfind("sm_", 0) == 0    ? codegen::TargetKind::nvptx
-                           : target.rfind("gfx", 0) == 0  ? codegen::TargetKind::amdgpu
-                                                          : codegen::TargetKind::host;
+  c.identity.target.kind = target_kind(target);
   c.identity.target.triple = triple;
   c.identity.target.cpu = cpu;
   c.identity.target.features = features;
@@ -70,4 +69,17 @@ Result<KeyComponents> components_of(const std::string& module_hash_hex, const st
   return c;
 }
 
-} // namespace kiln::driver
+Result<Hash128> job_key_of(const JobRecord& j) {
+  auto c = components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu, j.features,
+                         j.options, j.toolchain);
+  if (!c)
+    return c.error().context("job " + j.key.hex());
+  return job_key(*c);
+}
+
+Hash128 memo_key(const MemoKeyParts& p) {
+  return hash_of(std::string("kiln-memo"), kMemoFormat, p.kiln_version, p.llvm_version, p.inputs,
+                 p.entries, p.targets, p.opt_level, p.debug, p.host_cpu, p.toolchain_env);
+}
+
+} // namespace kiln::core

@@ -11,7 +11,7 @@
 // in no message.
 #pragma once
 
-#include "cache/store.h"
+#include "storage/local/store.h"
 
 #include <kiln/result.hpp>
 
@@ -24,7 +24,7 @@
 
 struct redisContext;
 
-namespace kiln::remote {
+namespace kiln::storage::remote {
 
 struct Config {
   std::string host;
@@ -65,26 +65,26 @@ public:
   // --- fetch: into the local store; false on a miss, a rejected value or a
   // disabled tier. Thread-safe. -------------------------------------------
   /// The job with its artifacts and refs; `formats` must all be present.
-  bool fetch_job(cache::Store& store, const Hash128& key, const std::vector<std::string>& formats);
+  bool fetch_job(storage::Store& store, const Hash128& key, const std::vector<std::string>& formats);
   /// The closure and every member job the store lacks.
-  bool fetch_closure(cache::Store& store, const Hash128& key);
+  bool fetch_closure(storage::Store& store, const Hash128& key);
   /// The closure a name points at (fetched as above) and the name itself.
-  std::optional<Hash128> fetch_name(cache::Store& store, const std::string& name,
+  std::optional<Hash128> fetch_name(storage::Store& store, const std::string& name,
                                     const std::string& target);
   /// An image of `closure` (members' entries filled, as get_closure gives
   /// it) for `arch`, checked like a stored image, then stored.
-  std::optional<std::string> fetch_image(cache::Store& store, const cache::ClosureRecord& closure,
+  std::optional<std::string> fetch_image(storage::Store& store, const core::ClosureRecord& closure,
                                          const std::string& arch);
 
   // --- publish: no-ops in read-only mode or once disabled. ----------------
   /// Reads the job back from the store and publishes it.
-  void publish_job(cache::Store& store, const Hash128& key);
-  void publish_closure(const cache::ClosureRecord& closure);
-  void publish_name(const cache::NameRecord& name);
-  void publish_image(const cache::ImageRecord& image);
+  void publish_job(storage::Store& store, const Hash128& key);
+  void publish_closure(const core::ClosureRecord& closure);
+  void publish_name(const core::NameRecord& name);
+  void publish_image(const core::ImageRecord& image);
 
   /// The counters since the last call (remote_* fields only).
-  cache::Counters take_counters();
+  storage::Counters take_counters();
 
   /// The Redis key of an entry: <prefix>:v<bundle version>:<kind>:<id>.
   std::string key_of(const std::string& kind, const std::string& id) const;
@@ -98,16 +98,16 @@ private:
   bool connect();
   void fail(const std::string& why);
   void reject(const std::string& what, const std::string& why);
-  bool fetch_closure_locked(cache::Store& store, const Hash128& key,
-                            const std::vector<cache::NameRecord>& names);
-  bool fetch_job_locked(cache::Store& store, const Hash128& key,
+  bool fetch_closure_locked(storage::Store& store, const Hash128& key,
+                            const std::vector<core::NameRecord>& names);
+  bool fetch_job_locked(storage::Store& store, const Hash128& key,
                         const std::vector<std::string>& formats);
 
   Config config_;
   std::mutex mu_;
   redisContext* ctx_ = nullptr;
   bool disabled_ = false;
-  cache::Counters counters_;
+  storage::Counters counters_;
 };
 
-} // namespace kiln::remote
+} // namespace kiln::storage::remote

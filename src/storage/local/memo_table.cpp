@@ -1,12 +1,12 @@
 // Request memos: a whole precompile request → the closures its roots
 // resolved to (schema/0003_memos.sql).
-#include "cache/statement.h"
-#include "cache/store.h"
+#include "storage/local/statement.h"
+#include "storage/local/store.h"
 
 #include <ctime>
 #include <sstream>
 
-namespace kiln::cache {
+namespace kiln::storage {
 
 namespace {
 
@@ -71,4 +71,4 @@ Status Store::put_memo(const Hash128& key, const Memo& memo) {
   return Status::ok();
 }
 
-} // namespace kiln::cache
+} // namespace kiln::storage

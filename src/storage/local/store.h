@@ -5,6 +5,7 @@
 // One transaction per job: a failed or interrupted write leaves nothing.
 #pragma once
 
+#include "core/records.h"
 #include "support/hash.h"
 
 #include <kiln/result.hpp>
@@ -21,75 +22,25 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace kiln::cache {
+namespace kiln::storage {
+
+// The records a store holds are Kiln's own data model (core/records.h).
+using core::Artifact;
+using core::ArtifactInfo;
+using core::BundleData;
+using core::ClosureMember;
+using core::ClosureRecord;
+using core::ImageKey;
+using core::ImageRecord;
+using core::JobRecord;
+using core::JobRef;
+using core::NameRecord;
 
 class Bound;
 
 /// Schema version this binary writes; older caches are migrated at open,
 /// newer ones are refused.
 int schema_version();
-
-struct JobRecord {
-  Hash128 key;
-  std::string entry;
-  std::string symbol;
-  std::string target;
-  std::string triple;
-  std::string cpu;
-  std::string features;
-  std::string options;
-  Hash128 module_hash;
-  std::string toolchain;
-  double compile_ms = 0;
-  int64_t created_at = 0;
-};
-
-struct Artifact {
-  std::string format;
-  std::string bytes; ///< raw (uncompressed)
-};
-
-struct ArtifactInfo {
-  std::string format;
-  int64_t raw_size = 0;
-  int64_t stored_size = 0;
-};
-
-struct JobRef {
-  std::string symbol;
-  std::string entry;
-};
-
-struct ClosureMember {
-  std::string symbol;
-  Hash128 job;
-  std::string entry; ///< filled on read
-};
-
-struct ClosureRecord {
-  Hash128 key;
-  Hash128 root_job;
-  std::string target;
-  std::vector<ClosureMember> members; ///< sorted by symbol
-};
-
-struct NameRecord {
-  std::string name;
-  std::string target;
-  Hash128 closure;
-};
-
-struct ImageKey {
-  Hash128 closure;
-  std::string arch;
-  std::string linker;
-};
-
-struct ImageRecord {
-  ImageKey key;
-  std::string format;
-  std::string bytes; ///< raw
-};
 
 /// Usage counters (stats). Added to, never set, by precompiles and loads.
 struct Counters {
@@ -145,19 +96,6 @@ struct GcReport {
 /// The default size limit when neither KILN_CACHE_MAX_SIZE nor the cache's
 /// max_size setting says otherwise.
 inline constexpr int64_t kDefaultMaxSize = int64_t(5) << 30;
-
-/// Everything of some closures, as moved by export and import.
-struct BundleData {
-  struct Job {
-    JobRecord record;
-    std::vector<Artifact> artifacts;
-    std::vector<JobRef> refs;
-  };
-  std::vector<Job> jobs;
-  std::vector<ClosureRecord> closures;
-  std::vector<ImageRecord> images;
-  std::vector<NameRecord> names;
-};
 
 /// One connection to a cache file. Thread-safe: every call takes the
 /// store's lock. Several processes may open the same file at once.
@@ -281,4 +219,4 @@ private:
   std::vector<std::pair<const char*, sqlite3_stmt*>> stmts_;
 };
 
-} // namespace kiln::cache
+} // namespace kiln::storage

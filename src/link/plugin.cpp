@@ -1,7 +1,8 @@
 // Finds and loads libkiln-link (lld, and so LLVM) the first time an image
 // must be relinked. A process that only loads cached images never maps it.
+#include "link/plugin.h"
+
 #include "link/link_abi.h"
-#include "runtime/loader.h"
 #include "support/fault.h"
 
 #include <dlfcn.h>
@@ -12,7 +13,7 @@
 #error "KILN_LINKER_FINGERPRINT must name the lld version libkiln-link is built with"
 #endif
 
-namespace kiln::runtime {
+namespace kiln::link {
 
 namespace {
 
@@ -68,7 +69,7 @@ const LinkApi& link_api() {
 
 } // namespace
 
-const char* host_linker_fingerprint() { return KILN_LINKER_FINGERPRINT; }
+const char* lld_fingerprint() { return KILN_LINKER_FINGERPRINT; }
 
 namespace {
 
@@ -120,4 +121,4 @@ Result<std::string> link_amdgpu_image(const std::vector<std::string>& bitcode,
                      });
 }
 
-} // namespace kiln::runtime
+} // namespace kiln::link

@@ -6,7 +6,7 @@
 // compiler.
 #pragma once
 
-#include "cache/store.h"
+#include "storage/local/store.h"
 
 #include <kiln/compiler.hpp>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::driver {
+namespace kiln::memo {
 
 /// The request's memo key; nullopt if it cannot be memoised (an input file
 /// that cannot be read: the plan will report that properly).
@@ -27,16 +27,16 @@ std::string file_identity(const std::string& path);
 /// closures; no image checked) and the roots' closures. nullopt on a miss.
 struct MemoHit {
   CompileReport report;
-  std::vector<cache::ClosureRecord> closures; ///< parallel to report.roots
+  std::vector<core::ClosureRecord> closures; ///< parallel to report.roots
 };
-Result<std::optional<MemoHit>> memo_lookup(cache::Store& store, const Hash128& key);
+Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128& key);
 
 /// A memo hit replayed: the report the request would produce (every job
 /// cached), with its roots' names pointed at their closures, the closures
 /// marked used, the counters and, when the request links images, every
 /// root's image checked or linked. nullopt on a miss: no memo, a toolchain
 /// file changed, or a closure was evicted.
-Result<std::optional<CompileReport>> memo_replay(cache::Store& store, const Hash128& key,
+Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Hash128& key,
                                                  const CompileRequest& request);
 
 /// The memo's answer to a request against the cache at `cache_path`: the
@@ -47,7 +47,7 @@ Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
                                                  const std::optional<Hash128>& key);
 
 /// Records a successful request's roots and the toolchain files it used.
-Status memo_record(cache::Store& store, const Hash128& key, const CompileReport& report,
+Status memo_record(storage::Store& store, const Hash128& key, const CompileReport& report,
                    const std::vector<std::string>& toolchain_files);
 
 /// The CPU this process runs on, as far as code generation for "host" can
@@ -55,4 +55,4 @@ Status memo_record(cache::Store& store, const Hash128& key, const CompileReport&
 /// host target, so a memo never hands one machine's code to another.
 std::string host_cpu_identity();
 
-} // namespace kiln::driver
+} // namespace kiln::memo

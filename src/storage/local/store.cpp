@@ -1,6 +1,6 @@
-#include "cache/store.h"
+#include "storage/local/store.h"
 
-#include "cache/statement.h"
+#include "storage/local/statement.h"
 
 #include "support/compress.h"
 #include "support/fault.h"
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace kiln::cache {
+namespace kiln::storage {
 
 namespace {
 
@@ -808,4 +808,4 @@ Result<std::string> Store::get_image_any_linker(const Hash128& closure, const st
   return step_blob(b, "image of closure " + closure.hex() + " for " + arch);
 }
 
-} // namespace kiln::cache
+} // namespace kiln::storage

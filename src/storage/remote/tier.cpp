@@ -1,9 +1,8 @@
-#include "remote/tier.h"
+#include "storage/remote/tier.h"
 
-#include "cache/bundle.h"
-#include "driver/job_key.h"
-#include "runtime/bundle_check.h"
-#include "runtime/image_link.h"
+#include "storage/bundle.h"
+#include "core/keys.h"
+#include "core/check.h"
 
 #include <hiredis/hiredis.h>
 
@@ -13,7 +12,7 @@
 #include <set>
 #include <sys/time.h>
 
-namespace kiln::remote {
+namespace kiln::storage::remote {
 
 namespace {
 
@@ -197,7 +196,7 @@ Result<std::unique_ptr<Tier>> Tier::configured(const std::string& url, bool read
 }
 
 std::string Tier::key_of(const std::string& kind, const std::string& id) const {
-  return config_.prefix + ":v" + std::to_string(cache::kBundleVersion) + ":" + kind + ":" + id;
+  return config_.prefix + ":v" + std::to_string(storage::kBundleVersion) + ":" + kind + ":" + id;
 }
 
 std::string Tier::name_id(const std::string& name, const std::string& target) {
@@ -320,19 +319,19 @@ void Tier::set(const std::string& key, const std::string& value) {
   counters_.remote_bytes_out += int64_t(value.size());
 }
 
-bool Tier::fetch_job(cache::Store& store, const Hash128& key,
+bool Tier::fetch_job(storage::Store& store, const Hash128& key,
                      const std::vector<std::string>& formats) {
   std::lock_guard lock(mu_);
   return fetch_job_locked(store, key, formats);
 }
 
-bool Tier::fetch_job_locked(cache::Store& store, const Hash128& key,
+bool Tier::fetch_job_locked(storage::Store& store, const Hash128& key,
                             const std::vector<std::string>& formats) {
   auto value = get(key_of("job", key.hex()));
   if (!value)
     return false;
   std::string what = "job " + key.hex();
-  auto data = cache::decode_bundle(*value);
+  auto data = storage::decode_bundle(*value);
   if (!data) {
     reject(what, data.error().message);
     return false;
@@ -344,13 +343,13 @@ bool Tier::fetch_job_locked(cache::Store& store, const Hash128& key,
   }
   // The job's key recomputed from its components, its deferred symbol, its
   // artifacts present: what an import checks.
-  if (Status s = runtime::validate_bundle(*data); !s) {
+  if (Status s = core::check_bundle(*data); !s) {
     reject(what, s.error().message);
     return false;
   }
-  const cache::BundleData::Job& j = data->jobs[0];
+  const core::BundleData::Job& j = data->jobs[0];
   std::set<std::string> have;
-  for (const cache::Artifact& a : j.artifacts)
+  for (const core::Artifact& a : j.artifacts)
     have.insert(a.format);
   for (const std::string& f : formats)
     if (!have.count(f)) {
@@ -363,18 +362,18 @@ bool Tier::fetch_job_locked(cache::Store& store, const Hash128& key,
   return true;
 }
 
-bool Tier::fetch_closure(cache::Store& store, const Hash128& key) {
+bool Tier::fetch_closure(storage::Store& store, const Hash128& key) {
   std::lock_guard lock(mu_);
   return fetch_closure_locked(store, key, {});
 }
 
-bool Tier::fetch_closure_locked(cache::Store& store, const Hash128& key,
-                                const std::vector<cache::NameRecord>& names) {
+bool Tier::fetch_closure_locked(storage::Store& store, const Hash128& key,
+                                const std::vector<core::NameRecord>& names) {
   auto value = get(key_of("closure", key.hex()));
   if (!value)
     return false;
   std::string what = "closure " + key.hex();
-  auto data = cache::decode_bundle(*value);
+  auto data = storage::decode_bundle(*value);
   if (!data) {
     reject(what, data.error().message);
     return false;
@@ -384,21 +383,21 @@ bool Tier::fetch_closure_locked(cache::Store& store, const Hash128& key,
     reject(what, "the value holds something else");
     return false;
   }
-  cache::ClosureRecord& c = data->closures[0];
-  driver::ClosureMap members;
+  core::ClosureRecord& c = data->closures[0];
+  core::ClosureMap members;
   bool has_root = false;
-  for (const cache::ClosureMember& m : c.members) {
+  for (const core::ClosureMember& m : c.members) {
     members.emplace_back(m.symbol, m.job);
     has_root |= m.job == c.root_job;
   }
-  if (!has_root || driver::closure_key(c.root_job, members) != c.key) {
+  if (!has_root || core::closure_key(c.root_job, members) != c.key) {
     reject(what, "it does not match its key");
     return false;
   }
   std::set<std::string> symbols;
-  for (const cache::ClosureMember& m : c.members)
+  for (const core::ClosureMember& m : c.members)
     symbols.insert(m.symbol);
-  for (const cache::ClosureMember& m : c.members) {
+  for (const core::ClosureMember& m : c.members) {
     auto has = store.has_job(m.job, {});
     if (!has)
       return false;
@@ -414,7 +413,7 @@ bool Tier::fetch_closure_locked(cache::Store& store, const Hash128& key,
     auto refs = store.job_refs(m.job);
     if (!refs)
       return false;
-    for (const cache::JobRef& r : *refs)
+    for (const core::JobRef& r : *refs)
       if (!symbols.count(r.symbol)) {
         reject(what, "it leaves " + r.symbol + " unresolved");
         return false;
@@ -426,14 +425,14 @@ bool Tier::fetch_closure_locked(cache::Store& store, const Hash128& key,
   return true;
 }
 
-std::optional<Hash128> Tier::fetch_name(cache::Store& store, const std::string& name,
+std::optional<Hash128> Tier::fetch_name(storage::Store& store, const std::string& name,
                                         const std::string& target) {
   std::lock_guard lock(mu_);
   auto value = get(key_of("name", name_id(name, target)));
   if (!value)
     return std::nullopt;
   std::string what = "name " + name + " (" + target + ")";
-  auto data = cache::decode_bundle(*value);
+  auto data = storage::decode_bundle(*value);
   if (!data) {
     reject(what, data.error().message);
     return std::nullopt;
@@ -460,15 +459,15 @@ std::optional<Hash128> Tier::fetch_name(cache::Store& store, const std::string& 
   return key;
 }
 
-std::optional<std::string> Tier::fetch_image(cache::Store& store,
-                                             const cache::ClosureRecord& closure,
+std::optional<std::string> Tier::fetch_image(storage::Store& store,
+                                             const core::ClosureRecord& closure,
                                              const std::string& arch) {
   std::lock_guard lock(mu_);
   auto value = get(key_of("image", closure.key.hex() + ":" + arch));
   if (!value)
     return std::nullopt;
   std::string what = "image of closure " + closure.key.hex() + " for " + arch;
-  auto data = cache::decode_bundle(*value);
+  auto data = storage::decode_bundle(*value);
   if (!data) {
     reject(what, data.error().message);
     return std::nullopt;
@@ -479,8 +478,8 @@ std::optional<std::string> Tier::fetch_image(cache::Store& store,
     reject(what, "the value holds something else");
     return std::nullopt;
   }
-  cache::ImageRecord& img = data->images[0];
-  if (Status s = runtime::check_image(img.bytes, closure); !s) {
+  core::ImageRecord& img = data->images[0];
+  if (Status s = core::check_image(img.bytes, closure); !s) {
     reject(what, s.error().message);
     return std::nullopt;
   }
@@ -489,12 +488,12 @@ std::optional<std::string> Tier::fetch_image(cache::Store& store,
   return std::move(img.bytes);
 }
 
-void Tier::publish_job(cache::Store& store, const Hash128& key) {
+void Tier::publish_job(storage::Store& store, const Hash128& key) {
   std::lock_guard lock(mu_);
   if (config_.read_only || disabled_)
     return;
-  cache::BundleData data;
-  cache::BundleData::Job j;
+  core::BundleData data;
+  core::BundleData::Job j;
   auto rec = store.get_job(key);
   auto infos = store.artifact_infos(key);
   auto refs = store.job_refs(key);
@@ -502,51 +501,51 @@ void Tier::publish_job(cache::Store& store, const Hash128& key) {
     return;
   j.record = rec.take();
   j.refs = refs.take();
-  for (const cache::ArtifactInfo& i : *infos) {
+  for (const core::ArtifactInfo& i : *infos) {
     auto bytes = store.get_artifact(key, i.format);
     if (!bytes)
       return;
     j.artifacts.push_back({i.format, bytes.take()});
   }
   data.jobs.push_back(std::move(j));
-  set(key_of("job", key.hex()), cache::encode_bundle(data));
+  set(key_of("job", key.hex()), storage::encode_bundle(data));
 }
 
-void Tier::publish_closure(const cache::ClosureRecord& closure) {
+void Tier::publish_closure(const core::ClosureRecord& closure) {
   std::lock_guard lock(mu_);
   if (config_.read_only || disabled_)
     return;
-  cache::BundleData data;
+  core::BundleData data;
   data.closures.push_back(closure);
-  for (cache::ClosureMember& m : data.closures[0].members)
+  for (core::ClosureMember& m : data.closures[0].members)
     m.entry.clear(); // filled on read; not part of what the key covers
-  set(key_of("closure", closure.key.hex()), cache::encode_bundle(data));
+  set(key_of("closure", closure.key.hex()), storage::encode_bundle(data));
 }
 
-void Tier::publish_name(const cache::NameRecord& name) {
+void Tier::publish_name(const core::NameRecord& name) {
   std::lock_guard lock(mu_);
   if (config_.read_only || disabled_)
     return;
-  cache::BundleData data;
+  core::BundleData data;
   data.names.push_back(name);
-  set(key_of("name", name_id(name.name, name.target)), cache::encode_bundle(data));
+  set(key_of("name", name_id(name.name, name.target)), storage::encode_bundle(data));
 }
 
-void Tier::publish_image(const cache::ImageRecord& image) {
+void Tier::publish_image(const core::ImageRecord& image) {
   std::lock_guard lock(mu_);
   if (config_.read_only || disabled_)
     return;
-  cache::BundleData data;
+  core::BundleData data;
   data.images.push_back(image);
   set(key_of("image", image.key.closure.hex() + ":" + image.key.arch),
-      cache::encode_bundle(data));
+      storage::encode_bundle(data));
 }
 
-cache::Counters Tier::take_counters() {
+storage::Counters Tier::take_counters() {
   std::lock_guard lock(mu_);
-  cache::Counters out;
+  storage::Counters out;
   std::swap(out, counters_);
   return out;
 }
 
-} // namespace kiln::remote
+} // namespace kiln::storage::remote

@@ -11,7 +11,7 @@
 #include <ctime>
 #include <string>
 
-namespace kiln::cache {
+namespace kiln::storage {
 
 // Resets and clears a cached statement when it goes out of scope.
 class Bound {
@@ -65,4 +65,4 @@ inline int64_t checksum_of(const std::string& raw) { return int64_t(hash64(raw))
 
 inline int64_t now_seconds() { return int64_t(std::time(nullptr)); }
 
-} // namespace kiln::cache
+} // namespace kiln::storage

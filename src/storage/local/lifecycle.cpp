@@ -1,8 +1,8 @@
 // The cache's life cycle: usage counters, recency, settings, statistics,
 // eviction (gc), verification, and the bulk reads and writes that export
 // and import use.
-#include "cache/statement.h"
-#include "cache/store.h"
+#include "storage/local/statement.h"
+#include "storage/local/store.h"
 
 #include "support/compress.h"
 #include "support/units.h"
@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-namespace kiln::cache {
+namespace kiln::storage {
 
 Result<int64_t> Store::count(const char* sql) {
   auto s = prepare(sql);
@@ -438,4 +438,4 @@ Status Store::put_bundle(const BundleData& data) {
   });
 }
 
-} // namespace kiln::cache
+} // namespace kiln::storage

@@ -1,0 +1,112 @@
+#include "core/check.h"
+
+#include "core/keys.h"
+#include "core/target.h"
+#include "support/elf.h"
+
+#include <map>
+#include <set>
+
+namespace kiln::core {
+
+Status check_image(const std::string& bytes, const ClosureRecord& closure) {
+  std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
+  auto elf = read_elf(bytes);
+  if (!elf)
+    return elf.error().context(what);
+  TargetKind kind = target_kind(closure.target);
+  uint16_t want = kind == TargetKind::nvptx    ? kElfMachineCuda
+                  : kind == TargetKind::amdgpu ? kElfMachineAmdgpu
+#if defined(__aarch64__)
+                                               : kElfMachineAArch64;
+#else
+                                               : kElfMachineX86_64;
+#endif
+  if (elf->machine != want)
+    return make_error(Code::corrupt, what + " is for ELF machine " + std::to_string(elf->machine) +
+                                         ", expected " + std::to_string(want));
+  std::set<std::string> defined;
+  for (const ElfSymbol& s : elf->symbols) {
+    if (s.defined)
+      defined.insert(s.name);
+    else if (kind != TargetKind::host && s.function)
+      return make_error(Code::corrupt, what + " leaves function " + s.name + " undefined");
+  }
+  for (const ClosureMember& m : closure.members)
+    if (!defined.count(m.symbol))
+      return make_error(Code::corrupt, what + " lacks " + m.symbol + " (entry " + m.entry +
+                                           ", job " + m.job.hex() + ")");
+  return Status::ok();
+}
+
+Status check_closure_key(const ClosureRecord& c) {
+  ClosureMap members;
+  bool has_root = false;
+  for (const ClosureMember& m : c.members) {
+    members.emplace_back(m.symbol, m.job);
+    has_root |= m.job == c.root_job;
+  }
+  if (!has_root)
+    return make_error(Code::corrupt, "closure " + c.key.hex() + " does not contain its root job");
+  if (closure_key(c.root_job, members) != c.key)
+    return make_error(Code::corrupt, "closure " + c.key.hex() + " does not match its key");
+  return Status::ok();
+}
+
+Status check_bundle(const BundleData& data) {
+  auto bad = [](const std::string& what) { return make_error(Code::corrupt, "bundle: " + what); };
+  std::map<std::string, const BundleData::Job*> jobs;
+  for (const BundleData::Job& j : data.jobs) {
+    std::string hex = j.record.key.hex();
+    auto key = job_key_of(j.record);
+    if (!key)
+      return bad(key.error().message);
+    if (*key != j.record.key)
+      return bad("job " + hex + " (" + j.record.entry + ") does not match its key");
+    auto derived = components_of(j.record.module_hash.hex(), j.record.entry, j.record.target,
+                                 j.record.triple, j.record.cpu, j.record.features,
+                                 j.record.options, j.record.toolchain);
+    if (deferred_symbol(derived->identity) != j.record.symbol)
+      return bad("job " + hex + " names the wrong deferred symbol");
+    if (j.artifacts.empty())
+      return bad("job " + hex + " has no artifacts");
+    jobs[hex] = &j;
+  }
+  std::set<std::string> closures;
+  for (const ClosureRecord& c : data.closures) {
+    std::string hex = c.key.hex();
+    std::set<std::string> symbols;
+    for (const ClosureMember& m : c.members) {
+      auto it = jobs.find(m.job.hex());
+      if (it == jobs.end())
+        return bad("closure " + hex + " needs job " + m.job.hex() + ", which it lacks");
+      if (it->second->record.symbol != m.symbol)
+        return bad("closure " + hex + " maps " + m.symbol + " to a job defining another symbol");
+      symbols.insert(m.symbol);
+    }
+    if (Status s = check_closure_key(c); !s)
+      return bad(s.error().message);
+    for (const ClosureMember& m : c.members)
+      for (const JobRef& r : jobs[m.job.hex()]->refs)
+        if (!symbols.count(r.symbol))
+          return bad("closure " + hex + " leaves " + r.symbol + " unresolved");
+    closures.insert(hex);
+  }
+  std::map<std::string, const ClosureRecord*> by_key;
+  for (const ClosureRecord& c : data.closures)
+    by_key[c.key.hex()] = &c;
+  for (const ImageRecord& i : data.images) {
+    auto it = by_key.find(i.key.closure.hex());
+    if (it == by_key.end())
+      return bad("an image belongs to closure " + i.key.closure.hex() + ", which it lacks");
+    ClosureRecord with_entries = *it->second;
+    if (Status s = check_image(i.bytes, with_entries); !s)
+      return bad(s.error().message);
+  }
+  for (const NameRecord& n : data.names)
+    if (!closures.count(n.closure.hex()))
+      return bad("name " + n.name + " points at closure " + n.closure.hex() + ", which it lacks");
+  return Status::ok();
+}
+
+} // namespace kiln::core

@@ -1,0 +1,29 @@
+// Checks of what Kiln is handed back: an image before anything loads it, a
+// bundle (export, import, the remote tier) before anything stores it. One
+// verb, check_*, and one home. Problems are `corrupt`, naming the key and
+// what is wrong. Keys are recomputed by core/keys.h; checksums of stored
+// blobs are the store's own (storage/local/store.h).
+#pragma once
+
+#include "core/records.h"
+
+#include <kiln/result.hpp>
+
+namespace kiln::core {
+
+/// An image before use: ELF for the machine of the closure's target, and
+/// every job of the closure defined in it (GPU images: no undefined
+/// functions either).
+Status check_image(const std::string& bytes, const ClosureRecord& closure);
+
+/// A bundle, whole: every job's key recomputed from its components, its
+/// deferred symbol and artifacts present; every closure's key recomputed from
+/// its members (all present, every open reference resolved); every image
+/// checked as a loader would; every name pointing into the bundle.
+Status check_bundle(const BundleData& data);
+
+/// A closure record against its key: the root among the members and the key
+/// recomputed from (root, members).
+Status check_closure_key(const ClosureRecord& closure);
+
+} // namespace kiln::core

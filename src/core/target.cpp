@@ -1,0 +1,49 @@
+#include "core/target.h"
+
+namespace kiln::core {
+
+TargetKind target_kind(std::string_view spec) {
+  if (spec.substr(0, 3) == "sm_")
+    return TargetKind::nvptx;
+  if (spec.substr(0, 3) == "gfx")
+    return TargetKind::amdgpu;
+  return TargetKind::host;
+}
+
+const char* target_kind_name(TargetKind kind) {
+  switch (kind) {
+  case TargetKind::host:
+    return "host";
+  case TargetKind::nvptx:
+    return "nvidia";
+  case TargetKind::amdgpu:
+    return "amd";
+  }
+  return "unknown";
+}
+
+const char* host_arch() {
+#if defined(__x86_64__)
+  return "x86_64-linux";
+#else
+  return "aarch64-linux";
+#endif
+}
+
+std::string image_arch(std::string_view spec) {
+  return target_kind(spec) == TargetKind::host ? std::string(host_arch()) : std::string(spec);
+}
+
+const char* image_format(TargetKind kind) {
+  switch (kind) {
+  case TargetKind::host:
+    return "so";
+  case TargetKind::nvptx:
+    return "cubin";
+  case TargetKind::amdgpu:
+    return "hsaco";
+  }
+  return "";
+}
+
+} // namespace kiln::core

@@ -1,0 +1,141 @@
+#include "image/image.h"
+
+#include "core/check.h"
+#include "core/keys.h"
+#include "core/target.h"
+#include "link/nvjitlink.h"
+#include "link/plugin.h"
+#include "storage/remote/tier.h"
+
+namespace kiln::image {
+
+using core::TargetKind;
+
+Result<std::string> linker_fingerprint(const std::string& target) {
+  switch (core::target_kind(target)) {
+  case TargetKind::host:
+    return std::string(link::lld_fingerprint());
+  case TargetKind::nvptx:
+    return link::nvjitlink_fingerprint();
+  case TargetKind::amdgpu:
+    return std::string(link::lld_fingerprint()) + " amdgpu-irlink";
+  }
+  return make_error(Code::internal, "unknown target kind");
+}
+
+Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure) {
+  std::string what = "linking closure " + closure.key.hex() + " (" + closure.target + ")";
+  std::vector<std::string> blobs, names;
+  TargetKind kind = core::target_kind(closure.target);
+  std::vector<link::NvInput> nv;
+  for (const core::ClosureMember& m : closure.members) {
+    names.push_back(m.job.hex());
+    if (kind == TargetKind::nvptx) {
+      // A relocatable cubin links without compiling; PTX only where no
+      // ptxas made one.
+      auto cubin = store.get_artifact(m.job, "cubin");
+      if (cubin) {
+        nv.push_back({m.job.hex(), cubin.take(), false});
+        continue;
+      }
+      if (cubin.error().code != Code::not_found)
+        return cubin.error().context(what);
+      auto ptx = store.get_artifact(m.job, "ptx");
+      if (!ptx)
+        return ptx.error().context(what);
+      nv.push_back({m.job.hex(), ptx.take(), true});
+      continue;
+    }
+    auto blob = store.get_artifact(m.job, kind == TargetKind::amdgpu ? "bc" : "obj");
+    if (!blob)
+      return blob.error().context(what + ", entry " + m.entry);
+    blobs.push_back(blob.take());
+  }
+
+  Result<std::string> image = make_error(Code::internal, "no linker");
+  if (kind == TargetKind::nvptx) {
+    image = link::nvjitlink_cubin(nv, closure.target);
+  } else if (kind == TargetKind::host) {
+    image = link::link_host_image(blobs, names);
+  } else {
+    auto root = store.get_job(closure.root_job);
+    if (!root)
+      return root.error().context(what);
+    image = link::link_amdgpu_image(blobs, names, root->cpu, root->features);
+  }
+  if (!image)
+    return image.error().context(what);
+  KILN_TRY(core::check_image(*image, closure));
+  return image;
+}
+
+namespace {
+
+// The stored image of a closure for `arch`, if there is a sound one. Same
+// key, same content: a stored image that fails its checks is damaged, and
+// is made again like a missing one.
+Result<std::optional<std::string>> stored(storage::Store& store,
+                                          const core::ClosureRecord& closure,
+                                          const std::string& arch) {
+  auto bytes = store.get_image_any_linker(closure.key, arch);
+  if (bytes) {
+    if (core::check_image(*bytes, closure))
+      return std::optional<std::string>(bytes.take());
+  } else if (bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt) {
+    return bytes.error();
+  }
+  return std::optional<std::string>();
+}
+
+} // namespace
+
+Result<std::string> fetch_or_link(storage::Store& store, const core::ClosureRecord& closure,
+                                  bool* linked, storage::remote::Tier* remote) {
+  std::string arch = core::image_arch(closure.target);
+  auto have = stored(store, closure, arch);
+  if (!have)
+    return have.error();
+  if (*have)
+    return std::move(**have);
+  // Another machine's image, checked like a stored one: no linker needed.
+  if (remote)
+    if (auto fetched = remote->fetch_image(store, closure, arch))
+      return std::move(*fetched);
+  auto fp = linker_fingerprint(closure.target);
+  if (!fp)
+    return fp.error();
+  core::ImageKey key = core::image_key(closure.key, arch, *fp);
+  if (linked)
+    *linked = true;
+  auto image = link_closure(store, closure);
+  if (!image)
+    return image.error();
+  const char* format = core::image_format(core::target_kind(closure.target));
+  // A store failure (read-only cache, disk full) costs the next process a
+  // relink; it does not fail this load.
+  (void)store.put_image(key, format, *image);
+  if (remote)
+    remote->publish_image({key, format, *image});
+  return image;
+}
+
+Result<std::string> fetch_or_make(storage::Store& store, const core::ClosureRecord& closure,
+                                  const Maker& maker, bool* linked) {
+  auto have = stored(store, closure, maker.arch);
+  if (!have)
+    return have.error();
+  if (*have)
+    return std::move(**have);
+  if (linked)
+    *linked = true;
+  auto image = maker.make(closure);
+  if (!image)
+    return image.error();
+  KILN_TRY(core::check_image(*image, closure));
+  if (auto fp = maker.fingerprint(); fp)
+    (void)store.put_image(core::image_key(closure.key, maker.arch, *fp),
+                          core::image_format(core::target_kind(closure.target)), *image);
+  return image;
+}
+
+} // namespace kiln::image

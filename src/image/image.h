@@ -1,0 +1,54 @@
+// Images, in one place: a closure becomes one loadable binary for one device
+// (a host shared object, a cubin, an HSACO). The path is always the same:
+// the stored image, else one fetched from the remote tier, else the closure's
+// job artifacts linked (lld through libkiln-link, nvJitLink), checked, stored
+// and published. The driver, the memo, the loader and the tools all come
+// here; the linkers stay behind it.
+#pragma once
+
+#include "core/records.h"
+#include "storage/local/store.h"
+
+#include <kiln/result.hpp>
+
+#include <functional>
+#include <string>
+
+namespace kiln::storage::remote {
+class Tier;
+}
+
+namespace kiln::image {
+
+/// The fingerprint of the linker that makes images for this target here
+/// (part of the image key); unavailable if that linker is not installed.
+Result<std::string> linker_fingerprint(const std::string& target);
+
+/// Links the closure's artifacts (host objects via lld, cubins or PTX via
+/// nvJitLink, AMDGPU bitcode via IR link + codegen + lld) and checks the
+/// result.
+Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure);
+
+/// The whole "get me the image bytes" path: from the cache, else from the
+/// remote tier (if any), else linked, stored and published. A damaged stored
+/// image counts as absent. `linked`, if given, says whether the image had
+/// to be linked.
+Result<std::string> fetch_or_link(storage::Store& store, const core::ClosureRecord& closure,
+                                  bool* linked = nullptr,
+                                  storage::remote::Tier* remote = nullptr);
+
+/// How a device makes an image the usual linkers cannot: the CUDA driver's
+/// JIT from PTX, say. `make` produces the bytes; `fingerprint` names the
+/// maker for the image key.
+struct Maker {
+  std::string arch; ///< the image key's arch column ("sm_90")
+  std::function<Result<std::string>()> fingerprint;
+  std::function<Result<std::string>(const core::ClosureRecord&)> make;
+};
+
+/// Same path with another maker: stored under `maker.arch`, else made,
+/// checked and stored (not published: such an image is this device's).
+Result<std::string> fetch_or_make(storage::Store& store, const core::ClosureRecord& closure,
+                                  const Maker& maker, bool* linked = nullptr);
+
+} // namespace kiln::image

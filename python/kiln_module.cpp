@@ -15,22 +15,22 @@ namespace py = pybind11;
 
 namespace {
 
-// Raises the kiln._errors class for the error's status, with its context.
-[[noreturn]] void raise(const kiln::Error& error, const std::vector<std::string>& sources = {}) {
-  kiln::ErrorInfo info = kiln::error_info(error, sources);
-  const char* status = kiln_status_name(static_cast<kiln_status>(info.code));
+// Raises the kiln._errors class for the error's status, with its fields.
+[[noreturn]] void raise(const kiln::Error& error) {
+  const char* status = kiln_status_name(static_cast<kiln_status>(error.code));
   py::module_ errors = py::module_::import("kiln._errors");
   py::object cls = errors.attr("error_class")(status);
-  py::object exc = cls(info.message, py::arg("status") = status, py::arg("source") = info.source,
-                       py::arg("line") = info.line, py::arg("column") = info.column,
-                       py::arg("entry") = info.entry, py::arg("target") = info.target);
+  py::object exc = cls(error.message, py::arg("status") = status, py::arg("source") = error.source,
+                       py::arg("line") = error.line, py::arg("column") = error.column,
+                       py::arg("entry") = error.entry, py::arg("target") = error.target,
+                       py::arg("job") = error.job);
   PyErr_SetObject(cls.ptr(), exc.ptr());
   throw py::error_already_set();
 }
 
-template <typename T> T value_or_raise(kiln::Result<T> r, const std::vector<std::string>& names = {}) {
+template <typename T> T value_or_raise(kiln::Result<T> r) {
   if (!r)
-    raise(r.error(), names);
+    raise(r.error());
   return r.take();
 }
 
@@ -174,7 +174,7 @@ PYBIND11_MODULE(_kiln, m) {
               py::gil_scoped_release nogil;
               r = kiln::compile(self, req);
             }
-            return value_or_raise(std::move(r), in.names);
+            return value_or_raise(std::move(r));
           })
       .def("_compile_or_load",
            [](const kiln::Cache& self, const PySources& sources, const std::string& entry,
@@ -192,7 +192,7 @@ PYBIND11_MODULE(_kiln, m) {
                py::gil_scoped_release nogil;
                r = kiln::compile_or_load(self, views, entry, target, o);
              }
-             kiln::Loaded loaded = value_or_raise(std::move(r), in.names);
+             kiln::Loaded loaded = value_or_raise(std::move(r));
              PyImage img = make_image(std::move(loaded.image));
              img.hit = loaded.hit;
              img.report = std::move(loaded.report);

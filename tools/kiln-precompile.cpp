@@ -4,7 +4,7 @@
 // input error (nothing written).
 #include <kiln/compiler.hpp>
 
-#include "storage/remote/tier.h"
+#include "storage/remote/backend.h"
 #include "support/files.h"
 
 #include <CLI/CLI.hpp>
@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
   }
   // Checked here too: a request answered from the memo never reaches the
   // compiler, and a bad URL must not pass silently.
-  if (auto tier = kiln::storage::remote::Tier::configured(remote, remote_read_only); !tier)
-    return fail_usage(tier.error().message);
+  if (auto configured = kiln::storage::remote::configured(remote, remote_read_only); !configured)
+    return fail_usage(configured.error().message);
   req.remote = remote;
   req.remote_read_only = remote_read_only;
   for (const std::string& f : files)

@@ -32,21 +32,21 @@ struct JitOptions {
   unsigned jobs = 0;  ///< parallel compiles; 0: hardware threads
 };
 
-/// A failure with its context, taken apart: the input and line, the entry
-/// and the target it is about (empty / 0 where it concerns none).
+/// A failure with its context, taken apart: the input and line, the entry,
+/// target and job it is about (empty / 0 where it concerns none).
 struct ErrorInfo {
   Code code = Code::internal;
   std::string message;
-  std::string source;
-  unsigned line = 0;
+  std::string source; ///< the input: a Source's name or a file path
+  unsigned line = 0;  ///< 1-based, in `source`
   unsigned column = 0;
   std::string entry;
   std::string target;
+  std::string job; ///< the job's key, 32 hex
 };
 
-/// Takes an error of this API apart. `sources` are the names of the inputs
-/// of the call that failed (they are how a file/line is recognised).
-ErrorInfo error_info(const Error& error, std::span<const std::string> sources = {});
+/// The fields of an error of this API (Error carries them from where it arose).
+ErrorInfo error_info(const Error& error);
 
 /// Compiles what the cache behind `cache` lacks (see Plan::run), records
 /// the roots' closures and links their images. Input errors change nothing.

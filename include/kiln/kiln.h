@@ -8,6 +8,8 @@
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -31,6 +33,15 @@ kiln_status kiln_cache_open(const char* path, kiln_cache** out);
 
 /** Closes a cache. Images loaded from it stay valid after the close. */
 void kiln_cache_close(kiln_cache* cache);
+
+/** Verifies the whole cache: every stored blob against its checksum, every
+ *  closure's members and open deferred symbols, every name's closure, every
+ *  job's and closure's key recomputed from what is stored, and every stored
+ *  image checked as a loader would. Reads only.
+ *  KILN_OK: nothing is wrong. KILN_CORRUPT: *problems things are wrong and
+ *  kiln_last_error() describes the first. Any other status: the cache could
+ *  not be read. `problems` may be NULL. */
+kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems);
 
 /** Loads the image of a precompiled root.
  *  name: a root's entry name (the latest precompile for that target) or a

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -48,6 +49,13 @@ private:
   std::unique_ptr<kiln_image, Release> img_;
 };
 
+/// One thing Cache::verify found wrong.
+struct CacheProblem {
+  std::string kind;    ///< "artifact", "image", "closure", "job" or "name"
+  std::string key;     ///< the key of what is wrong ("name (target)" for a name)
+  std::string message; ///< what is wrong, naming it
+};
+
 /// A handle on a cache file. Thread-safe; images outlive it.
 class Cache {
 public:
@@ -57,6 +65,10 @@ public:
   /// Loads a root by entry name or 32-hex closure key; empty target means
   /// the best match for this process's devices.
   Result<Image> load(std::string_view name, std::string_view target = {}) const;
+
+  /// Verifies the whole cache (as kiln_cache_verify): the problems found,
+  /// none when it is healthy. An error means the cache could not be read.
+  Result<std::vector<CacheProblem>> verify() const;
 
   kiln_cache* raw() const { return cache_.get(); }
 

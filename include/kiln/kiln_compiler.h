@@ -85,7 +85,8 @@ typedef struct kiln_root_info {
 } kiln_root_info;
 
 /** A failure with its context. Fields the failure does not concern are ""
- *  or 0. */
+ *  or 0. Only kiln_compile_last_error hands one out (the library owns it),
+ *  so fields are only ever added at the end. */
 typedef struct kiln_error_info {
   kiln_status status;
   const char* message; /* the whole message, as kiln_last_error would say it */
@@ -94,6 +95,7 @@ typedef struct kiln_error_info {
   unsigned column;     /* 1-based column, or 0 */
   const char* entry;   /* the entry / job it is about, or "" */
   const char* target;  /* the target spec it is about, or "" */
+  const char* job;     /* 32 hex: the key of the job it is about, or "" */
 } kiln_error_info;
 
 typedef struct kiln_compile_result kiln_compile_result;

@@ -1,6 +1,8 @@
 // Kiln's one error model: a status code that tells the caller what kind of
-// failure it was (and so whether retrying or recompiling can help), plus a
-// message carrying the context a user needs to act on it.
+// failure it was (and so whether retrying or recompiling can help), a
+// message carrying the context a user needs to act on it, and fields set
+// where it arose (input, line, entry, target, job) that programs read
+// instead of the message.
 #pragma once
 
 #include <kiln/kiln.h>
@@ -22,13 +24,67 @@ enum class Code {
   internal = KILN_INTERNAL,
 };
 
-/// A failure: what kind, and a message with its context.
+/// A failure: what kind, a message with its context, and the fields that
+/// say where it arose (empty / 0 where it concerns none). The fields are set
+/// where the error arises and survive context(); the setters fill a field
+/// only while it is empty, so the innermost (most precise) origin wins.
 struct Error {
   Code code = Code::internal;
   std::string message;
+  std::string entry;   ///< the entry (root or job) it is about
+  std::string target;  ///< the target spec it is about
+  std::string source;  ///< the input (file path or buffer name) it is about
+  unsigned line = 0;   ///< 1-based line in `source`, or 0
+  unsigned column = 0; ///< 1-based column in `source`, or 0
+  std::string job;     ///< the key (32 hex) of the job it is about
 
-  /// Returns a copy whose message is prefixed with `context: `.
-  Error context(const std::string& ctx) const { return {code, ctx + ": " + message}; }
+  Error() = default;
+  Error(Code c, std::string m) : code(c), message(std::move(m)) {}
+
+  /// Returns a copy whose message is prefixed with `context: `; the fields are kept.
+  Error context(const std::string& ctx) const& { return Error(*this).context(ctx); }
+  Error context(const std::string& ctx) && {
+    message = ctx + ": " + message;
+    return std::move(*this);
+  }
+
+  /// Sets `entry` unless it is set.
+  Error with_entry(std::string e) const& { return Error(*this).with_entry(std::move(e)); }
+  Error with_entry(std::string e) && {
+    if (entry.empty())
+      entry = std::move(e);
+    return std::move(*this);
+  }
+
+  /// Sets `target` unless it is set.
+  Error with_target(std::string t) const& { return Error(*this).with_target(std::move(t)); }
+  Error with_target(std::string t) && {
+    if (target.empty())
+      target = std::move(t);
+    return std::move(*this);
+  }
+
+  /// Sets `job` (a key, 32 hex) unless it is set.
+  Error with_job(std::string key) const& { return Error(*this).with_job(std::move(key)); }
+  Error with_job(std::string key) && {
+    if (job.empty())
+      job = std::move(key);
+    return std::move(*this);
+  }
+
+  /// Sets the position (input, 1-based line and column; 0: unknown) unless
+  /// one is set. A line for the input already named fills in its line.
+  Error at(std::string src, unsigned ln = 0, unsigned col = 0) const& {
+    return Error(*this).at(std::move(src), ln, col);
+  }
+  Error at(std::string src, unsigned ln = 0, unsigned col = 0) && {
+    if (source.empty() || (source == src && line == 0)) {
+      source = std::move(src);
+      line = ln;
+      column = ln ? col : 0;
+    }
+    return std::move(*this);
+  }
 };
 
 inline Error make_error(Code code, std::string message) { return {code, std::move(message)}; }

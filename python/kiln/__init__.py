@@ -9,8 +9,9 @@ precompiled kernels.
 
 ``ir`` is textual IR (str), bitcode or text (bytes), a path (os.PathLike),
 or a list of those, linked into one unit. Errors are KilnError subclasses
-carrying Kiln's message. An image's addresses are valid while the image is
-alive (or until ``image.close()``).
+carrying Kiln's message and where it arose (``source``, ``line``, ``entry``,
+``target``, ``job``). An image's addresses are valid while the image is alive
+(or until ``image.close()``).
 """
 
 import os
@@ -80,7 +81,8 @@ class Cache(_kiln.Cache):
             first = failed[0] if failed else None
             raise CompileError(what or root_errors, result,
                                entry=first.entry if first else "",
-                               target=first.target if first else "")
+                               target=first.target if first else "",
+                               job=first.key if first else "")
         return result
 
     def compile_or_load(self, ir, entry, target=None, opt=2, debug=False, jobs=0):

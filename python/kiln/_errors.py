@@ -1,6 +1,7 @@
 """Kiln's errors as Python exceptions: one class per Kiln status, each
-carrying Kiln's message and, where known, the input, line, entry and target
-it is about."""
+carrying Kiln's message and, where known, the input, line, entry, target and
+job it is about (fields Kiln sets where the error arises, not read from the
+message)."""
 
 
 class KilnError(Exception):
@@ -9,7 +10,7 @@ class KilnError(Exception):
     status = "KILN_INTERNAL"
 
     def __init__(self, message, *, status=None, source="", line=0, column=0,
-                 entry="", target=""):
+                 entry="", target="", job=""):
         super().__init__(message)
         self.message = message
         if status is not None:
@@ -19,6 +20,7 @@ class KilnError(Exception):
         self.column = column
         self.entry = entry  # the entry / job it is about, or ""
         self.target = target  # the target spec it is about, or ""
+        self.job = job  # the key (32 hex) of the job it is about, or ""
 
 
 class NotFoundError(KilnError, LookupError):

@@ -11,7 +11,6 @@
 #include <kiln/jit.hpp>
 #include <kiln/kiln_compiler.h>
 
-#include <cctype>
 #include <cstring>
 
 namespace kiln {
@@ -22,94 +21,17 @@ std::string buffer_name(const char* name, size_t index) {
   return name && *name ? std::string(name) : "buffer" + std::to_string(index);
 }
 
-// The text after `prefix` up to the closing quote: `job 'fib'` → fib.
-std::string quoted_after(const std::string& msg, const std::string& prefix) {
-  size_t at = msg.find(prefix + "'");
-  if (at == std::string::npos)
-    return {};
-  size_t begin = at + prefix.size() + 1;
-  size_t end = msg.find('\'', begin);
-  return end == std::string::npos ? std::string() : msg.substr(begin, end - begin);
-}
-
-unsigned number_at(const std::string& s, size_t& pos) {
-  unsigned n = 0;
-  size_t start = pos;
-  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos])) && pos - start < 9)
-    n = n * 10 + unsigned(s[pos++] - '0');
-  return pos > start ? n : 0;
-}
-
 } // namespace
 
-ErrorInfo error_info(const Error& error, std::span<const std::string> sources) {
-  ErrorInfo info;
-  info.code = error.code;
-  info.message = error.message;
-  const std::string& m = error.message;
-
-  // Parser diagnostics read "NAME:LINE:COL: error: ..." for the input NAME.
-  for (const std::string& name : sources) {
-    if (name.empty())
-      continue;
-    for (size_t at = m.find(name + ":"); at != std::string::npos;
-         at = m.find(name + ":", at + 1)) {
-      if (at > 0 && m[at - 1] != ' ' && m[at - 1] != '\'' && m[at - 1] != '\n')
-        continue;
-      size_t pos = at + name.size() + 1;
-      unsigned line = number_at(m, pos);
-      if (!line)
-        continue;
-      info.source = name;
-      info.line = line;
-      if (pos < m.size() && m[pos] == ':') {
-        ++pos;
-        info.column = number_at(m, pos);
-      }
-      break;
-    }
-    if (!info.source.empty())
-      break;
-  }
-  if (info.source.empty())
-    for (const char* prefix : {"cannot read ", "cannot link ", "invalid IR in "}) {
-      std::string s = quoted_after(m, prefix);
-      if (!s.empty()) {
-        info.source = s;
-        break;
-      }
-    }
-  for (const char* prefix : {"job ", "entry ", "root "}) {
-    info.entry = quoted_after(m, prefix);
-    if (!info.entry.empty())
-      break;
-  }
-  info.target = quoted_after(m, "unknown target ");
-  if (info.target.empty()) {
-    // Driver context: "target sm_90: ..." or "target sm_90, job ...".
-    for (size_t at = m.find("target "); at != std::string::npos; at = m.find("target ", at + 1)) {
-      if (at > 0 && std::isalnum(static_cast<unsigned char>(m[at - 1])))
-        continue;
-      size_t begin = at + 7, end = begin;
-      while (end < m.size() && (std::isalnum(static_cast<unsigned char>(m[end])) ||
-                                m[end] == '_' || m[end] == ':' || m[end] == '+' || m[end] == '-'))
-        ++end;
-      // A trailing ':' is the context separator, not part of the spec.
-      while (end > begin && m[end - 1] == ':')
-        --end;
-      if (end > begin) {
-        info.target = m.substr(begin, end - begin);
-        break;
-      }
-    }
-  }
-  return info;
+ErrorInfo error_info(const Error& error) {
+  return {error.code, error.message, error.source, error.line, error.column,
+          error.entry, error.target, error.job};
 }
 
 Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
   if (!cache.raw())
     return make_error(Code::invalid_argument, "compile: the cache handle is empty");
-  return kiln::compile(request, cache.raw()->store->path());
+  return kiln::compile(request, cache.raw()->storage->local().path());
 }
 
 std::string present_target() {
@@ -124,8 +46,10 @@ std::string present_target() {
 namespace {
 
 // Context for failures after planning: which root, for which target.
-std::string where(const RootReport& root) {
-  return "entry '" + root.name + "', target " + root.target;
+Error about_root(const Error& e, const RootReport& root) {
+  return e.context("entry '" + root.name + "', target " + root.target)
+      .with_entry(root.name)
+      .with_target(root.target);
 }
 
 Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources,
@@ -151,7 +75,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   // IR being parsed at all.
   std::optional<Hash128> memo = memo::memo_key(req);
   if (memo) {
-    auto hit = memo::memo_lookup(*c.store, *memo);
+    auto hit = memo::memo_lookup(c.storage->local(), *memo);
     if (hit && *hit && (*hit)->report.roots.size() == 1) {
       CompileReport& rep = (*hit)->report;
       RootReport& root = rep.roots.front();
@@ -177,33 +101,38 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     const RootReport& root = described.roots.front();
     auto img = runtime::load_image(c, root.closure, root.target);
     if (!img && img.error().code != Code::not_found)
-      return img.error().context(where(root));
+      return about_root(img.error(), root);
     if (img) {
       for (JobReport& j : described.jobs)
         j.status = JobStatus::cached;
       described.roots.front().image = true;
       if (memo)
-        (void)memo::memo_record(*c.store, *memo, described, plan->toolchain_files());
+        (void)memo::memo_record(c.storage->local(), *memo, described, plan->toolchain_files());
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};
     }
   }
 
-  auto report = plan->run(c.store->path());
+  auto report = plan->run(c.storage->local().path());
   if (!report)
-    return report.error().context(where(described.roots.front()));
+    return about_root(report.error(), described.roots.front());
   if (memo)
-    (void)memo::memo_record(*c.store, *memo, *report, plan->toolchain_files());
+    (void)memo::memo_record(c.storage->local(), *memo, *report, plan->toolchain_files());
   for (const JobReport& j : report->jobs)
     if (j.status == JobStatus::failed)
       return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +
-                                            j.target + " failed: " + j.error);
+                                            j.target + " failed: " + j.error)
+          .with_entry(j.entry)
+          .with_target(j.target)
+          .with_job(j.key);
   const RootReport& root = report->roots.front();
   if (!root.error.empty())
     return make_error(Code::internal, "root '" + root.name + "' for target " + root.target +
-                                          ": " + root.error);
+                                          ": " + root.error)
+        .with_entry(root.name)
+        .with_target(root.target);
   auto img = runtime::load_image(c, root.closure, root.target);
   if (!img)
-    return img.error().context(where(root));
+    return about_root(img.error(), root);
   return Loaded{Image::adopt(img.take().release()), report.take(), false};
 }
 
@@ -222,7 +151,7 @@ Result<CacheStats> stats(const Cache& cache) {
     return make_error(Code::invalid_argument, "stats: the cache handle is empty");
   kiln_cache& c = *cache.raw();
   c.flush_usage(); // this handle's loads count too
-  auto s = c.store->stats();
+  auto s = c.storage->local().stats();
   if (!s)
     return s.error();
   CacheStats out;
@@ -257,20 +186,20 @@ namespace {
 // This thread's last failure: the C view points into the C++ one.
 struct LastError {
   kiln::ErrorInfo info;
-  kiln_error_info view{KILN_OK, "", "", 0, 0, "", ""};
+  kiln_error_info view{KILN_OK, "", "", 0, 0, "", "", ""};
 };
 thread_local LastError t_error;
 
 void clear_error() {
   t_error.info = {};
-  t_error.view = {KILN_OK, "", "", 0, 0, "", ""};
+  t_error.view = {KILN_OK, "", "", 0, 0, "", "", ""};
 }
 
-kiln_status fail(const kiln::Error& e, std::span<const std::string> sources = {}) {
-  t_error.info = kiln::error_info(e, sources);
+kiln_status fail(const kiln::Error& e) {
+  t_error.info = kiln::error_info(e);
   const kiln::ErrorInfo& i = t_error.info;
   t_error.view = {static_cast<kiln_status>(i.code), i.message.c_str(), i.source.c_str(), i.line,
-                  i.column, i.entry.c_str(), i.target.c_str()};
+                  i.column, i.entry.c_str(), i.target.c_str(), i.job.c_str()};
   kiln::runtime::set_last_error(i.message);
   return t_error.view.status;
 }
@@ -282,7 +211,7 @@ kiln_status fail_argument(const std::string& message) {
 // The C options as views, checked: every pointer a count promises is there.
 struct Views {
   std::vector<kiln::Source> sources;
-  std::vector<std::string> names; ///< of the sources, for error_info
+  std::vector<std::string> names; ///< of the sources: what `sources` view
   std::vector<std::string> entries, targets;
 };
 
@@ -368,9 +297,9 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
   req.debug = options->debug != 0;
   req.jobs = options->jobs;
   req.link_images = options->link_images != 0;
-  auto report = kiln::compile(req, cache->store->path());
+  auto report = kiln::compile(req, cache->storage->local().path());
   if (!report)
-    return fail(report.error(), v.names);
+    return fail(report.error());
   *out = make_result(report.take());
   return KILN_OK;
 }
@@ -396,7 +325,7 @@ kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* 
   jit.jobs = options->jobs;
   auto loaded = kiln::compile_or_load_in(*cache, v.sources, entry, target ? target : "", jit);
   if (!loaded)
-    return fail(loaded.error(), v.names);
+    return fail(loaded.error());
   *out = loaded->image.release();
   if (report)
     *report = make_result(std::move(loaded->report));

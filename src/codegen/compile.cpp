@@ -1,3 +1,5 @@
+// Compiling one job: finish, optimize and emit its module for a target.
+// Every error names the job's entry and target.
 #include "codegen/compile.h"
 
 #include "codegen/device_libs.h"
@@ -134,10 +136,8 @@ Result<std::string> emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGen
   return std::string(buf.data(), buf.size());
 }
 
-} // namespace
-
-Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const TargetDesc& target,
-                                                  const CodegenOptions& options) {
+Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const TargetDesc& target,
+                                                 const CodegenOptions& options) {
   std::string where = "job '" + job.entry + "' (" + target.spec + ")";
   llvm::LLVMContext ctx;
   auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(job.bitcode, "kiln-job"), ctx);
@@ -190,6 +190,16 @@ Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const Tar
     break;
   }
   }
+  return out;
+}
+
+} // namespace
+
+Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const TargetDesc& target,
+                                                  const CodegenOptions& options) {
+  auto out = compile_in(job, target, options);
+  if (!out)
+    return out.error().with_entry(job.entry).with_target(target.spec);
   return out;
 }
 

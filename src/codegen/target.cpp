@@ -1,3 +1,5 @@
+// Target resolution: specs to triples, CPUs and features, and the target
+// machines that compile for them. Errors name the target spec.
 #include "codegen/target.h"
 
 #include "codegen/ptxas.h"
@@ -82,7 +84,8 @@ constexpr NvArch kNvArchs[] = {
 Result<TargetDesc> resolve_amdgpu(const std::string& spec) {
   auto bad = [&](const std::string& why) {
     return make_error(Code::invalid_argument, "unknown target '" + spec + "' (" + why +
-                                                  "); accepted: " + accepted_target_specs());
+                                                  "); accepted: " + accepted_target_specs())
+        .with_target(spec);
   };
   size_t colon = spec.find(':');
   std::string cpu = spec.substr(0, colon);
@@ -143,12 +146,14 @@ Result<TargetDesc> resolve_target(const std::string& spec) {
       }
     return make_error(Code::invalid_argument, "unknown target '" + spec +
                                                   "' (no such NVIDIA architecture); accepted: " +
-                                                  accepted_target_specs());
+                                                  accepted_target_specs())
+        .with_target(spec);
   }
   if (spec.rfind("gfx", 0) == 0)
     return resolve_amdgpu(spec);
   return make_error(Code::invalid_argument,
-                    "unknown target '" + spec + "'; accepted: " + accepted_target_specs());
+                    "unknown target '" + spec + "'; accepted: " + accepted_target_specs())
+      .with_target(spec);
 }
 
 Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(const TargetDesc& target,
@@ -159,7 +164,8 @@ Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(const TargetD
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!t)
     return make_error(Code::unavailable,
-                      "no LLVM backend for target " + target.spec + " (" + target.triple + "): " + err);
+                      "no LLVM backend for target " + target.spec + " (" + target.triple + "): " + err)
+        .with_target(target.spec);
   llvm::TargetOptions to;
   llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default;
   switch (options.opt_level) {
@@ -176,7 +182,8 @@ Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(const TargetD
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
       triple, target.cpu, target.features, to, rm, std::nullopt, level));
   if (!tm)
-    return make_error(Code::internal, "cannot create a target machine for " + target.spec);
+    return make_error(Code::internal, "cannot create a target machine for " + target.spec)
+        .with_target(target.spec);
   return tm;
 }
 

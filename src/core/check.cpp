@@ -1,3 +1,5 @@
+// Integrity checks of what a cache holds or a bundle brings: images against
+// their closures, closures against their keys, bundles as a whole.
 #include "core/check.h"
 
 #include "core/keys.h"
@@ -13,7 +15,7 @@ Status check_image(const std::string& bytes, const ClosureRecord& closure) {
   std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
   auto elf = read_elf(bytes);
   if (!elf)
-    return elf.error().context(what);
+    return elf.error().context(what).with_target(closure.target);
   TargetKind kind = target_kind(closure.target);
   uint16_t want = kind == TargetKind::nvptx    ? kElfMachineCuda
                   : kind == TargetKind::amdgpu ? kElfMachineAmdgpu
@@ -24,18 +26,23 @@ Status check_image(const std::string& bytes, const ClosureRecord& closure) {
 #endif
   if (elf->machine != want)
     return make_error(Code::corrupt, what + " is for ELF machine " + std::to_string(elf->machine) +
-                                         ", expected " + std::to_string(want));
+                                         ", expected " + std::to_string(want))
+        .with_target(closure.target);
   std::set<std::string> defined;
   for (const ElfSymbol& s : elf->symbols) {
     if (s.defined)
       defined.insert(s.name);
     else if (kind != TargetKind::host && s.function)
-      return make_error(Code::corrupt, what + " leaves function " + s.name + " undefined");
+      return make_error(Code::corrupt, what + " leaves function " + s.name + " undefined")
+          .with_target(closure.target);
   }
   for (const ClosureMember& m : closure.members)
     if (!defined.count(m.symbol))
       return make_error(Code::corrupt, what + " lacks " + m.symbol + " (entry " + m.entry +
-                                           ", job " + m.job.hex() + ")");
+                                           ", job " + m.job.hex() + ")")
+          .with_entry(m.entry)
+          .with_target(closure.target)
+          .with_job(m.job.hex());
   return Status::ok();
 }
 
@@ -55,21 +62,29 @@ Status check_closure_key(const ClosureRecord& c) {
 
 Status check_bundle(const BundleData& data) {
   auto bad = [](const std::string& what) { return make_error(Code::corrupt, "bundle: " + what); };
+  // A check's own error, as a bundle error: corrupt, and keeping its fields.
+  auto bad_part = [](Error e) {
+    e.code = Code::corrupt;
+    return std::move(e).context("bundle");
+  };
   std::map<std::string, const BundleData::Job*> jobs;
   for (const BundleData::Job& j : data.jobs) {
     std::string hex = j.record.key.hex();
     auto key = job_key_of(j.record);
     if (!key)
-      return bad(key.error().message);
+      return bad_part(key.error());
     if (*key != j.record.key)
-      return bad("job " + hex + " (" + j.record.entry + ") does not match its key");
+      return bad("job " + hex + " (" + j.record.entry + ") does not match its key")
+          .with_entry(j.record.entry)
+          .with_target(j.record.target)
+          .with_job(hex);
     auto derived = components_of(j.record.module_hash.hex(), j.record.entry, j.record.target,
                                  j.record.triple, j.record.cpu, j.record.features,
                                  j.record.options, j.record.toolchain);
     if (deferred_symbol(derived->identity) != j.record.symbol)
-      return bad("job " + hex + " names the wrong deferred symbol");
+      return bad("job " + hex + " names the wrong deferred symbol").with_job(hex);
     if (j.artifacts.empty())
-      return bad("job " + hex + " has no artifacts");
+      return bad("job " + hex + " has no artifacts").with_job(hex);
     jobs[hex] = &j;
   }
   std::set<std::string> closures;
@@ -79,13 +94,14 @@ Status check_bundle(const BundleData& data) {
     for (const ClosureMember& m : c.members) {
       auto it = jobs.find(m.job.hex());
       if (it == jobs.end())
-        return bad("closure " + hex + " needs job " + m.job.hex() + ", which it lacks");
+        return bad("closure " + hex + " needs job " + m.job.hex() + ", which it lacks")
+            .with_job(m.job.hex());
       if (it->second->record.symbol != m.symbol)
         return bad("closure " + hex + " maps " + m.symbol + " to a job defining another symbol");
       symbols.insert(m.symbol);
     }
     if (Status s = check_closure_key(c); !s)
-      return bad(s.error().message);
+      return bad_part(s.error());
     for (const ClosureMember& m : c.members)
       for (const JobRef& r : jobs[m.job.hex()]->refs)
         if (!symbols.count(r.symbol))
@@ -101,7 +117,7 @@ Status check_bundle(const BundleData& data) {
       return bad("an image belongs to closure " + i.key.closure.hex() + ", which it lacks");
     ClosureRecord with_entries = *it->second;
     if (Status s = check_image(i.bytes, with_entries); !s)
-      return bad(s.error().message);
+      return bad_part(s.error());
   }
   for (const NameRecord& n : data.names)
     if (!closures.count(n.closure.hex()))

@@ -1,3 +1,4 @@
+// Every key Kiln computes: jobs, deferred symbols, closures, images, memos.
 #include "core/keys.h"
 
 
@@ -73,7 +74,11 @@ Result<Hash128> job_key_of(const JobRecord& j) {
   auto c = components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu, j.features,
                          j.options, j.toolchain);
   if (!c)
-    return c.error().context("job " + j.key.hex());
+    return c.error()
+        .context("job " + j.key.hex())
+        .with_entry(j.entry)
+        .with_target(j.target)
+        .with_job(j.key.hex());
   return job_key(*c);
 }
 

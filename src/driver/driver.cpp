@@ -15,7 +15,7 @@
 #include "codegen/ptxas.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
-#include "storage/remote/tier.h"
+#include "storage/storage.h"
 #include "image/image.h"
 
 #include <kiln/compiler.hpp>
@@ -68,7 +68,7 @@ struct Plan::Impl {
   Status discover(const llvm::Module& unit, const core::TargetDesc& target,
                   const std::vector<std::string>& roots);
   core::ClosureMap closure_of(const Hash128& root) const;
-  Result<CompileReport> run(storage::Store& store, storage::remote::Tier* tier);
+  Result<CompileReport> run(storage::Storage& cache);
   JobReport report_of(const PlannedJob& j) const;
 };
 
@@ -76,7 +76,7 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
                             const std::vector<std::string>& root_entries) {
   auto layout = codegen::target_data_layout(target);
   if (!layout)
-    return layout.error();
+    return layout.error().with_target(target.spec);
   std::string toolchain = codegen::toolchain_fingerprint(target);
   ir::ExtractConfig cfg;
   cfg.triple = target.triple;
@@ -94,10 +94,13 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
       continue;
     auto ex = ir::extract_job(unit, entry, cfg);
     if (!ex)
-      return ex.error().context("target " + target.spec);
+      return ex.error().context("target " + target.spec).with_target(target.spec);
     auto libs = codegen::device_libs_fingerprint(target, ex->callees);
     if (!libs)
-      return libs.error().context("target " + target.spec + ", job '" + entry + "'");
+      return libs.error()
+          .context("target " + target.spec + ", job '" + entry + "'")
+          .with_entry(entry)
+          .with_target(target.spec);
     PlannedJob job;
     job.components = {hash128(ex->bitcode), {entry, target, options}, toolchain + *libs};
     job.key = core::job_key(job.components);
@@ -190,8 +193,11 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   for (const std::string& spec : request.targets.empty() ? std::vector<std::string>{"host"}
                                                          : request.targets) {
     auto t = codegen::resolve_target(spec);
-    if (!t)
-      return make_error(Code::invalid_argument, t.error().message);
+    if (!t) {
+      Error e = t.error().with_target(spec);
+      e.code = Code::invalid_argument;
+      return e;
+    }
     if (seen_specs.insert(t->spec).second)
       targets.push_back(*t);
   }
@@ -211,7 +217,8 @@ Result<Plan> Plan::create(const CompileRequest& request) {
     const llvm::Function* f = (*unit)->getFunction(r);
     if (!f || f->isDeclaration())
       return make_error(Code::invalid_argument,
-                        "entry '" + r + "' is not a function defined in the unit");
+                        "entry '" + r + "' is not a function defined in the unit")
+          .with_entry(r);
   }
   for (const core::TargetDesc& t : targets) {
     std::vector<std::string> roots = request.entries;
@@ -223,7 +230,8 @@ Result<Plan> Plan::create(const CompileRequest& request) {
                               ? "the unit defines no externally visible function to precompile"
                               : "the unit defines no kernel to precompile for " + t.spec +
                                     " (mark kernels with ptx_kernel/amdgpu_kernel or the "
-                                    "\"kiln-kernel\" attribute, or name roots with --entry)");
+                                    "\"kiln-kernel\" attribute, or name roots with --entry)")
+            .with_target(t.spec);
     }
     std::set<std::string> unique_roots;
     std::vector<std::string> ordered_roots;
@@ -250,13 +258,11 @@ CompileReport Plan::describe() const {
 }
 
 Result<CompileReport> Plan::run(const std::string& cache_path) {
-  auto tier = storage::remote::Tier::configured(impl_->request.remote, impl_->request.remote_read_only);
-  if (!tier)
-    return tier.error();
-  auto opened = storage::Store::open(cache_path);
+  auto opened =
+      storage::Storage::open(cache_path, impl_->request.remote, impl_->request.remote_read_only);
   if (!opened)
     return opened.error();
-  return impl_->run(**opened, tier->get());
+  return impl_->run(**opened);
 }
 
 std::vector<std::string> Plan::toolchain_files() const {
@@ -274,8 +280,9 @@ unsigned shard_of(const Hash128& key, unsigned count) { return unsigned(key.lo %
 
 } // namespace
 
-Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Tier* tier) {
+Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   Impl& p = *this;
+  storage::Store& store = cache.local();
   const unsigned shards = p.request.shard_count;
 
   CompileReport rep;
@@ -284,14 +291,12 @@ Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Ti
     rep.jobs.push_back(p.report_of(j));
     JobReport& r = rep.jobs.back();
     std::vector<std::string> formats = codegen::artifact_formats(j.target);
-    auto has = store.has_job(j.key, formats);
-    if (!has)
-      return has.error();
-    if (*has) {
+    auto found = cache.find_job(j.key, formats);
+    if (!found)
+      return found.error().with_job(j.key.hex());
+    if (*found != storage::Found::nowhere) {
       r.status = JobStatus::cached;
-    } else if (tier && tier->fetch_job(store, j.key, formats)) {
-      r.status = JobStatus::cached;
-      r.remote = true;
+      r.remote = *found == storage::Found::remote;
     } else if (shards > 1 && shard_of(j.key, shards) != p.request.shard_index) {
       r.status = JobStatus::cached;
       r.other_shard = true;
@@ -349,14 +354,12 @@ Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Ti
       std::vector<core::JobRef> refs;
       for (const ir::DeferredRef& d : j.refs)
         refs.push_back({d.symbol, d.entry});
-      Status s = store.put_job(rec, stored, refs);
+      Status s = cache.put_job(rec, stored, refs);
       if (!s) {
         r.status = JobStatus::failed;
         r.error = s.error().message;
       } else {
         r.status = JobStatus::compiled;
-        if (tier)
-          tier->publish_job(store, j.key);
       }
       report_progress(r);
     }
@@ -394,10 +397,8 @@ Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Ti
       core::NameRecord name{root.name, root.target.spec, ck};
       // The closure and name are pure functions of the plan: every shard
       // publishes them, so a loader finds them whichever shard compiled what.
-      if (tier) {
-        tier->publish_closure(rec);
-        tier->publish_name(name);
-      }
+      cache.publish_closure(rec);
+      cache.publish_name(name);
       if (elsewhere) {
         rr.note = "left to other shards (" + std::to_string(elsewhere) + " of " +
                   std::to_string(members.size()) + " member jobs are theirs)";
@@ -411,7 +412,7 @@ Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Ti
         rr.closure = ck.hex();
         if (p.request.link_images) {
           auto stored = store.get_closure(ck);
-          auto image = stored ? image::fetch_or_link(store, *stored, nullptr, tier)
+          auto image = stored ? image::fetch_or_link(cache, *stored)
                               : Result<std::string>(stored.error());
           if (image)
             rr.image = true;
@@ -430,14 +431,7 @@ Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Ti
     usage.job_hits += r.status == JobStatus::cached && !r.other_shard;
     usage.job_misses += r.status == JobStatus::compiled;
   }
-  if (tier) {
-    storage::Counters r = tier->take_counters();
-    usage.remote_hits = r.remote_hits;
-    usage.remote_misses = r.remote_misses;
-    usage.remote_bytes_in = r.remote_bytes_in;
-    usage.remote_bytes_out = r.remote_bytes_out;
-    usage.remote_errors = r.remote_errors;
-  }
+  cache.take_remote_counters(usage);
   (void)store.add_counters(usage); // statistics never fail a precompile
   // The size limit, enforced after each precompile: two pragmas tell whether
   // the cache is over; only then does gc walk the least recently used.
@@ -459,9 +453,9 @@ Result<CompileReport> Plan::Impl::run(storage::Store& store, storage::remote::Ti
 }
 
 Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path) {
-  auto tier = storage::remote::Tier::configured(request.remote, request.remote_read_only);
-  if (!tier)
-    return tier.error();
+  auto remote = storage::remote::configured(request.remote, request.remote_read_only);
+  if (!remote)
+    return remote.error();
   // No key for a sharded run (its report is partial) or one that publishes
   // to a shared tier: those always go through the plan.
   std::optional<Hash128> memo = memo::memo_key(request);
@@ -476,9 +470,10 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
   auto store = storage::Store::open(cache_path);
   if (!store)
     return store.error();
-  auto report = plan->impl_->run(**store, tier->get());
-  if (report && memo)
-    (void)memo::memo_record(**store, *memo, *report, plan->toolchain_files()); // an optimisation
+  storage::Storage cache(store.take(), remote.take());
+  auto report = plan->impl_->run(cache);
+  if (report && memo) // an optimisation
+    (void)memo::memo_record(cache.local(), *memo, *report, plan->toolchain_files());
   return report;
 }
 

@@ -5,7 +5,6 @@
 #include "core/target.h"
 #include "link/nvjitlink.h"
 #include "link/plugin.h"
-#include "storage/remote/tier.h"
 
 namespace kiln::image {
 
@@ -69,59 +68,35 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
   return image;
 }
 
-namespace {
-
-// The stored image of a closure for `arch`, if there is a sound one. Same
-// key, same content: a stored image that fails its checks is damaged, and
-// is made again like a missing one.
-Result<std::optional<std::string>> stored(storage::Store& store,
-                                          const core::ClosureRecord& closure,
-                                          const std::string& arch) {
-  auto bytes = store.get_image_any_linker(closure.key, arch);
-  if (bytes) {
-    if (core::check_image(*bytes, closure))
-      return std::optional<std::string>(bytes.take());
-  } else if (bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt) {
-    return bytes.error();
-  }
-  return std::optional<std::string>();
-}
-
-} // namespace
-
-Result<std::string> fetch_or_link(storage::Store& store, const core::ClosureRecord& closure,
-                                  bool* linked, storage::remote::Tier* remote) {
+Result<std::string> fetch_or_link(storage::Storage& storage, const core::ClosureRecord& closure,
+                                  bool* linked) {
   std::string arch = core::image_arch(closure.target);
-  auto have = stored(store, closure, arch);
+  // Stored here, else another machine's, checked like a stored one: no
+  // linker needed.
+  auto have = storage.get_image(closure, arch);
   if (!have)
     return have.error();
   if (*have)
     return std::move(**have);
-  // Another machine's image, checked like a stored one: no linker needed.
-  if (remote)
-    if (auto fetched = remote->fetch_image(store, closure, arch))
-      return std::move(*fetched);
   auto fp = linker_fingerprint(closure.target);
   if (!fp)
     return fp.error();
   core::ImageKey key = core::image_key(closure.key, arch, *fp);
   if (linked)
     *linked = true;
-  auto image = link_closure(store, closure);
+  auto image = link_closure(storage.local(), closure);
   if (!image)
     return image.error();
-  const char* format = core::image_format(core::target_kind(closure.target));
   // A store failure (read-only cache, disk full) costs the next process a
   // relink; it does not fail this load.
-  (void)store.put_image(key, format, *image);
-  if (remote)
-    remote->publish_image({key, format, *image});
+  (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), *image);
   return image;
 }
 
 Result<std::string> fetch_or_make(storage::Store& store, const core::ClosureRecord& closure,
                                   const Maker& maker, bool* linked) {
-  auto have = stored(store, closure, maker.arch);
+  storage::Storage local(store);
+  auto have = local.get_image(closure, maker.arch);
   if (!have)
     return have.error();
   if (*have)

@@ -1,22 +1,19 @@
 // Images, in one place: a closure becomes one loadable binary for one device
 // (a host shared object, a cubin, an HSACO). The path is always the same:
-// the stored image, else one fetched from the remote tier, else the closure's
-// job artifacts linked (lld through libkiln-link, nvJitLink), checked, stored
-// and published. The driver, the memo, the loader and the tools all come
-// here; the linkers stay behind it.
+// the image storage has (stored here, else fetched from the remote), else
+// the closure's job artifacts linked (lld through libkiln-link, nvJitLink),
+// checked, stored and published. The driver, the memo, the loader and the
+// tools all come here; the linkers stay behind it.
 #pragma once
 
 #include "core/records.h"
 #include "storage/local/store.h"
+#include "storage/storage.h"
 
 #include <kiln/result.hpp>
 
 #include <functional>
 #include <string>
-
-namespace kiln::storage::remote {
-class Tier;
-}
 
 namespace kiln::image {
 
@@ -29,13 +26,12 @@ Result<std::string> linker_fingerprint(const std::string& target);
 /// result.
 Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure);
 
-/// The whole "get me the image bytes" path: from the cache, else from the
-/// remote tier (if any), else linked, stored and published. A damaged stored
-/// image counts as absent. `linked`, if given, says whether the image had
-/// to be linked.
-Result<std::string> fetch_or_link(storage::Store& store, const core::ClosureRecord& closure,
-                                  bool* linked = nullptr,
-                                  storage::remote::Tier* remote = nullptr);
+/// The whole "get me the image bytes" path: from storage (the local cache,
+/// else the remote, if any), else linked, stored and published. A damaged
+/// stored image counts as absent. `linked`, if given, says whether the image
+/// had to be linked.
+Result<std::string> fetch_or_link(storage::Storage& storage, const core::ClosureRecord& closure,
+                                  bool* linked = nullptr);
 
 /// How a device makes an image the usual linkers cannot: the CUDA driver's
 /// JIT from PTX, say. `make` produces the bytes; `fingerprint` names the
@@ -46,8 +42,9 @@ struct Maker {
   std::function<Result<std::string>(const core::ClosureRecord&)> make;
 };
 
-/// Same path with another maker: stored under `maker.arch`, else made,
-/// checked and stored (not published: such an image is this device's).
+/// Same path with another maker, local only: stored under `maker.arch`,
+/// else made, checked and stored (not published: such an image is this
+/// device's).
 Result<std::string> fetch_or_make(storage::Store& store, const core::ClosureRecord& closure,
                                   const Maker& maker, bool* linked = nullptr);
 

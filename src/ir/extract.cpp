@@ -1,3 +1,6 @@
+// Job extraction: the globals an entry reaches, cloned into a canonical job
+// module with its kiln_deferred calls lowered. Input errors carry the entry
+// and, where the IR has a debug location, its file and line.
 #include "ir/extract.h"
 
 #include "ir/unit.h"
@@ -38,6 +41,16 @@ std::string describe_site(const llvm::Instruction& inst) {
   if (const llvm::DebugLoc& dl = inst.getDebugLoc())
     where += " at " + dl->getFilename().str() + ":" + std::to_string(dl.getLine());
   return where;
+}
+
+// An input error at `inst`, about job `entry`: its debug location, where it
+// has one, is the error's position.
+Error site_error(const llvm::Instruction& inst, const std::string& entry,
+                 const std::string& message) {
+  Error e = make_error(Code::invalid_argument, message).with_entry(entry);
+  if (const llvm::DebugLoc& dl = inst.getDebugLoc())
+    e = std::move(e).at(dl->getFilename().str(), dl.getLine(), dl.getCol());
+  return e;
 }
 
 std::string describe_value(const llvm::Value* v) {
@@ -87,13 +100,13 @@ private:
     auto* cb = dyn_cast<llvm::CallBase>(&inst);
     if (cb && is_marker_call(cb)) {
       if (cb->arg_size() != 1)
-        return make_error(Code::invalid_argument,
+        return site_error(inst, entry_,
                           "job '" + entry_ + "': kiln_deferred " + describe_site(inst) +
                               " must take exactly one argument");
       const llvm::Value* arg = cb->getArgOperand(0)->stripPointerCasts();
       auto* target = dyn_cast<llvm::Function>(arg);
       if (!target || target->isDeclaration() || target->getName() == kDeferredMarker)
-        return make_error(Code::invalid_argument,
+        return site_error(inst, entry_,
                           "job '" + entry_ + "': kiln_deferred " + describe_site(inst) +
                               " takes " + describe_value(arg) +
                               ", which is not a function defined in the unit");
@@ -102,7 +115,7 @@ private:
     for (const llvm::Use& op : inst.operands()) {
       const llvm::Value* v = op.get();
       if (auto* f = dyn_cast<llvm::Function>(v); f && f->getName() == kDeferredMarker && !(cb && cb->isCallee(&op)))
-        return make_error(Code::invalid_argument,
+        return site_error(inst, entry_,
                           "job '" + entry_ + "': kiln_deferred " + describe_site(inst) +
                               " is used other than as a direct call");
       if (auto* c = dyn_cast<llvm::Constant>(v))
@@ -527,7 +540,8 @@ Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entr
         if (name.starts_with(foreign) && own != foreign)
           return make_error(Code::invalid_argument,
                             "job '" + entry + "' uses " + name.str() + ", which target " +
-                                config.triple + " cannot compile");
+                                config.triple + " cannot compile")
+              .with_entry(entry);
     }
   }
   // The target decides the processor and features: the ones a front end
@@ -542,7 +556,8 @@ Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entr
   m->setDataLayout(config.data_layout);
   if (!whole_unit && ForeignRefs(*m).any()) {
     *retry = true;
-    return make_error(Code::internal, "job '" + entry + "' names globals it does not reach");
+    return make_error(Code::internal, "job '" + entry + "' names globals it does not reach")
+        .with_entry(entry);
   }
 
   ExtractedJob out;
@@ -565,7 +580,8 @@ Result<ExtractedJob> extract(const llvm::Module& unit, const std::string& entry,
   const llvm::Function* root = unit.getFunction(entry);
   if (!root || root->isDeclaration() || entry == kDeferredMarker)
     return make_error(Code::invalid_argument,
-                      "entry '" + entry + "' is not a function defined in the unit");
+                      "entry '" + entry + "' is not a function defined in the unit")
+        .with_entry(entry);
 
   Reach reach(entry);
   KILN_TRY(reach.visit(root));

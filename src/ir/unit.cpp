@@ -1,3 +1,5 @@
+// Ingest: parse each input, link them into one unit and verify it. Errors
+// carry the input and, for textual IR, the line and column.
 #include "ir/unit.h"
 
 #include <llvm/IR/DiagnosticInfo.h>
@@ -38,7 +40,8 @@ Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const In
     auto b = llvm::MemoryBuffer::getFile(in.name, /*IsText=*/false, /*RequiresNullTerminator=*/true);
     if (!b)
       return make_error(Code::invalid_argument,
-                        "cannot read '" + in.name + "': " + b.getError().message());
+                        "cannot read '" + in.name + "': " + b.getError().message())
+          .at(in.name);
     buf = std::move(*b);
   }
   llvm::SMDiagnostic diag;
@@ -53,7 +56,10 @@ Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const In
       msg.pop_back();
     if (msg.find(in.name) == std::string::npos)
       msg = in.name + ": " + msg;
-    return make_error(Code::invalid_argument, msg);
+    // The diagnostic's column is 0-based; bitcode errors have no position (-1).
+    unsigned line = diag.getLineNo() > 0 ? unsigned(diag.getLineNo()) : 0;
+    unsigned column = line && diag.getColumnNo() >= 0 ? unsigned(diag.getColumnNo()) + 1 : 0;
+    return make_error(Code::invalid_argument, msg).at(in.name, line, column);
   }
   return m;
 }
@@ -78,7 +84,8 @@ Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
     }
     if (llvm::Linker::linkModules(*unit, m.take()))
       return make_error(Code::invalid_argument,
-                        "cannot link '" + in.name + "' into the unit: " + link_errors);
+                        "cannot link '" + in.name + "' into the unit: " + link_errors)
+          .at(in.name);
   }
   std::string verify;
   llvm::raw_string_ostream vos(verify);
@@ -86,7 +93,8 @@ Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
     vos.flush();
     return make_error(Code::invalid_argument, "invalid IR in '" + inputs.front().name +
                                                   (inputs.size() > 1 ? "' and others" : "'") +
-                                                  ": " + verify);
+                                                  ": " + verify)
+        .at(inputs.front().name);
   }
   // Jobs share mutable globals by name at link time (see finish), so an
   // unnamed one gets a name now, from its position in the unit.

@@ -1,3 +1,5 @@
+// nvJitLink, dlopen'd: links a closure's NVIDIA pieces into one cubin. Errors
+// name the architecture as their target.
 #include "link/nvjitlink.h"
 #include "support/fault.h"
 
@@ -95,12 +97,14 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   if (!a.error.empty())
     return make_error(Code::unavailable, a.error);
   if (fault::hit("link:nvjitlink"))
-    return make_error(Code::internal, fault::message("link:nvjitlink") + " (linking for " + arch + ")");
+    return make_error(Code::internal, fault::message("link:nvjitlink") + " (linking for " + arch + ")")
+        .with_target(arch);
   std::string arch_opt = "-arch=" + arch;
   const char* opts[] = {arch_opt.c_str()};
   void* h = nullptr;
   if (a.Create(&h, 1, opts) != 0)
-    return make_error(Code::internal, "nvJitLink could not start a link for " + arch);
+    return make_error(Code::internal, "nvJitLink could not start a link for " + arch)
+        .with_target(arch);
   auto log = [&]() {
     size_t n = 0;
     if (a.GetErrorLogSize(h, &n) != 0 || n == 0)
@@ -114,7 +118,7 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   auto fail = [&](const std::string& what) {
     std::string msg = "nvJitLink (" + arch + ") " + what + ": " + log();
     a.Destroy(&h);
-    return make_error(Code::internal, msg);
+    return make_error(Code::internal, msg).with_target(arch);
   };
   for (const NvInput& in : inputs) {
     int rc;

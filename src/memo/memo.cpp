@@ -2,6 +2,7 @@
 
 #include "core/keys.h"
 #include "image/image.h"
+#include "storage/storage.h"
 #include "support/files.h"
 
 
@@ -98,13 +99,9 @@ std::string env(const char* name) {
 namespace {
 
 bool publishes_to_remote(const CompileRequest& req) {
-  if (req.remote == "off" || req.remote_read_only)
-    return false;
-  if (const char* ro = std::getenv("KILN_REMOTE_READ_ONLY"); ro && std::string(ro) == "1")
-    return false;
-  const char* env = std::getenv("KILN_REMOTE");
-  std::string url = !req.remote.empty() ? req.remote : env ? env : "";
-  return !url.empty() && url.find("read_only=1") == std::string::npos;
+  auto remote = storage::remote::configured(req.remote, req.remote_read_only);
+  // A bad URL is the driver's to report, so no memo answers it either.
+  return !remote || (remote->backend && !remote->options.read_only);
 }
 
 } // namespace
@@ -247,6 +244,7 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
   const std::vector<core::ClosureRecord>& closures = (*found)->closures;
   // The names now point at these closures, as a precompile leaves them.
   std::vector<Hash128> used;
+  storage::Storage local(store); // a memo is answered from the local cache alone
   for (size_t i = 0; i < closures.size(); ++i) {
     RootReport& rr = rep.roots[i];
     const Hash128& closure = closures[i].key;
@@ -255,7 +253,7 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       KILN_TRY(store.put_closure(closures[i], {{rr.name, rr.target, closure}}));
     used.push_back(closure);
     if (req.link_images) {
-      auto image = image::fetch_or_link(store, closures[i]);
+      auto image = image::fetch_or_link(local, closures[i]);
       if (image)
         rr.image = true;
       else if (image.error().code == Code::unavailable)

@@ -35,18 +35,14 @@ kiln_status kiln_cache_open(const char* path, kiln_cache** out) {
       return fail(d.error());
     p = *d;
   }
-  // $KILN_REMOTE gives every program the shared tier unchanged; a bad value
-  // is an error here, a down server only a notice at first use.
-  auto remote = kiln::storage::remote::Tier::configured("");
-  if (!remote)
-    return fail(remote.error());
-  auto store = kiln::storage::Store::open(p);
-  if (!store)
-    return fail(store.error());
-  (*store)->defer_checkpoint(); // a loading process's close costs no fsync
+  // $KILN_REMOTE gives every program the shared remote unchanged; a bad
+  // value is an error here, a down server only a notice at first use.
+  auto storage = kiln::storage::Storage::open(p);
+  if (!storage)
+    return fail(storage.error());
+  (*storage)->local().defer_checkpoint(); // a loading process's close costs no fsync
   auto* cache = new kiln_cache();
-  cache->store = store.take();
-  cache->remote = remote.take();
+  cache->storage = storage.take();
   *out = cache;
   return KILN_OK;
 }

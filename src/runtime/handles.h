@@ -3,8 +3,7 @@
 #pragma once
 
 #include "runtime/module.h"
-#include "storage/local/store.h"
-#include "storage/remote/tier.h"
+#include "storage/storage.h"
 
 #include <memory>
 #include <mutex>
@@ -12,10 +11,9 @@
 #include <vector>
 
 struct kiln_cache {
-  std::unique_ptr<kiln::storage::Store> store;
-  /// The shared tier ($KILN_REMOTE), or null: consulted on a local miss of a
-  /// name, closure or image; linked images are published to it.
-  std::unique_ptr<kiln::storage::remote::Tier> remote;
+  /// The local cache and the remote ($KILN_REMOTE), if any: consulted on a
+  /// local miss of a name, closure or image; linked images are published.
+  std::unique_ptr<kiln::storage::Storage> storage;
 
   /// Loads are counted and closures marked used in memory, and written in
   /// one transaction when the handle closes (or every kFlushEvery loads):

@@ -12,10 +12,16 @@ namespace kiln::runtime {
 
 namespace {
 
-Result<Hash128> resolve(storage::Store& store, std::string_view name, const std::string& target) {
+// A root name, else a closure key: a name the local cache lacks is asked of
+// the remote, which brings the name, its closure and the member jobs; a
+// closure key names itself.
+Result<Hash128> resolve(storage::Storage& storage, std::string_view name,
+                        const std::string& target) {
   std::string n(name);
-  auto by_name = store.resolve_name(n, target);
-  if (by_name || by_name.error().code != Code::not_found || !is_hash128_hex(name))
+  if (!is_hash128_hex(name))
+    return storage.resolve_name(n, target);
+  auto by_name = storage.local().resolve_name(n, target);
+  if (by_name || by_name.error().code != Code::not_found)
     return by_name;
   return parse_hash128(name);
 }
@@ -34,10 +40,9 @@ Result<std::string> choose_target(storage::Store& store, std::string_view name) 
     return names.error();
   for (const core::NameRecord& n : *names)
     have.push_back(n.target);
-  if (auto nv = choose_cuda_target(have); nv && !nv->empty())
-    return *nv;
-  if (auto amd = choose_hip_target(have); amd && !amd->empty())
-    return *amd;
+  for (const Backend& b : backends())
+    if (auto t = b.choose_target(have); t && !t->empty())
+      return *t;
   return std::string("host");
 }
 
@@ -47,7 +52,8 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
                                                std::string_view target_arg) {
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
-  storage::Store& store = *cache.store;
+  storage::Storage& storage = *cache.storage;
+  storage::Store& store = storage.local();
   std::string target;
   if (target_arg.empty()) {
     auto t = choose_target(store, name);
@@ -57,18 +63,10 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   } else {
     target = std::string(target_arg);
   }
-  auto key = resolve(store, name, target);
-  // A local miss asks the shared tier, which brings the name, its closure and
-  // the member jobs into the local cache.
-  if (!key && key.error().code == Code::not_found && cache.remote)
-    if (auto fetched = cache.remote->fetch_name(store, std::string(name), target))
-      key = *fetched;
+  auto key = resolve(storage, name, target);
   if (!key)
     return key.error();
-  auto closure = store.get_closure(*key);
-  if (!closure && closure.error().code == Code::not_found && cache.remote &&
-      cache.remote->fetch_closure(store, *key))
-    closure = store.get_closure(*key);
+  auto closure = storage.get_closure(*key);
   if (!closure)
     return closure.error().context("loading '" + std::string(name) + "'");
   if (closure->target != target)
@@ -84,9 +82,9 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     if (!jit)
       return jit.error().context("loading '" + std::string(name) + "'");
     bytes = *jit ? cuda_jit_image(store, *closure, &linked)
-                 : image::fetch_or_link(store, *closure, &linked, cache.remote.get());
+                 : image::fetch_or_link(storage, *closure, &linked);
   } else {
-    bytes = image::fetch_or_link(store, *closure, &linked, cache.remote.get());
+    bytes = image::fetch_or_link(storage, *closure, &linked);
   }
   if (!bytes)
     return bytes.error().context("loading '" + std::string(name) + "' for " + target);
@@ -94,18 +92,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   auto img = std::make_unique<kiln_image>();
   img->closure = *key;
   img->target = target;
-  Result<std::unique_ptr<LoadedModule>> mod = make_error(Code::internal, "no loader");
-  switch (core::target_kind(target)) {
-  case core::TargetKind::host:
-    mod = load_host_image(*bytes, *closure, img->symbols);
-    break;
-  case core::TargetKind::nvptx:
-    mod = load_cuda_image(*bytes, *closure, img->symbols);
-    break;
-  case core::TargetKind::amdgpu:
-    mod = load_hip_image(*bytes, *closure, img->symbols);
-    break;
-  }
+  auto mod = backend_for(core::target_kind(target)).load(*bytes, *closure, img->symbols);
   if (!mod)
     return mod.error();
   img->module = mod.take();
@@ -136,19 +123,14 @@ void kiln_cache::flush_usage() {
     std::swap(counts, usage);
     std::swap(closures, used);
   }
-  if (remote) {
-    kiln::storage::Counters r = remote->take_counters();
-    counts.remote_hits += r.remote_hits;
-    counts.remote_misses += r.remote_misses;
-    counts.remote_bytes_in += r.remote_bytes_in;
-    counts.remote_bytes_out += r.remote_bytes_out;
-    counts.remote_errors += r.remote_errors;
-  }
-  if (!store || (counts.empty() && closures.empty()))
+  if (!storage)
+    return;
+  storage->take_remote_counters(counts);
+  if (counts.empty() && closures.empty())
     return;
   // Usage is advisory: a read-only or busy cache loses it, never a load.
   std::sort(closures.begin(), closures.end());
   closures.erase(std::unique(closures.begin(), closures.end()), closures.end());
-  (void)store->touch_closures(closures, int64_t(std::time(nullptr)));
-  (void)store->add_counters(counts);
+  (void)storage->local().touch_closures(closures, int64_t(std::time(nullptr)));
+  (void)storage->local().add_counters(counts);
 }

@@ -9,7 +9,8 @@
 
 namespace kiln::runtime {
 
-
+/// Hashes std::string and std::string_view alike, so a lookup by view
+/// builds no string.
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

@@ -206,6 +206,8 @@ static void test_errors(void) {
   CHECK(e->line == 2);
   CHECK(e->column > 0);
   CHECK(strstr(e->message, "undefined_value") != NULL);
+  /* Fields the failure does not concern are empty, never NULL. */
+  CHECK(strcmp(e->entry, "") == 0 && strcmp(e->target, "") == 0 && strcmp(e->job, "") == 0);
   kiln_image* image = NULL;
   CHECK(kiln_compile_or_load(cache, &o, "f", NULL, &image, NULL) == KILN_INVALID_ARGUMENT);
   CHECK(kiln_compile_last_error()->line == 2);
@@ -240,6 +242,7 @@ static void test_errors(void) {
   o.sources = &dsrc;
   CHECK(kiln_compile(cache, &o, &r) == KILN_INVALID_ARGUMENT);
   CHECK(strcmp(kiln_compile_last_error()->entry, "parent") == 0);
+  CHECK(strcmp(kiln_compile_last_error()->target, "host") == 0);
 
   /* Optimization level out of range. */
   o.sources = &example;
@@ -268,6 +271,7 @@ static void test_errors(void) {
   o.sources = &example;
   CHECK(kiln_compile_or_load(cache, &o, "scale", "host", &image, NULL) == KILN_OK);
   CHECK(kiln_compile_last_error()->status == KILN_OK);
+  CHECK(strcmp(kiln_compile_last_error()->job, "") == 0);
   kiln_image_release(image);
   kiln_cache_close(cache);
 }

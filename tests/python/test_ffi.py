@@ -20,7 +20,8 @@ class Options(ctypes.Structure):
 class ErrorInfo(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char_p),
                 ("source", ctypes.c_char_p), ("line", ctypes.c_uint), ("column", ctypes.c_uint),
-                ("entry", ctypes.c_char_p), ("target", ctypes.c_char_p)]
+                ("entry", ctypes.c_char_p), ("target", ctypes.c_char_p),
+                ("job", ctypes.c_char_p)]
 
 
 def test_compile_or_load_through_ctypes(tmp_path, examples):
@@ -49,5 +50,6 @@ def test_compile_or_load_through_ctypes(tmp_path, examples):
     assert lib.kiln_compile_or_load(cache, ctypes.byref(opts), b"f", None,
                                     ctypes.byref(image), None) == 2  # KILN_INVALID_ARGUMENT
     err = lib.kiln_compile_last_error().contents
-    assert (err.source, err.line) == (b"bad.ll", 2) and b"nope" in err.message
+    assert (err.source, err.line, err.column) == (b"bad.ll", 2, 11) and b"nope" in err.message
+    assert (err.entry, err.target, err.job) == (b"", b"", b"")
     lib.kiln_cache_close(cache)

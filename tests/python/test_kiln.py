@@ -74,7 +74,8 @@ def test_compile_error_is_an_exception(cache):
         cache.compile(bad)
     e = info.value
     assert "nope" in str(e) and e.status == "KILN_INVALID_ARGUMENT"
-    assert (e.source, e.line) == ("ir", 2)
+    assert (e.source, e.line, e.column) == ("ir", 2, 20)
+    assert (e.entry, e.target, e.job) == ("", "", "")
     assert isinstance(e, kiln.KilnError) and isinstance(e, ValueError)
     with pytest.raises(kiln.InvalidArgumentError) as info:
         cache.compile_or_load(["define i64 @g() {\n  ret i64 1\n}\n", bad], "g")
@@ -92,6 +93,12 @@ def test_errors_name_the_entry_and_target(cache, examples):
     with pytest.raises(kiln.InvalidArgumentError) as info:
         cache.compile(ir, targets=["sm_1"])
     assert info.value.target == "sm_1" and "sm_1" in str(info.value)
+    bad_deferred = ("declare ptr @kiln_deferred(ptr)\n@g = global i64 0\n"
+                    "define ptr @parent() {\n  %p = call ptr @kiln_deferred(ptr @g)\n"
+                    "  ret ptr %p\n}\n")
+    with pytest.raises(kiln.InvalidArgumentError) as info:
+        cache.compile(bad_deferred)
+    assert (info.value.entry, info.value.target) == ("parent", "host")
     with pytest.raises(kiln.InvalidArgumentError, match="0..3"):
         cache.compile(ir, opt=9)
     with pytest.raises(kiln.InvalidArgumentError, match="cannot read"):

@@ -1,8 +1,40 @@
+// NVIDIA target selection: the driver's compatibility rules for cubins and
+// PTX, and the present device they are asked about.
 #include "runtime/cuda/cuda_select.h"
+
+#include "runtime/cuda/cuda_status.h"
 
 #include <cctype>
 
 namespace kiln::runtime {
+
+namespace {
+
+constexpr int kAttrComputeMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrComputeMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
+Result<CudaDevice> open_cuda_device() {
+  const Result<CudaSymbols>& table = cuda_symbols();
+  if (!table)
+    return table.error();
+  const CudaSymbols& cu = *table;
+  CudaDevice d;
+  d.cu = &cu;
+  int rc = cu.cuInit(0), count = 0;
+  if (rc != 0)
+    return make_error(Code::unavailable, "cuInit failed: " + cuda_describe(cu, rc));
+  if ((rc = cu.cuDeviceGetCount(&count)) != 0 || count == 0)
+    return make_error(Code::unavailable,
+                      "no CUDA device" + (rc ? ": " + cuda_describe(cu, rc) : std::string()));
+  if ((rc = cu.cuDeviceGet(&d.device, 0)) != 0 ||
+      (rc = cu.cuDeviceGetAttribute(&d.major, kAttrComputeMajor, d.device)) != 0 ||
+      (rc = cu.cuDeviceGetAttribute(&d.minor, kAttrComputeMinor, d.device)) != 0 ||
+      (rc = cu.cuDevicePrimaryCtxRetain(&d.context, d.device)) != 0)
+    return make_error(Code::unavailable, "cannot query CUDA device 0: " + cuda_describe(cu, rc));
+  return d;
+}
+
+} // namespace
 
 std::optional<NvArch> parse_nv_arch(const std::string& target) {
   if (target.rfind("sm_", 0) != 0)
@@ -66,6 +98,48 @@ NvChoice select_nvidia_target(const std::vector<std::string>& have, int major, i
     }
   }
   return best;
+}
+
+std::string CudaDevice::arch() const {
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+void CudaDevice::make_current() const {
+  void* current = nullptr;
+  if (cu->cuCtxGetCurrent(&current) == 0 && !current)
+    cu->cuCtxSetCurrent(context);
+}
+
+const Result<CudaDevice>& cuda_device() {
+  static const Result<CudaDevice> device = open_cuda_device();
+  return device;
+}
+
+Result<std::string> choose_cuda_target(const std::vector<std::string>& have) {
+  const Result<CudaDevice>& d = cuda_device();
+  if (!d)
+    return std::string();
+  return select_nvidia_target(have, d->major, d->minor).target;
+}
+
+Result<bool> cuda_needs_jit(const std::string& target) {
+  const Result<CudaDevice>& d = cuda_device();
+  if (!d)
+    return d.error().context("cannot load " + target + " code");
+  if (cubin_runs_on(target, d->major, d->minor))
+    return false;
+  if (ptx_jits_on(target, d->major, d->minor))
+    return true;
+  return make_error(Code::unavailable, "code for " + target +
+                                           " runs on neither the cubin nor the PTX path of this "
+                                           "device (" + d->arch() + "); precompile for it");
+}
+
+Result<std::string> cuda_device_arch() {
+  const Result<CudaDevice>& d = cuda_device();
+  if (!d)
+    return d.error();
+  return d->arch();
 }
 
 } // namespace kiln::runtime

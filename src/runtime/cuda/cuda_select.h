@@ -1,7 +1,12 @@
-// Which NVIDIA target's code runs on a device, by the driver's rules. Pure
-// functions of the target spec and the device's compute capability, so they
-// are tested without a GPU.
+// Which NVIDIA target's code runs on the present device, by the driver's
+// rules. The rules are pure functions of the target spec and the device's
+// compute capability, tested without a GPU; the device queries below apply
+// them to device 0 of this process.
 #pragma once
+
+#include "runtime/cuda/cuda_dynamic_symbols.h"
+
+#include <kiln/result.hpp>
 
 #include <optional>
 #include <string>
@@ -36,5 +41,37 @@ struct NvChoice {
 /// that runs (exact arch first, then the nearest lower minor), else PTX the
 /// driver can JIT (the newest such).
 NvChoice select_nvidia_target(const std::vector<std::string>& have, int major, int minor);
+
+/// The present NVIDIA device: device 0 and its primary context, into which
+/// Kiln loads (the process's current device is device 0 unless it already
+/// made another context current).
+struct CudaDevice {
+  const CudaSymbols* cu = nullptr;
+  int device = -1;
+  int major = 0, minor = 0;
+  void* context = nullptr;
+
+  /// "sm_90".
+  std::string arch() const;
+  /// Makes the primary context current on this thread, unless the thread
+  /// already has a context (the application's own wins).
+  void make_current() const;
+};
+
+/// The present device, opened at the first call and kept; unavailable, with
+/// the reason, without a driver or a device.
+const Result<CudaDevice>& cuda_device();
+
+/// Of the targets a cache has for a root, the one the present NVIDIA device
+/// runs best; empty when none fits or there is no device.
+Result<std::string> choose_cuda_target(const std::vector<std::string>& have);
+
+/// Whether code for an NVIDIA target must go through the driver's PTX JIT
+/// on this device (its cubin does not run there); unavailable if neither
+/// path runs it or there is no device.
+Result<bool> cuda_needs_jit(const std::string& target);
+
+/// The present device's arch ("sm_90"); unavailable without one.
+Result<std::string> cuda_device_arch();
 
 } // namespace kiln::runtime

@@ -1,6 +1,8 @@
 // Host images: check the bytes are a shared object for this machine, then
 // dlopen them from an anonymous memory file, so nothing touches the disk.
-#include "runtime/backends.h"
+#include "runtime/host/host_loader.h"
+
+#include "runtime/host/host_status.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -9,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace kiln::runtime {
 
@@ -61,33 +64,34 @@ Status validate_elf(const std::string& b, const std::string& what) {
 
 } // namespace
 
-
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
                                                       SymbolMap& symbols) {
   std::string what = "image of closure " + closure.key.hex();
-  KILN_TRY(validate_elf(bytes, what)); // image_link's check_image ran too; this guards dlopen itself
+  // check_image ran when the image was stored or linked; this guards dlopen itself.
+  KILN_TRY(validate_elf(bytes, what));
   int fd = ::memfd_create("kiln-image", MFD_CLOEXEC);
   if (fd < 0)
-    return make_error(Code::unavailable, std::string("memfd_create failed: ") + std::strerror(errno));
+    return make_error(Code::unavailable, "memfd_create failed: " + host_errno_text(errno));
   size_t off = 0;
   while (off < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
+      int err = errno; // before close() can change it
       ::close(fd);
-      return make_error(Code::internal, "cannot write the image to memory: " +
-                                            std::string(std::strerror(errno)));
+      return make_error(Code::internal,
+                        "cannot write the image to memory: " + host_errno_text(err));
     }
     off += size_t(n);
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    const char* e = dlerror();
+    std::string why = host_dl_error();
     ::close(fd);
-    return make_error(Code::corrupt, "dlopen of " + what + " failed: " + (e ? e : "unknown"));
+    return make_error(Code::corrupt, "dlopen of " + what + " failed: " + why);
   }
   auto mod = std::make_unique<HostModule>(handle, fd);
   for (const core::ClosureMember& m : closure.members) {

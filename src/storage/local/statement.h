@@ -1,6 +1,6 @@
 // Internal to the cache layer: a cached prepared statement with its
-// bindings, reset on scope exit, and small helpers shared by store.cpp,
-// lifecycle.cpp and bundle.cpp.
+// bindings, reset on scope exit, and small helpers shared by the sources
+// that implement Store (store.cpp, usage.cpp, gc.cpp, verify.cpp, ...).
 #pragma once
 
 #include "support/hash.h"

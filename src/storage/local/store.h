@@ -6,6 +6,9 @@
 #pragma once
 
 #include "core/records.h"
+#include "storage/local/gc.h"
+#include "storage/local/usage.h"
+#include "storage/local/verify.h"
 #include "support/hash.h"
 
 #include <kiln/result.hpp>
@@ -41,61 +44,6 @@ class Bound;
 /// Schema version this binary writes; older caches are migrated at open,
 /// newer ones are refused.
 int schema_version();
-
-/// Usage counters (stats). Added to, never set, by precompiles and loads.
-struct Counters {
-  int64_t job_hits = 0;     ///< jobs a precompile found cached
-  int64_t job_misses = 0;   ///< jobs a precompile compiled
-  int64_t image_hits = 0;   ///< loads served by a stored image
-  int64_t image_misses = 0; ///< loads that had to link (or JIT) the image
-  int64_t loads = 0;
-  int64_t remote_hits = 0;      ///< entries fetched from the remote tier
-  int64_t remote_misses = 0;    ///< lookups the remote tier could not serve
-  int64_t remote_bytes_in = 0;  ///< bytes fetched from it
-  int64_t remote_bytes_out = 0; ///< bytes published to it
-  int64_t remote_errors = 0;    ///< failed remote calls (then local only)
-  bool empty() const {
-    return !(job_hits | job_misses | image_hits | image_misses | loads | remote_hits |
-             remote_misses | remote_bytes_in | remote_bytes_out | remote_errors);
-  }
-};
-
-struct Stats {
-  int64_t jobs = 0, closures = 0, images = 0, names = 0;
-  int64_t stored_bytes = 0; ///< compressed blob bytes
-  int64_t raw_bytes = 0;    ///< their uncompressed size
-  int64_t file_bytes = 0;   ///< the database file's pages
-  int64_t live_bytes = 0;   ///< pages in use (file less free pages)
-  std::vector<std::pair<std::string, int64_t>> jobs_per_target;
-  Counters counters;
-};
-
-/// One problem `verify` found: what kind of thing, its key, what is wrong.
-struct Problem {
-  std::string kind; ///< "artifact", "image", "closure", "job", "name"
-  std::string key;
-  std::string message;
-};
-
-struct GcOptions {
-  int64_t max_size = -1;   ///< evict until the live size is at most this; < 0: no size target
-  int64_t older_than = -1; ///< evict closures unused for this many seconds; < 0: none
-  bool dry_run = false;    ///< report, change nothing
-  bool vacuum = true;      ///< rewrite the file to give space back (the CLI); else incremental
-  std::vector<Hash128> keep; ///< never evicted (a precompile's own closures)
-};
-
-struct GcReport {
-  std::vector<Hash128> evicted_closures;
-  int64_t evicted_jobs = 0;
-  int64_t evicted_images = 0;
-  int64_t bytes_before = 0;
-  int64_t bytes_after = 0;
-};
-
-/// The default size limit when neither KILN_CACHE_MAX_SIZE nor the cache's
-/// max_size setting says otherwise.
-inline constexpr int64_t kDefaultMaxSize = int64_t(5) << 30;
 
 /// One connection to a cache file. Thread-safe: every call takes the
 /// store's lock. Several processes may open the same file at once.
@@ -164,13 +112,13 @@ public:
   /// The size limit in force: $KILN_CACHE_MAX_SIZE, else the max_size
   /// setting, else kDefaultMaxSize.
   Result<int64_t> max_size();
-  /// Evicts least recently used closures (their images and names, and the
-  /// jobs no remaining closure uses) per `options`, in one transaction.
+  /// Evicts per `options` (storage/local/gc.h), in one transaction.
   Result<GcReport> gc(const GcOptions& options);
-  /// Every blob's checksum, every closure's members and their open deferred
-  /// symbols, every name's closure.
+  /// verify_cache(*this)'s problems (storage/local/verify.h).
   Result<std::vector<Problem>> verify();
+  /// Every closure, by key.
   Result<std::vector<ClosureRecord>> list_closures();
+  /// A closure's images, each checked against its checksum.
   Result<std::vector<ImageRecord>> images_of(const Hash128& closure);
   /// Writes everything in one transaction; rows already present are kept.
   Status put_bundle(const BundleData& data);
@@ -210,6 +158,9 @@ private:
   Error db_error(const std::string& what) const;
   Status migrate();
   Result<std::string> step_blob(Bound& b, const std::string& what);
+  /// The checks verify makes on the rows themselves (blobs, members, names).
+  Status check_rows(std::vector<Problem>& out);
+  friend Result<VerifyReport> verify_cache(Store& store);
 
   std::string path_;
   sqlite3* db_ = nullptr;

@@ -1,11 +1,11 @@
+// Unit tests for NVIDIA target selection (src/runtime/cuda/cuda_select.h):
+// the driver's cubin and PTX compatibility rules, and the device queries
+// without a device.
 #include "runtime/cuda/cuda_select.h"
-#include "core/target.h"
-#include "runtime/backends.h"
-#include "runtime/loader.h"
-#include "codegen/target.h"
 
 #include <doctest/doctest.h>
 
+using namespace kiln;
 using namespace kiln::runtime;
 
 TEST_CASE("NVIDIA arch specs parse into major, minor and suffix") {
@@ -58,21 +58,29 @@ TEST_CASE("target selection prefers a running cubin, exact arch first, then PTX 
   CHECK(ampere.target == "sm_80");
   CHECK_FALSE(ampere.jit);
   CHECK(select_nvidia_target({"sm_100a", "gfx942", "host"}, 9, 0).target.empty());
+  CHECK(select_nvidia_target({}, 9, 0).target.empty());
 }
 
-TEST_CASE("device kinds and image arches come from the target spec alone") {
-  CHECK(kiln::core::target_kind("sm_90") == kiln::core::TargetKind::nvptx);
-  CHECK(kiln::core::target_kind("gfx942:xnack-") == kiln::core::TargetKind::amdgpu);
-  CHECK(kiln::core::target_kind("host") == kiln::core::TargetKind::host);
-  CHECK(kiln::core::image_arch("gfx942:xnack-") == "gfx942:xnack-");
-  CHECK(kiln::core::image_arch("host") != "host");
-}
-
-TEST_CASE("a HIP device's gcnArchName becomes a target spec the compiler accepts") {
-  CHECK(kiln::runtime::hip_target_spec("gfx942:sramecc+:xnack-") == "gfx942:xnack-:sramecc+");
-  CHECK(kiln::runtime::hip_target_spec("gfx90a:xnack+") == "gfx90a:xnack+");
-  CHECK(kiln::runtime::hip_target_spec("gfx1100") == "gfx1100");
-  for (const char* name : {"gfx942:sramecc+:xnack-", "gfx90a:sramecc-:xnack+", "gfx1100"})
-    CHECK_MESSAGE(kiln::codegen::resolve_target(kiln::runtime::hip_target_spec(name)),
-                  name << " does not resolve");
+TEST_CASE("without an NVIDIA device the queries say why and choose nothing") {
+  if (cuda_device()) {
+    MESSAGE("skipped: a CUDA device is present");
+    auto arch = cuda_device_arch();
+    REQUIRE(arch);
+    CHECK(parse_nv_arch(*arch));
+    auto chosen = choose_cuda_target({*arch, "host"});
+    REQUIRE(chosen);
+    CHECK(*chosen == *arch);
+    return;
+  }
+  auto arch = cuda_device_arch();
+  REQUIRE_FALSE(arch);
+  CHECK(arch.error().code == Code::unavailable);
+  CHECK(arch.error().message.find("CUDA") != std::string::npos);
+  auto chosen = choose_cuda_target({"sm_80", "sm_90", "host"});
+  REQUIRE(chosen);
+  CHECK(chosen->empty());
+  auto jit = cuda_needs_jit("sm_90");
+  REQUIRE_FALSE(jit);
+  CHECK(jit.error().code == Code::unavailable);
+  CHECK(jit.error().message.find("cannot load sm_90 code: ") == 0);
 }

@@ -1,4 +1,4 @@
-// Unit tests for the SQLite cache (src/cache/store.h): creation, migration,
+// Unit tests for the local SQLite store (src/storage/local/store.h): creation, migration,
 // round trips, idempotent content-addressed writes, corruption detection,
 // refusal of foreign files, and concurrent writers (threads and processes).
 #include "storage/local/store.h"

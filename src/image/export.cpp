@@ -1,0 +1,30 @@
+// Writing a root's image to a file (kiln-inspect image).
+#include "image/export.h"
+
+#include "image/image.h"
+#include "support/files.h"
+
+namespace kiln::image {
+
+Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
+                                   const std::string& target, const std::string& path) {
+  Hash128 key;
+  if (auto k = store.resolve_name(what, target); k) {
+    key = *k;
+  } else if (is_hash128_hex(what)) {
+    key = *parse_hash128(what);
+  } else {
+    return k.error();
+  }
+  auto closure = store.get_closure(key);
+  if (!closure)
+    return closure.error();
+  storage::Storage local(store);
+  auto bytes = fetch_or_link(local, *closure);
+  if (!bytes)
+    return bytes.error();
+  KILN_TRY(write_file_atomic(path, *bytes));
+  return ExportedImage{closure.take(), bytes->size()};
+}
+
+} // namespace kiln::image

@@ -1,0 +1,26 @@
+// A root's image written to a file: the stored image, or the closure linked
+// (and stored) first when the cache holds only its jobs' artifacts.
+#pragma once
+
+#include "core/records.h"
+#include "storage/local/store.h"
+
+#include <kiln/result.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace kiln::image {
+
+/// What export_image wrote.
+struct ExportedImage {
+  core::ClosureRecord closure;
+  size_t bytes = 0;
+};
+
+/// Writes the image of `what` (a root name for `target`, else a 32-hex
+/// closure key) to `path`, atomically.
+Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
+                                   const std::string& target, const std::string& path);
+
+} // namespace kiln::image

@@ -1,0 +1,23 @@
+// NVIDIA images (cubins) loaded into the present device's primary context
+// through the CUDA driver; lookups give CUfunction handles.
+#pragma once
+
+#include "core/records.h"
+#include "runtime/module.h"
+
+#include <kiln/result.hpp>
+
+#include <memory>
+#include <string>
+
+namespace kiln::runtime {
+
+/// Loads a checked image of `closure` and fills `symbols` with its kernels'
+/// CUfunction handles by entry name (device functions have none: they are
+/// reached through the kernels' deferred pointers). Unavailable, with the
+/// reason, without a driver or a device, or when the device refuses it.
+Result<std::unique_ptr<LoadedModule>> load_cuda_image(const std::string& bytes,
+                                                      const core::ClosureRecord& closure,
+                                                      SymbolMap& symbols);
+
+} // namespace kiln::runtime

@@ -1,0 +1,215 @@
+// What a cache holds, as the read commands show it: listings, one job or
+// root, a root's deferred graph, an artifact by format, and key differences.
+#include "storage/local/catalog.h"
+
+#include "storage/local/statement.h"
+
+#include "support/compress.h"
+
+#include <fnmatch.h>
+
+#include <map>
+#include <set>
+
+namespace kiln::storage {
+
+Result<std::vector<ClosureRecord>> Store::list_closures() {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(mu_);
+    auto s = prepare("SELECT key FROM closures ORDER BY key");
+    if (!s)
+      return s.error();
+    Bound b(*s);
+    while (b.step() == SQLITE_ROW)
+      keys.push_back(b.col_text(0));
+  }
+  std::vector<ClosureRecord> out;
+  for (const std::string& k : keys) {
+    auto c = get_closure(key_of(k));
+    if (!c)
+      return c.error();
+    out.push_back(c.take());
+  }
+  return out;
+}
+
+Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT arch, linker, format, raw_size, checksum, data FROM images "
+                   "WHERE closure_key = ?1 ORDER BY arch, linker");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, closure.hex());
+  std::vector<ImageRecord> out;
+  while (b.step() == SQLITE_ROW) {
+    ImageRecord r{{closure, b.col_text(0), b.col_text(1)}, b.col_text(2), {}};
+    std::string what = "image of closure " + closure.hex() + " for " + r.key.arch;
+    int64_t raw_size = b.col_i64(3);
+    if (raw_size < 0)
+      return make_error(Code::corrupt, what + " has a negative size");
+    auto raw = zstd_decompress(b.col_blob(5), size_t(raw_size));
+    if (!raw)
+      return raw.error().context(what);
+    if (checksum_of(*raw) != b.col_i64(4))
+      return make_error(Code::corrupt, what + " fails its checksum");
+    r.bytes = raw.take();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<Listing> list_cache(Store& store, const ListFilter& filter) {
+  auto jobs = store.list_jobs();
+  if (!jobs)
+    return jobs.error();
+  auto names = store.list_names();
+  if (!names)
+    return names.error();
+  const std::string& target = filter.target;
+  const std::string& glob = filter.name_glob;
+  std::erase_if(*names, [&](const NameRecord& n) {
+    return !(target.empty() || n.target == target) ||
+           !(glob.empty() || ::fnmatch(glob.c_str(), n.name.c_str(), 0) == 0);
+  });
+  std::set<std::string> in_named;
+  if (!glob.empty())
+    for (const NameRecord& n : *names)
+      if (auto c = store.get_closure(n.closure))
+        for (const ClosureMember& m : c->members)
+          in_named.insert(m.job.hex());
+  std::erase_if(*jobs, [&](const JobRecord& j) {
+    return (!target.empty() && j.target != target) ||
+           (!glob.empty() && !in_named.count(j.key.hex()));
+  });
+  Listing out;
+  out.names = names.take();
+  for (JobRecord& j : *jobs) {
+    auto arts = store.artifact_infos(j.key);
+    auto refs = store.job_refs(j.key);
+    out.jobs.push_back({std::move(j), std::move(arts), std::move(refs)});
+  }
+  return out;
+}
+
+Result<JobDetail> job_detail(Store& store, const JobRecord& job) {
+  auto arts = store.artifact_infos(job.key);
+  auto refs = store.job_refs(job.key);
+  if (!arts)
+    return arts.error();
+  if (!refs)
+    return refs.error();
+  return JobDetail{job, arts.take(), refs.take()};
+}
+
+Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::string& what,
+                                                       const std::string& target) {
+  using Found = std::variant<JobDetail, RootDetail>;
+  if (is_hash128_hex(what)) {
+    Hash128 key = *parse_hash128(what);
+    auto job = store.get_job(key);
+    if (job) {
+      auto detail = job_detail(store, *job);
+      if (!detail)
+        return detail.error();
+      return Found(detail.take());
+    }
+    if (job.error().code != Code::not_found)
+      return job.error();
+    if (auto closure = store.get_closure(key))
+      return Found(RootDetail{"", closure->target, closure.take()});
+  }
+  auto names = store.names_for(what);
+  if (!names)
+    return names.error();
+  for (const NameRecord& n : *names)
+    if (target.empty() || n.target == target) {
+      auto closure = store.get_closure(n.closure);
+      if (!closure)
+        return closure.error();
+      return Found(RootDetail{n.name, n.target, closure.take()});
+    }
+  return make_error(Code::not_found, "no job, closure or root named '" + what + "' in cache '" +
+                                         store.path() + "'");
+}
+
+Result<Hash128> resolve_closure(Store& store, const std::string& what, const std::string& target) {
+  auto names = store.names_for(what);
+  if (!names)
+    return names.error();
+  for (const NameRecord& n : *names)
+    if (target.empty() || n.target == target)
+      return n.closure;
+  if (is_hash128_hex(what))
+    return parse_hash128(what);
+  return make_error(Code::not_found,
+                    "no root named '" + what + "'" +
+                        (target.empty() ? std::string() : " for target " + target) +
+                        " in cache '" + store.path() + "'");
+}
+
+Result<ClosureGraph> closure_graph(Store& store, const std::string& what,
+                                   const std::string& target) {
+  auto key = resolve_closure(store, what, target);
+  if (!key)
+    return key.error();
+  auto closure = store.get_closure(*key);
+  if (!closure)
+    return closure.error();
+  ClosureGraph g{closure.take(), {}};
+  std::map<std::string, const ClosureMember*> by_symbol;
+  for (const ClosureMember& m : g.closure.members)
+    by_symbol[m.symbol] = &m;
+  for (const ClosureMember& m : g.closure.members) {
+    auto refs = store.job_refs(m.job);
+    if (!refs)
+      return refs.error();
+    for (const JobRef& r : *refs)
+      if (auto it = by_symbol.find(r.symbol); it != by_symbol.end())
+        g.edges.push_back({m.job, it->second->job, r.symbol});
+  }
+  return g;
+}
+
+Result<std::string> dump_artifact(Store& store, const std::string& job_key,
+                                  const std::string& format) {
+  auto key = parse_hash128(job_key);
+  if (!key)
+    return key.error();
+  auto job = store.get_job(*key);
+  if (!job)
+    return job.error();
+  std::vector<std::string> formats;
+  if (format == "ptx")
+    formats = {"ptx"};
+  else if (format == "bitcode")
+    formats = {"bc"};
+  else if (format == "object")
+    formats = {"obj", "cubin"};
+  else
+    return make_error(Code::invalid_argument,
+                      "unknown format '" + format + "'; use ptx, bitcode or object");
+  for (const std::string& f : formats) {
+    auto bytes = store.get_artifact(*key, f);
+    if (bytes)
+      return bytes;
+    if (bytes.error().code != Code::not_found)
+      return bytes.error();
+  }
+  return make_error(Code::not_found,
+                    "job " + job_key + " (" + job->target + ") has no " + format + " artifact");
+}
+
+Result<std::vector<core::KeyDifference>> explain_keys(Store& store, const Hash128& a,
+                                                      const Hash128& b) {
+  auto ja = store.get_job(a);
+  if (!ja)
+    return ja.error();
+  auto jb = store.get_job(b);
+  if (!jb)
+    return jb.error();
+  return core::compare_keys(*ja, *jb);
+}
+
+} // namespace kiln::storage

@@ -1,0 +1,147 @@
+// Eviction: gc per a policy (storage/local/gc.h), and the policy read from
+// command-line text.
+#include "storage/local/gc.h"
+
+#include "storage/local/statement.h"
+#include "storage/local/store.h"
+
+#include "support/units.h"
+
+#include <set>
+
+namespace kiln::storage {
+
+Result<GcPolicy> parse_gc_policy(const std::string& max_size, const std::string& older_than) {
+  GcPolicy p;
+  if (!max_size.empty()) {
+    auto v = parse_size(max_size);
+    if (!v)
+      return v.error();
+    p.max_size = *v;
+  }
+  if (!older_than.empty()) {
+    auto v = parse_duration(older_than);
+    if (!v)
+      return v.error();
+    p.older_than = *v;
+  }
+  return p;
+}
+
+Result<GcReport> collect_garbage(Store& store, GcPolicy policy) {
+  if (!policy.has_limit()) {
+    auto limit = store.max_size();
+    if (!limit)
+      return limit.error();
+    policy.max_size = *limit;
+  }
+  return store.gc(policy);
+}
+
+Result<GcReport> Store::gc(const GcOptions& options) {
+  GcReport rep;
+  auto before = live_bytes();
+  if (!before)
+    return before.error();
+  rep.bytes_before = rep.bytes_after = *before;
+  std::unique_lock lock(mu_);
+  KILN_TRY(exec("BEGIN IMMEDIATE"));
+  auto fail = [&](const Error& e) -> Result<GcReport> {
+    (void)exec("ROLLBACK");
+    return e.context("gc of cache '" + path_ + "'");
+  };
+  auto live = [&]() -> int64_t {
+    auto pages = count("PRAGMA page_count");
+    auto free_pages = count("PRAGMA freelist_count");
+    auto page_size = count("PRAGMA page_size");
+    return pages && free_pages && page_size ? (*pages - *free_pages) * *page_size : 0;
+  };
+  // Jobs that no closure uses (their root failed, or its closure went) go
+  // first: nothing can load them.
+  auto orphans = count("SELECT count(*) FROM jobs WHERE NOT EXISTS "
+                       "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key)");
+  if (!orphans)
+    return fail(orphans.error());
+  if (*orphans > 0 && (options.max_size >= 0 || options.older_than >= 0)) {
+    if (Status s = exec("DELETE FROM jobs WHERE NOT EXISTS "
+                        "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key)");
+        !s)
+      return fail(s.error());
+    rep.evicted_jobs += *orphans;
+  }
+
+  int64_t cutoff = options.older_than >= 0 ? now_seconds() - options.older_than : INT64_MIN;
+  // Least recently used first; the ties of one-second recency broken by key
+  // so the order is the same in every process.
+  std::vector<std::pair<std::string, int64_t>> order;
+  {
+    auto all = prepare("SELECT key, last_used FROM closures ORDER BY last_used, key");
+    if (!all)
+      return fail(all.error());
+    Bound b(*all);
+    while (b.step() == SQLITE_ROW)
+      order.emplace_back(b.col_text(0), b.col_i64(1));
+  }
+  std::set<std::string> keep;
+  for (const Hash128& k : options.keep)
+    keep.insert(k.hex());
+  auto members = prepare("SELECT job_key FROM closure_members WHERE closure_key = ?1");
+  auto images = prepare("SELECT count(*) FROM images WHERE closure_key = ?1");
+  auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
+  auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
+  auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS "
+                         "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1)");
+  for (auto* p : {&members, &images, &del_names, &del_closure, &del_job})
+    if (!*p)
+      return fail(p->error());
+  for (const auto& [key, last_used] : order) {
+    if (keep.count(key))
+      continue;
+    bool too_old = last_used < cutoff;
+    bool too_big = options.max_size >= 0 && live() > options.max_size;
+    if (!too_old && !too_big) {
+      if (options.older_than < 0)
+        break; // the rest are newer, and the size is met
+      continue;
+    }
+    std::vector<std::string> jobs;
+    {
+      Bound b(*members);
+      b.text(1, key);
+      while (b.step() == SQLITE_ROW)
+        jobs.push_back(b.col_text(0));
+    }
+    {
+      Bound b(*images);
+      b.text(1, key);
+      if (b.step() == SQLITE_ROW)
+        rep.evicted_images += b.col_i64(0);
+    }
+    for (auto* p : {&del_names, &del_closure}) {
+      Bound b(**p);
+      b.text(1, key);
+      if (b.step() != SQLITE_DONE)
+        return fail(db_error("cannot evict closure " + key));
+    }
+    for (const std::string& j : jobs) {
+      Bound b(*del_job);
+      b.text(1, j);
+      if (b.step() != SQLITE_DONE)
+        return fail(db_error("cannot evict job " + j));
+      rep.evicted_jobs += sqlite3_changes(db_);
+    }
+    rep.evicted_closures.push_back(key_of(key));
+  }
+  rep.bytes_after = live();
+  if (options.dry_run) {
+    (void)exec("ROLLBACK");
+    return rep;
+  }
+  if (Status s = exec("COMMIT"); !s)
+    return fail(s.error());
+  if (!rep.evicted_closures.empty() || rep.evicted_jobs > 0)
+    (void)exec(options.vacuum ? "VACUUM" : "PRAGMA incremental_vacuum");
+  return rep;
+}
+
+} // namespace kiln::storage

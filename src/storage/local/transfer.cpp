@@ -1,0 +1,97 @@
+// Export and import of bundle files, and the one transaction that writes a
+// bundle's rows.
+#include "storage/local/transfer.h"
+
+#include "storage/bundle.h"
+#include "storage/local/catalog.h"
+#include "storage/local/statement.h"
+
+#include "core/check.h"
+#include "support/compress.h"
+#include "support/files.h"
+
+#include <algorithm>
+#include <map>
+
+namespace kiln::storage {
+
+Status Store::put_bundle(const BundleData& data) {
+  std::vector<std::vector<std::string>> packed_jobs;
+  for (const BundleData::Job& j : data.jobs) {
+    std::vector<std::string> packed;
+    for (const Artifact& a : j.artifacts)
+      packed.push_back(zstd_compress(a.bytes));
+    packed_jobs.push_back(std::move(packed));
+  }
+  std::vector<std::string> packed_images;
+  for (const ImageRecord& i : data.images)
+    packed_images.push_back(zstd_compress(i.bytes));
+  std::lock_guard lock(mu_);
+  int64_t now = now_seconds();
+  return transaction([&]() -> Status {
+    for (size_t i = 0; i < data.jobs.size(); ++i)
+      KILN_TRY(insert_job_rows(data.jobs[i].record, data.jobs[i].artifacts, packed_jobs[i],
+                               data.jobs[i].refs));
+    std::map<std::string, std::vector<NameRecord>> names;
+    for (const NameRecord& n : data.names)
+      names[n.closure.hex()].push_back(n);
+    for (const ClosureRecord& c : data.closures)
+      KILN_TRY(insert_closure_rows(c, names[c.key.hex()], now));
+    for (size_t i = 0; i < data.images.size(); ++i)
+      KILN_TRY(insert_image_row(data.images[i], packed_images[i]));
+    return Status::ok();
+  });
+}
+
+Result<BundleSummary> export_bundle(Store& store, const std::string& path,
+                                    const std::vector<std::string>& which) {
+  std::vector<Hash128> keys;
+  if (which.empty()) {
+    auto names = store.list_names();
+    if (!names)
+      return names.error();
+    for (const NameRecord& n : *names)
+      keys.push_back(n.closure);
+  } else {
+    for (const std::string& w : which) {
+      auto names = store.names_for(w);
+      if (!names)
+        return names.error();
+      for (const NameRecord& n : *names)
+        keys.push_back(n.closure);
+      if (names->empty()) {
+        auto k = resolve_closure(store, w, "");
+        if (!k)
+          return k.error();
+        keys.push_back(*k);
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  auto data = collect_bundle(store, keys);
+  if (!data)
+    return data.error();
+  std::string bytes = encode_bundle(*data);
+  KILN_TRY(write_file_atomic(path, bytes));
+  return BundleSummary{data->closures.size(), data->jobs.size(), data->images.size(),
+                       data->names.size(), bytes.size()};
+}
+
+Result<BundleSummary> import_bundle(Store& store, const std::string& path) {
+  auto bytes = read_file(path);
+  if (!bytes)
+    return bytes.error();
+  // Decode and validate everything first: a damaged or hostile bundle
+  // changes nothing.
+  auto data = decode_bundle(*bytes);
+  if (!data)
+    return data.error().context("'" + path + "'");
+  if (Status s = core::check_bundle(*data); !s)
+    return s.error().context("'" + path + "'");
+  KILN_TRY(store.put_bundle(*data));
+  return BundleSummary{data->closures.size(), data->jobs.size(), data->images.size(),
+                       data->names.size(), 0};
+}
+
+} // namespace kiln::storage

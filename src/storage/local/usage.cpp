@@ -1,0 +1,216 @@
+// How a cache is used: usage counters, recency, statistics and settings
+// (the size limit and where it comes from).
+#include "storage/local/usage.h"
+
+#include "storage/local/statement.h"
+#include "storage/local/store.h"
+
+#include "support/units.h"
+
+#include <cstdlib>
+
+namespace kiln::storage {
+
+Result<int64_t> Store::count(const char* sql) {
+  auto s = prepare(sql);
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  if (b.step() != SQLITE_ROW)
+    return db_error("cannot count");
+  return b.col_i64(0);
+}
+
+Status Store::add_counters(const Counters& d) {
+  if (d.empty())
+    return Status::ok();
+  std::lock_guard lock(mu_);
+  return transaction([&]() -> Status {
+    auto s = prepare("INSERT INTO counters(name, value) VALUES (?1, ?2) "
+                     "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value");
+    if (!s)
+      return s.error();
+    for (auto [name, v] : {std::pair{"job_hits", d.job_hits}, {"job_misses", d.job_misses},
+                           {"image_hits", d.image_hits}, {"image_misses", d.image_misses},
+                           {"loads", d.loads}, {"remote_hits", d.remote_hits},
+                           {"remote_misses", d.remote_misses},
+                           {"remote_bytes_in", d.remote_bytes_in},
+                           {"remote_bytes_out", d.remote_bytes_out},
+                           {"remote_errors", d.remote_errors}}) {
+      if (v == 0)
+        continue;
+      Bound b(*s);
+      b.text(1, name).i64(2, v);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot update counter " + std::string(name));
+    }
+    return Status::ok();
+  });
+}
+
+Status Store::zero_counters() {
+  std::lock_guard lock(mu_);
+  return exec("DELETE FROM counters");
+}
+
+Status Store::touch_closures(const std::vector<Hash128>& closures, int64_t when) {
+  if (closures.empty())
+    return Status::ok();
+  std::lock_guard lock(mu_);
+  return transaction([&]() -> Status {
+    auto s = prepare("UPDATE closures SET last_used = max(last_used, ?2) WHERE key = ?1");
+    if (!s)
+      return s.error();
+    for (const Hash128& k : closures) {
+      Bound b(*s);
+      b.text(1, k.hex()).i64(2, when);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot mark closure " + k.hex() + " used");
+    }
+    return Status::ok();
+  });
+}
+
+Result<int64_t> Store::live_bytes() {
+  std::lock_guard lock(mu_);
+  auto pages = count("PRAGMA page_count");
+  auto free_pages = count("PRAGMA freelist_count");
+  auto page_size = count("PRAGMA page_size");
+  if (!pages || !free_pages || !page_size)
+    return db_error("cannot read the file's size");
+  return (*pages - *free_pages) * *page_size;
+}
+
+Result<Stats> Store::stats() {
+  Stats st;
+  {
+    std::lock_guard lock(mu_);
+    struct {
+      const char* sql;
+      int64_t* out;
+    } counts[] = {
+        {"SELECT count(*) FROM jobs", &st.jobs},
+        {"SELECT count(*) FROM closures", &st.closures},
+        {"SELECT count(*) FROM images", &st.images},
+        {"SELECT count(*) FROM names", &st.names},
+        {"SELECT (SELECT coalesce(sum(length(data)), 0) FROM artifacts) + "
+         "(SELECT coalesce(sum(length(data)), 0) FROM images)",
+         &st.stored_bytes},
+        {"SELECT (SELECT coalesce(sum(raw_size), 0) FROM artifacts) + "
+         "(SELECT coalesce(sum(raw_size), 0) FROM images)",
+         &st.raw_bytes},
+    };
+    for (auto& c : counts) {
+      auto v = count(c.sql);
+      if (!v)
+        return v.error();
+      *c.out = *v;
+    }
+    auto s = prepare("SELECT target, count(*) FROM jobs GROUP BY target ORDER BY target");
+    if (!s)
+      return s.error();
+    Bound b(*s);
+    while (b.step() == SQLITE_ROW)
+      st.jobs_per_target.emplace_back(b.col_text(0), b.col_i64(1));
+    auto cs = prepare("SELECT name, value FROM counters");
+    if (!cs)
+      return cs.error();
+    Bound cb(*cs);
+    while (cb.step() == SQLITE_ROW) {
+      std::string n = cb.col_text(0);
+      int64_t v = cb.col_i64(1);
+      Counters& c = st.counters;
+      for (auto [name, field] :
+           {std::pair{"job_hits", &c.job_hits}, {"job_misses", &c.job_misses},
+            {"image_hits", &c.image_hits}, {"image_misses", &c.image_misses}, {"loads", &c.loads},
+            {"remote_hits", &c.remote_hits}, {"remote_misses", &c.remote_misses},
+            {"remote_bytes_in", &c.remote_bytes_in}, {"remote_bytes_out", &c.remote_bytes_out},
+            {"remote_errors", &c.remote_errors}})
+        if (n == name)
+          *field = v;
+    }
+    auto pages = count("PRAGMA page_count");
+    auto page_size = count("PRAGMA page_size");
+    if (pages && page_size)
+      st.file_bytes = *pages * *page_size;
+  }
+  auto live = live_bytes();
+  if (live)
+    st.live_bytes = *live;
+  return st;
+}
+
+Result<std::string> Store::setting(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("SELECT value FROM settings WHERE name = ?1");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, name);
+  if (b.step() != SQLITE_ROW)
+    return make_error(Code::not_found, "setting " + name + " is not set");
+  return b.col_text(0);
+}
+
+Status Store::set_setting(const std::string& name, const std::string& value) {
+  std::lock_guard lock(mu_);
+  auto s = prepare("INSERT INTO settings(name, value) VALUES (?1, ?2) "
+                   "ON CONFLICT(name) DO UPDATE SET value = excluded.value");
+  if (!s)
+    return s.error();
+  Bound b(*s);
+  b.text(1, name).text(2, value);
+  if (b.step() != SQLITE_DONE)
+    return db_error("cannot set " + name);
+  return Status::ok();
+}
+
+Result<int64_t> Store::max_size() {
+  if (const char* env = std::getenv("KILN_CACHE_MAX_SIZE"); env && *env) {
+    auto v = parse_size(env);
+    if (!v)
+      return v.error().context("KILN_CACHE_MAX_SIZE");
+    return v;
+  }
+  auto s = setting("max_size");
+  if (!s)
+    return s.error().code == Code::not_found ? Result<int64_t>(kDefaultMaxSize) : s.error();
+  return parse_size(*s);
+}
+
+Result<SizeLimit> size_limit(Store& store) {
+  auto bytes = store.max_size();
+  if (!bytes)
+    return bytes.error();
+  const char* env = std::getenv("KILN_CACHE_MAX_SIZE");
+  std::string source = env && *env ? "KILN_CACHE_MAX_SIZE"
+                       : store.setting("max_size") ? "cache setting"
+                                                   : "default";
+  return SizeLimit{*bytes, source};
+}
+
+Result<StatsReport> stats_report(Store& store, bool zero_first) {
+  if (zero_first)
+    KILN_TRY(store.zero_counters());
+  auto st = store.stats();
+  if (!st)
+    return st.error();
+  auto limit = store.max_size();
+  if (!limit)
+    return limit.error();
+  return StatsReport{st.take(), *limit};
+}
+
+Result<std::string> parse_setting(const std::string& name, const std::string& value) {
+  if (name != "max_size")
+    return make_error(Code::invalid_argument,
+                      "unknown setting '" + name + "' (known: max_size)");
+  if (value.empty())
+    return std::string();
+  auto v = parse_size(value);
+  if (!v)
+    return v.error();
+  return std::to_string(*v);
+}
+
+} // namespace kiln::storage

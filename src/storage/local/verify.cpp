@@ -1,0 +1,139 @@
+// Verification of a whole cache: the rows (blobs against their checksums,
+// closures' members, names' closures) checked in SQL, then every job's key,
+// every closure's key and every image checked by core.
+#include "storage/local/verify.h"
+
+#include "storage/local/statement.h"
+#include "storage/local/store.h"
+
+#include "core/check.h"
+#include "core/keys.h"
+#include "support/compress.h"
+
+#include <set>
+
+namespace kiln::storage {
+
+Status Store::check_rows(std::vector<Problem>& out) {
+  std::lock_guard lock(mu_);
+  auto blobs = [&](const char* sql, const char* kind, bool closure_key) -> Status {
+    auto s = prepare(sql);
+    if (!s)
+      return s.error();
+    Bound b(*s);
+    int rc;
+    while ((rc = b.step()) == SQLITE_ROW) {
+      std::string key = b.col_text(0), what = b.col_text(1);
+      int64_t raw_size = b.col_i64(2), checksum = b.col_i64(3);
+      std::string label = std::string(kind) + " " + what + " of " +
+                          (closure_key ? "closure " : "job ") + key;
+      auto raw = raw_size < 0 ? Result<std::string>(make_error(Code::corrupt, "negative size"))
+                              : zstd_decompress(b.col_blob(4), size_t(raw_size));
+      if (!raw)
+        out.push_back({kind, key, label + ": " + raw.error().message});
+      else if (checksum_of(*raw) != checksum)
+        out.push_back({kind, key, label + " fails its checksum"});
+    }
+    return rc == SQLITE_DONE ? Status::ok() : Status(db_error("cannot read blobs"));
+  };
+  KILN_TRY(blobs("SELECT job_key, format, raw_size, checksum, data FROM artifacts "
+                 "ORDER BY job_key, format",
+                 "artifact", false));
+  KILN_TRY(blobs("SELECT closure_key, arch || ' (' || linker || ')', raw_size, checksum, data "
+                 "FROM images ORDER BY closure_key, arch",
+                 "image", true));
+
+  struct Check {
+    const char* sql;
+    const char* kind;
+    const char* what;
+  };
+  // Each query lists (key, detail) pairs that are problems.
+  const Check checks[] = {
+      {"SELECT c.key, c.root_job FROM closures c WHERE NOT EXISTS "
+       "(SELECT 1 FROM jobs j WHERE j.key = c.root_job)",
+       "closure", "root job missing: "},
+      {"SELECT c.key, c.root_job FROM closures c WHERE NOT EXISTS (SELECT 1 FROM closure_members "
+       "m WHERE m.closure_key = c.key AND m.job_key = c.root_job)",
+       "closure", "root job is not a member: "},
+      {"SELECT m.closure_key, m.job_key FROM closure_members m WHERE NOT EXISTS "
+       "(SELECT 1 FROM jobs j WHERE j.key = m.job_key)",
+       "closure", "member job missing: "},
+      {"SELECT m.closure_key, m.symbol FROM closure_members m JOIN jobs j ON j.key = m.job_key "
+       "WHERE j.symbol != m.symbol",
+       "closure", "member does not define its symbol: "},
+      // Every deferred symbol a member leaves open must be satisfied within
+      // the closure.
+      {"SELECT m.closure_key, r.symbol FROM closure_members m JOIN job_refs r ON "
+       "r.job_key = m.job_key WHERE NOT EXISTS (SELECT 1 FROM closure_members m2 WHERE "
+       "m2.closure_key = m.closure_key AND m2.symbol = r.symbol)",
+       "closure", "open deferred symbol unresolved: "},
+      {"SELECT j.key, a.format FROM jobs j LEFT JOIN artifacts a ON a.job_key = j.key "
+       "WHERE a.job_key IS NULL",
+       "job", "has no artifacts"},
+      {"SELECT n.name || ' (' || n.target || ')', n.closure_key FROM names n WHERE NOT EXISTS "
+       "(SELECT 1 FROM closures c WHERE c.key = n.closure_key)",
+       "name", "names a missing closure: "},
+  };
+  for (const Check& c : checks) {
+    auto s = prepare(c.sql);
+    if (!s)
+      return s.error();
+    Bound b(*s);
+    int rc;
+    while ((rc = b.step()) == SQLITE_ROW)
+      out.push_back({c.kind, b.col_text(0), std::string(c.kind) + " " + b.col_text(0) + ": " +
+                                                c.what + b.col_text(1)});
+    if (rc != SQLITE_DONE)
+      return db_error("cannot verify");
+  }
+  return Status::ok();
+}
+
+Result<VerifyReport> verify_cache(Store& store) {
+  VerifyReport rep;
+  KILN_TRY(store.check_rows(rep.problems));
+  auto jobs = store.list_jobs();
+  if (!jobs)
+    return jobs.error();
+  rep.jobs = jobs->size();
+  for (const JobRecord& j : *jobs) {
+    auto key = core::job_key_of(j);
+    if (!key)
+      rep.problems.push_back({"job", j.key.hex(), key.error().message});
+    else if (*key != j.key)
+      rep.problems.push_back({"job", j.key.hex(), "job " + j.key.hex() + " (" + j.entry +
+                                                      ") does not match its stored components"});
+  }
+  auto closures = store.list_closures();
+  if (!closures)
+    return closures.error();
+  rep.closures = closures->size();
+  // A closure whose rows are already wrong (a member missing, say) would
+  // only fail its key for the same reason: one problem is enough.
+  std::set<std::string> reported;
+  for (const Problem& p : rep.problems)
+    if (p.kind == "closure")
+      reported.insert(p.key);
+  for (const ClosureRecord& c : *closures)
+    if (Status s = core::check_closure_key(c); !s && !reported.count(c.key.hex()))
+      rep.problems.push_back({"closure", c.key.hex(), s.error().message});
+  for (const ClosureRecord& c : *closures) {
+    auto images = store.images_of(c.key);
+    if (!images)
+      continue; // a damaged blob, already reported by its checksum
+    for (const ImageRecord& i : *images)
+      if (Status s = core::check_image(i.bytes, c); !s)
+        rep.problems.push_back({"image", c.key.hex(), s.error().message});
+  }
+  return rep;
+}
+
+Result<std::vector<Problem>> Store::verify() {
+  auto rep = verify_cache(*this);
+  if (!rep)
+    return rep.error();
+  return std::move(rep->problems);
+}
+
+} // namespace kiln::storage

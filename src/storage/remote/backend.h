@@ -1,0 +1,59 @@
+// A remote backend: somewhere shared by many machines that holds byte
+// strings by key, and nothing more. What the values mean, how they are
+// checked, what is fetched when, and what happens when the backend fails all
+// belong to storage::Storage (storage/storage.h), written once for every
+// backend. Today the only backend is Redis (storage/remote/redis.h).
+#pragma once
+
+#include <kiln/result.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln::storage::remote {
+
+/// Moves bytes by key. Calls come one at a time (Storage serialises them).
+/// Every error is `unavailable`, with a message fit for a notice: it names
+/// the failed step and never a credential.
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// The value under `key`; nullopt when there is none.
+  virtual Result<std::optional<std::string>> get(const std::string& key) = 0;
+  /// Stores `value` under `key`, replacing any; it expires after `ttl` when
+  /// that is positive, else never.
+  virtual Status put(const std::string& key, std::string_view value,
+                     std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
+  /// Removes `key`; removing an absent key succeeds.
+  virtual Status remove(const std::string& key) = 0;
+
+  /// Where the backend is, for messages ("redis://host:port/db"): never
+  /// credentials.
+  virtual std::string describe() const = 0;
+};
+
+/// How Storage uses a backend: settings the URL carries that are not the
+/// transport's.
+struct Options {
+  std::string prefix = "kiln"; ///< first part of every key
+  bool read_only = false;      ///< fetch, never publish
+  std::chrono::seconds ttl{0}; ///< expiry of published values; 0: none
+};
+
+/// A configured remote: its backend (null: none) and how to use it.
+struct Remote {
+  std::unique_ptr<Backend> backend;
+  Options options;
+};
+
+/// The remote for `url`, else for $KILN_REMOTE; no backend when neither is
+/// set (or the value is "off"). `read_only` forces read-only mode, as does
+/// $KILN_REMOTE_READ_ONLY=1. Nothing is contacted here: a bad URL is an
+/// `invalid_argument` error, a down server only fails the first call.
+Result<Remote> configured(const std::string& url, bool read_only = false);
+
+} // namespace kiln::storage::remote

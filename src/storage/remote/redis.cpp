@@ -1,0 +1,257 @@
+// The Redis backend (storage/remote/redis.h): URL parsing and the hiredis
+// connection.
+#include "storage/remote/redis.h"
+
+#include <hiredis/hiredis.h>
+
+#include <cerrno>
+#include <sys/time.h>
+
+namespace kiln::storage::remote {
+
+namespace {
+
+Error bad_url(const std::string& why) {
+  // The URL itself is never echoed: it may carry a password.
+  return make_error(Code::invalid_argument, "remote cache URL: " + why);
+}
+
+Result<int64_t> parse_number(const std::string& s, const std::string& what, int64_t lo,
+                             int64_t hi) {
+  if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos)
+    return bad_url(what + " must be a number, not '" + s + "'");
+  int64_t v = std::stoll(s);
+  if (v < lo || v > hi)
+    return bad_url(what + " must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+Result<std::string> percent_decode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    auto hex = [](char c) {
+      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                                 : -1;
+    };
+    if (i + 2 >= s.size() || hex(s[i + 1]) < 0 || hex(s[i + 2]) < 0)
+      return bad_url("bad percent escape in the credentials");
+    out += char(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+    i += 2;
+  }
+  return out;
+}
+
+struct Reply {
+  redisReply* r = nullptr;
+  explicit Reply(void* p) : r(static_cast<redisReply*>(p)) {}
+  ~Reply() {
+    if (r)
+      freeReplyObject(r);
+  }
+  Reply(const Reply&) = delete;
+  Reply& operator=(const Reply&) = delete;
+};
+
+// The server's error text, never ours: it does not contain the password.
+std::string server_text(const redisReply* r) { return std::string(r->str, r->len); }
+
+} // namespace
+
+std::string RedisConfig::where() const {
+  return "redis://" + host + ":" + std::to_string(port) + "/" + std::to_string(db);
+}
+
+Result<RedisConfig> parse_redis_url(const std::string& url) {
+  RedisConfig c;
+  if (url.rfind("rediss://", 0) == 0)
+    return bad_url("rediss:// (TLS) is not supported by this build: its hiredis has no TLS; use "
+                   "redis:// over a trusted network or a TLS tunnel");
+  if (url.rfind("redis://", 0) != 0)
+    return bad_url("must start with redis://");
+  std::string rest = url.substr(8);
+  std::string query;
+  if (size_t q = rest.find('?'); q != std::string::npos) {
+    query = rest.substr(q + 1);
+    rest.resize(q);
+  }
+  std::string path;
+  if (size_t s = rest.find('/'); s != std::string::npos) {
+    path = rest.substr(s + 1);
+    rest.resize(s);
+  }
+  if (size_t at = rest.rfind('@'); at != std::string::npos) {
+    std::string cred = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    std::string user, pass;
+    if (size_t colon = cred.find(':'); colon != std::string::npos) {
+      user = cred.substr(0, colon);
+      pass = cred.substr(colon + 1);
+    } else {
+      pass = cred; // redis://password@host, as redis-cli -u accepts
+    }
+    auto u = percent_decode(user);
+    if (!u)
+      return u.error();
+    auto p = percent_decode(pass);
+    if (!p)
+      return p.error();
+    c.user = u.take();
+    c.password = p.take();
+  }
+  if (!rest.empty() && rest[0] == '[') { // [ipv6]:port
+    size_t close = rest.find(']');
+    if (close == std::string::npos)
+      return bad_url("unterminated [ in the host");
+    c.host = rest.substr(1, close - 1);
+    rest = rest.substr(close + 1);
+    if (!rest.empty() && rest[0] != ':')
+      return bad_url("junk after the host's ]");
+    if (!rest.empty()) {
+      auto port = parse_number(rest.substr(1), "the port", 1, 65535);
+      if (!port)
+        return port.error();
+      c.port = int(*port);
+    }
+  } else if (size_t colon = rest.rfind(':'); colon != std::string::npos) {
+    c.host = rest.substr(0, colon);
+    auto port = parse_number(rest.substr(colon + 1), "the port", 1, 65535);
+    if (!port)
+      return port.error();
+    c.port = int(*port);
+  } else {
+    c.host = rest;
+  }
+  if (c.host.empty())
+    return bad_url("no host");
+  if (!path.empty()) {
+    auto db = parse_number(path, "the database number", 0, 1 << 20);
+    if (!db)
+      return db.error();
+    c.db = int(*db);
+  }
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string opt = query.substr(0, amp);
+    query = amp == std::string::npos ? "" : query.substr(amp + 1);
+    size_t eq = opt.find('=');
+    std::string k = opt.substr(0, eq), v = eq == std::string::npos ? "" : opt.substr(eq + 1);
+    if (k == "prefix") {
+      if (v.empty() || v.find_first_of(" \t\r\n") != std::string::npos)
+        return bad_url("prefix must be a non-empty word");
+      c.options.prefix = v;
+    } else if (k == "ttl") {
+      auto t = parse_number(v, "ttl", 0, int64_t(1) << 40);
+      if (!t)
+        return t.error();
+      c.options.ttl = std::chrono::seconds(*t);
+    } else if (k == "timeout_ms") {
+      auto t = parse_number(v, "timeout_ms", 1, 600000);
+      if (!t)
+        return t.error();
+      c.timeout_ms = int(*t);
+    } else if (k == "read_only") {
+      if (v != "0" && v != "1" && !v.empty())
+        return bad_url("read_only must be 0 or 1");
+      c.options.read_only = v != "0";
+    } else if (!k.empty()) {
+      return bad_url("unknown option '" + k + "' (known: prefix, ttl, timeout_ms, read_only)");
+    }
+  }
+  return c;
+}
+
+RedisBackend::RedisBackend(RedisConfig config) : config_(std::move(config)) {}
+
+RedisBackend::~RedisBackend() {
+  if (ctx_)
+    redisFree(ctx_);
+}
+
+Error RedisBackend::failure(std::string why) {
+  if (ctx_ && ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+      why.find("temporarily") != std::string::npos)
+    why = why.substr(0, why.find(':')) + ": no answer within " +
+          std::to_string(config_.timeout_ms) + " ms";
+  if (ctx_) {
+    redisFree(ctx_);
+    ctx_ = nullptr;
+  }
+  return make_error(Code::unavailable, std::move(why));
+}
+
+Status RedisBackend::connect() {
+  if (ctx_)
+    return Status::ok();
+  timeval tv{config_.timeout_ms / 1000, (config_.timeout_ms % 1000) * 1000};
+  ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, tv);
+  if (!ctx_)
+    return failure("cannot allocate a connection");
+  if (ctx_->err)
+    return failure(ctx_->errstr);
+  if (redisSetTimeout(ctx_, tv) != REDIS_OK)
+    return failure("cannot set the timeout");
+  auto simple = [&](Reply r, const char* what) -> Status {
+    if (!r.r)
+      return failure(std::string(what) + ": " + ctx_->errstr);
+    if (r.r->type == REDIS_REPLY_ERROR)
+      return failure(std::string(what) + " refused: " + server_text(r.r));
+    return Status::ok();
+  };
+  if (!config_.password.empty())
+    KILN_TRY(config_.user.empty()
+                 ? simple(Reply(redisCommand(ctx_, "AUTH %b", config_.password.data(),
+                                             config_.password.size())),
+                          "AUTH")
+                 : simple(Reply(redisCommand(ctx_, "AUTH %b %b", config_.user.data(),
+                                             config_.user.size(), config_.password.data(),
+                                             config_.password.size())),
+                          "AUTH"));
+  if (config_.db != 0)
+    KILN_TRY(simple(Reply(redisCommand(ctx_, "SELECT %d", config_.db)), "SELECT"));
+  return Status::ok();
+}
+
+Result<std::optional<std::string>> RedisBackend::get(const std::string& key) {
+  KILN_TRY(connect());
+  Reply r(redisCommand(ctx_, "GET %b", key.data(), key.size()));
+  if (!r.r)
+    return failure(std::string("GET: ") + ctx_->errstr);
+  if (r.r->type == REDIS_REPLY_NIL)
+    return std::optional<std::string>();
+  if (r.r->type != REDIS_REPLY_STRING)
+    return failure(r.r->type == REDIS_REPLY_ERROR ? "GET refused: " + server_text(r.r)
+                                                  : std::string("GET: unexpected reply type"));
+  return std::optional<std::string>(std::string(r.r->str, r.r->len));
+}
+
+Status RedisBackend::put(const std::string& key, std::string_view value,
+                         std::chrono::seconds ttl) {
+  KILN_TRY(connect());
+  Reply r(ttl.count() > 0
+              ? redisCommand(ctx_, "SET %b %b EX %lld", key.data(), key.size(), value.data(),
+                             value.size(), static_cast<long long>(ttl.count()))
+              : redisCommand(ctx_, "SET %b %b", key.data(), key.size(), value.data(),
+                             value.size()));
+  if (!r.r)
+    return failure(std::string("SET: ") + ctx_->errstr);
+  if (r.r->type == REDIS_REPLY_ERROR)
+    return failure("SET refused: " + server_text(r.r));
+  return Status::ok();
+}
+
+Status RedisBackend::remove(const std::string& key) {
+  KILN_TRY(connect());
+  Reply r(redisCommand(ctx_, "DEL %b", key.data(), key.size()));
+  if (!r.r)
+    return failure(std::string("DEL: ") + ctx_->errstr);
+  if (r.r->type == REDIS_REPLY_ERROR)
+    return failure("DEL refused: " + server_text(r.r));
+  return Status::ok();
+}
+
+} // namespace kiln::storage::remote

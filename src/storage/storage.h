@@ -1,0 +1,117 @@
+// Kiln's storage, as everything above this layer sees it: the local SQLite
+// cache (storage/local/store.h) and, optionally, a remote backend shared by
+// many machines (storage/remote/backend.h), behind one class.
+//
+// Read-through: a local miss of a job, closure (with its member jobs), name
+// or image asks the remote; a fetched value is a bundle (storage/bundle.h)
+// and is checked like an import before it is stored locally. Write-back:
+// what is compiled, recorded or linked here is published, except in
+// read-only remote mode. Fail-open: the first failed remote call disables
+// the remote for the rest of the process, with one notice on stderr; nothing
+// remote ever fails a precompile or a load. Content-addressed entries never
+// change, so no locking is needed between machines; names (mutable) are
+// published separately.
+#pragma once
+
+#include "storage/local/store.h"
+#include "storage/remote/backend.h"
+
+#include <kiln/result.hpp>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::storage {
+
+/// Where find_job found a job.
+enum class Found { nowhere, local, remote };
+
+class Storage {
+public:
+  /// Over an open local cache, with `remote` (no backend: local only).
+  explicit Storage(std::unique_ptr<Store> local, remote::Remote remote = {});
+  /// Over a local cache someone else owns, without a remote.
+  explicit Storage(Store& local);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  /// Opens the local cache at `path` with the remote configured by
+  /// `remote_url`, else $KILN_REMOTE (remote::configured): a bad remote URL
+  /// is reported before the cache is opened.
+  static Result<std::unique_ptr<Storage>> open(const std::string& path,
+                                               const std::string& remote_url = "",
+                                               bool remote_read_only = false);
+
+  /// The local cache, for what only it holds (usage, settings, gc, memos).
+  Store& local() { return *local_; }
+  /// True if a remote is configured (it may have been disabled since).
+  bool has_remote() const { return backend_ != nullptr; }
+
+  // --- read-through: the local cache, else the remote (the value stored
+  // locally once checked). Thread-safe. ------------------------------------
+  /// Whether the job with every artifact in `formats` is here, or was
+  /// fetched just now. A local error is returned; a remote one is a miss.
+  Result<Found> find_job(const Hash128& key, const std::vector<std::string>& formats);
+  /// The closure, with its members' entries; a fetched closure brings every
+  /// member job the local cache lacks.
+  Result<ClosureRecord> get_closure(const Hash128& key);
+  /// The closure a root name names for `target`; a fetched name brings its
+  /// closure and their jobs. On a miss, the local cache's error.
+  Result<Hash128> resolve_name(const std::string& name, const std::string& target);
+  /// A sound image of `closure` (members' entries filled, as get_closure
+  /// gives it) for `arch`: stored (a damaged one counts as absent), else
+  /// fetched and checked. A read-only local cache still gets a fetched one.
+  /// nullopt: neither has one.
+  Result<std::optional<std::string>> get_image(const ClosureRecord& closure,
+                                               const std::string& arch);
+
+  // --- write-back -------------------------------------------------------
+  /// Stores the job locally and, once stored, publishes it.
+  Status put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
+                 const std::vector<JobRef>& refs);
+  /// Stores the image locally and publishes it, even if the local store
+  /// failed (returned: the caller decides whether that matters).
+  Status put_image(const ImageKey& key, const std::string& format, const std::string& bytes);
+  /// Publishes what is already decided; no-ops without a remote, in
+  /// read-only mode or once the remote is disabled.
+  void publish_job(const Hash128& key); ///< read back from the local cache
+  void publish_closure(const ClosureRecord& closure);
+  void publish_name(const NameRecord& name);
+  void publish_image(const ImageRecord& image);
+
+  /// Adds the remote counters (remote_* fields) since the last call to
+  /// `into`.
+  void take_remote_counters(Counters& into);
+
+  /// The remote key of an entry: <prefix>:v<bundle version>:<kind>:<id>.
+  std::string remote_key(const std::string& kind, const std::string& id) const;
+  /// The id of a name's entry: names and targets may hold ':' and arbitrary
+  /// bytes, so the key hashes them; the value carries them in clear.
+  static std::string name_id(const std::string& name, const std::string& target);
+
+private:
+  // Remote calls, with mu_ held; each is a miss once the remote is disabled.
+  std::optional<std::string> remote_get(const std::string& key);
+  void remote_put(const std::string& key, const std::string& value);
+  void fail(const std::string& why);
+  void reject(const std::string& what, const std::string& why);
+  bool publishing() const;
+  bool fetch_job(const Hash128& key, const std::vector<std::string>& formats);
+  bool fetch_closure(const Hash128& key, const std::vector<NameRecord>& names);
+  std::optional<Hash128> fetch_name(const std::string& name, const std::string& target);
+  std::optional<std::string> fetch_image(const ClosureRecord& closure, const std::string& arch);
+
+  std::unique_ptr<Store> owned_;
+  Store* local_;
+  std::unique_ptr<remote::Backend> backend_;
+  remote::Options options_;
+  std::mutex mu_; ///< guards the remote: backend_'s calls, disabled_, counters_
+  bool disabled_ = false;
+  Counters counters_;
+};
+
+} // namespace kiln::storage

@@ -1,0 +1,191 @@
+// Moving roots to another cache: export and import of bundles through
+// kiln-inspect (a round trip that loads, named roots only, re-import that
+// changes nothing, damaged, truncated or foreign files refused without
+// change), and a cache file copied elsewhere under another name that still
+// loads and verifies.
+#include "inspect_helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <optional>
+
+using namespace kiln_it;
+
+namespace {
+
+/// Creates an empty cache file through the C API (kiln-inspect itself never
+/// creates a cache).
+void make_empty(const Cache& cache) {
+  kiln_cache* c = nullptr;
+  kiln_status st = kiln_cache_open(cache.db().c_str(), &c);
+  REQUIRE_MESSAGE(st == KILN_OK, kiln_status_name(st) << ": " << kiln_last_error());
+  kiln_cache_close(c);
+}
+
+} // namespace
+
+TEST_SUITE("integration.bundle") {
+
+// ---------------------------------------------------------------- export / import
+
+TEST_CASE("export and import carry roots to another cache that loads them") {
+  Cache a;
+  json n = precompile_ok(a, {"--entry", "nest_a", data("nested.ll")});
+  json c = precompile_ok(a, {"--entry", "cyc_a", data("cycle.ll")});
+  TempDir tmp;
+  const fs::path bundle = tmp.path() / "all.kiln";
+  RunResult ex = inspect(a, {"export", bundle.string()});
+  INFO("export: " << describe(ex));
+  REQUIRE(ex.exit_code == 0);
+  REQUIRE(fs::exists(bundle));
+  CHECK(fs::file_size(bundle) > 0);
+
+  Cache b;
+  make_empty(b);
+  json im = inspect_json(b, {"import", bundle.string(), "--json"});
+  INFO("import: " << im.dump());
+  CHECK(num(im, "closures") == 2);
+  CHECK(num(im, "jobs") == 6);
+  CHECK(num(im, "names") == 2);
+  CHECK(num(im, "images") >= 0);
+  CHECK(num(im, "images") <= 2);
+
+  CHECK(call(b, "nest_a", "nest_a", 1) == 333);
+  CHECK(call(b, "cyc_a", "cyc_a", 3) == 1111);
+  CHECK(inspect_json(b, {"verify", "--json"})["ok"] == true);
+
+  json la = inspect_json(a, {"ls", "--json"});
+  json lb = inspect_json(b, {"ls", "--json"});
+  CHECK(ls_keys(lb) == ls_keys(la));
+  CHECK(ls_names(lb) == ls_names(la));
+  for (const json& nm : lb["names"]) {
+    const std::string name = nm["name"].get<std::string>();
+    CHECK(nm["closure"] == (name == "nest_a" ? closure(n, "nest_a") : closure(c, "cyc_a")));
+  }
+
+  // Importing the same bundle again changes nothing.
+  RunResult before = inspect(b, {"ls", "--json"});
+  RunResult again = inspect(b, {"import", bundle.string(), "--json"});
+  INFO("re-import: " << describe(again));
+  CHECK(again.exit_code == 0);
+  CHECK(inspect(b, {"ls", "--json"}).out == before.out);
+  CHECK(num(stats(b), "closures") == 2);
+  CHECK(call(b, "nest_a", "nest_a", 2) == 336);
+}
+
+TEST_CASE("export of named roots carries only their closures") {
+  Cache a;
+  precompile_ok(a, {"--entry", "nest_a", data("nested.ll")});
+  precompile_ok(a, {"--entry", "cyc_a", data("cycle.ll")});
+  precompile_ok(a, {"--entry", "dia_root", data("diamond.ll")});
+  TempDir tmp;
+  const fs::path bundle = tmp.path() / "some.kiln";
+  RunResult ex = inspect(a, {"export", bundle.string(), "nest_a", "dia_root", "--json"});
+  INFO("export: " << describe(ex));
+  REQUIRE(ex.exit_code == 0);
+
+  Cache b; // no cache file yet: import creates it
+  json im = inspect_json(b, {"import", bundle.string(), "--json"});
+  INFO("import: " << im.dump());
+  CHECK(num(im, "closures") == 2);
+  CHECK(num(im, "jobs") == 7);
+  CHECK(num(im, "names") == 2);
+  CHECK(ls_names(inspect_json(b, {"ls", "--json"})) ==
+        std::set<std::string>{"nest_a", "dia_root"});
+  CHECK(call(b, "dia_root", "dia_root", 5) == 1026);
+
+  // A root by closure key.
+  const std::string nest_closure =
+      inspect_json(a, {"show", "nest_a", "--json"})["closure"].get<std::string>();
+  const fs::path by_key = tmp.path() / "by-key.kiln";
+  RunResult ek = inspect(a, {"export", by_key.string(), nest_closure});
+  INFO("export by closure key: " << describe(ek));
+  REQUIRE(ek.exit_code == 0);
+  Cache c;
+  make_empty(c);
+  json ik = inspect_json(c, {"import", by_key.string(), "--json"});
+  INFO("import by-key bundle: " << ik.dump());
+  CHECK(num(ik, "closures") == 1);
+  CHECK(num(ik, "jobs") == 3);
+  CHECK(call(c, nest_closure, "nest_a", 1) == 333);
+
+  RunResult missing = inspect(a, {"export", (tmp.path() / "x.kiln").string(), "nosuch_name"});
+  INFO("export nosuch_name: " << describe(missing));
+  CHECK(missing.exit_code == kExitNotFound);
+}
+
+TEST_CASE("import of a damaged, truncated or foreign file fails and changes nothing") {
+  Cache a;
+  precompile_ok(a, {"--entry", "nest_a", data("nested.ll")});
+  precompile_ok(a, {"--entry", "chain0", data("chain8.ll")});
+  TempDir tmp;
+  const fs::path bundle = tmp.path() / "good.kiln";
+  REQUIRE(inspect(a, {"export", bundle.string()}).exit_code == 0);
+  const std::string good = slurp(bundle);
+  REQUIRE(good.size() > 16);
+
+  std::string flipped = good;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0xff);
+  write_file(tmp.path() / "flipped.kiln", flipped);
+  write_file(tmp.path() / "truncated.kiln", good.substr(0, good.size() / 2));
+  write_file(tmp.path() / "short.kiln", good.substr(0, 8));
+  write_file(tmp.path() / "empty.kiln", "");
+  write_file(tmp.path() / "text.kiln", slurp(data("nested.ll")));
+
+  // One cache with other content, one that already holds the bundle's roots.
+  Cache other;
+  precompile_ok(other, {"--entry", "dia_root", data("diamond.ll")});
+  Cache same;
+  make_empty(same);
+  REQUIRE(inspect(same, {"import", bundle.string()}).exit_code == 0);
+
+  for (const Cache* target : {&other, &same}) {
+    const std::string ls0 = inspect(*target, {"ls", "--json"}).out;
+    for (const char* bad : {"flipped.kiln", "truncated.kiln", "short.kiln", "empty.kiln",
+                            "text.kiln", "does-not-exist.kiln"}) {
+      RunResult r = inspect(*target, {"import", (tmp.path() / bad).string(), "--json"});
+      INFO("import " << bad << ": " << describe(r));
+      CHECK(r.exit_code != 0);
+      CHECK(!r.err.empty());
+      CHECK(inspect(*target, {"ls", "--json"}).out == ls0);
+    }
+    CHECK(inspect_json(*target, {"verify", "--json"})["ok"] == true);
+  }
+  CHECK(call(other, "dia_root", "dia_root", 5) == 1026);
+}
+
+// ---------------------------------------------------------------- relocation
+
+TEST_CASE("a cache file copied elsewhere under another name still loads") {
+  Cache cache;
+  json pre = precompile_ok(cache, {"--entry", "nest_a", data("nested.ll")});
+  precompile_ok(cache, {"--no-link", "--entry", "dia_root", data("diamond.ll")});
+  TempDir elsewhere;
+  fs::create_directories(elsewhere.path() / "deep" / "er");
+  const fs::path moved = elsewhere.path() / "deep" / "er" / "moved-cache.sqlite";
+  fs::copy_file(cache.db(), moved);
+
+  std::string why;
+  std::optional<int> v = try_call(moved, "nest_a", "nest_a", 1, &why);
+  CHECK_MESSAGE(v.has_value(), "load from the copy failed: " << why);
+  if (v)
+    CHECK(*v == 333);
+  // By closure key too, and a root whose image is linked on first load.
+  v = try_call(moved, closure(pre, "nest_a"), "nest_a", 2, &why);
+  CHECK_MESSAGE(v.has_value(), "load by closure key from the copy failed: " << why);
+  if (v)
+    CHECK(*v == 336);
+  v = try_call(moved, "dia_root", "dia_root", 5, &why);
+  CHECK_MESSAGE(v.has_value(), "relinking load from the copy failed: " << why);
+  if (v)
+    CHECK(*v == 1026);
+
+  RunResult verify = inspect_at(moved, {"verify", "--json"});
+  INFO("verify copy: " << describe(verify));
+  CHECK(verify.exit_code == 0);
+  RunResult ls = inspect_at(moved, {"ls", "--json"});
+  REQUIRE(ls.exit_code == 0);
+  CHECK(ls_names(json::parse(ls.out)) == std::set<std::string>{"nest_a", "dia_root"});
+}
+
+} // TEST_SUITE

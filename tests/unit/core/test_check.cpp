@@ -1,0 +1,149 @@
+// Unit tests for the checks of what Kiln is handed back (src/core/check.cpp):
+// images against their closure, bundles whole, closures against their keys.
+#include "core/check.h"
+#include "core/keys.h"
+#include "support/files.h"
+
+#include <doctest/doctest.h>
+
+using namespace kiln;
+using namespace kiln::core;
+
+namespace {
+
+// This test program itself: a real ELF file for the host's machine that
+// defines `main`.
+std::string self_elf() {
+  auto bytes = read_file("/proc/self/exe");
+  REQUIRE(bytes);
+  return *bytes;
+}
+
+ClosureRecord closure_defining(const std::string& symbol, const std::string& target = "host") {
+  ClosureRecord c;
+  c.key = hash128("closure");
+  c.root_job = hash128("root");
+  c.target = target;
+  c.members.push_back({symbol, c.root_job, "root"});
+  return c;
+}
+
+// A job whose stored components hash to its key, as a precompile stores it.
+BundleData::Job consistent_job(const std::string& entry) {
+  JobRecord j;
+  j.entry = entry;
+  j.target = "host";
+  j.triple = "x86_64-unknown-linux-gnu";
+  j.cpu = "x86-64";
+  j.features = "+sse2";
+  j.options = "-O2";
+  j.module_hash = hash128("module of " + entry);
+  j.toolchain = "kiln-artifacts 1; llvm 22";
+  auto c = components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu, j.features,
+                         j.options, j.toolchain);
+  REQUIRE(c);
+  j.symbol = deferred_symbol(c->identity);
+  j.key = job_key(*c);
+  return {j, {{"obj", "object bytes"}}, {}};
+}
+
+BundleData consistent_bundle() {
+  BundleData b;
+  b.jobs.push_back(consistent_job("root"));
+  const JobRecord& r = b.jobs[0].record;
+  ClosureRecord c;
+  c.root_job = r.key;
+  c.target = "host";
+  c.members.push_back({r.symbol, r.key, ""});
+  c.key = closure_key(r.key, {{r.symbol, r.key}});
+  b.closures.push_back(c);
+  b.names.push_back({"root", "host", c.key});
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("check_image accepts an ELF of the right machine that defines every member") {
+  CHECK(check_image(self_elf(), closure_defining("main")));
+}
+
+TEST_CASE("check_image refuses a missing member, another machine, and garbage, as corrupt") {
+  std::string elf = self_elf();
+  Status lacks = check_image(elf, closure_defining("__kiln_deferred_nowhere"));
+  REQUIRE_FALSE(lacks);
+  CHECK(lacks.error().code == Code::corrupt);
+  CHECK(lacks.error().message.find("lacks __kiln_deferred_nowhere") != std::string::npos);
+
+  Status machine = check_image(elf, closure_defining("main", "sm_90"));
+  REQUIRE_FALSE(machine);
+  CHECK(machine.error().code == Code::corrupt);
+  CHECK(machine.error().message.find("ELF machine") != std::string::npos);
+
+  Status garbage = check_image("not an image", closure_defining("main"));
+  REQUIRE_FALSE(garbage);
+  CHECK(garbage.error().code == Code::corrupt);
+  Status truncated = check_image(elf.substr(0, 40), closure_defining("main"));
+  CHECK_FALSE(truncated);
+}
+
+TEST_CASE("check_closure_key: the root must be a member and the key must match") {
+  BundleData b = consistent_bundle();
+  CHECK(check_closure_key(b.closures[0]));
+  ClosureRecord wrong_key = b.closures[0];
+  wrong_key.key = hash128("another");
+  CHECK_FALSE(check_closure_key(wrong_key));
+  ClosureRecord no_root = b.closures[0];
+  no_root.root_job = hash128("not a member");
+  Status s = check_closure_key(no_root);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().message.find("does not contain its root job") != std::string::npos);
+}
+
+TEST_CASE("check_bundle accepts a consistent bundle and names each kind of damage") {
+  CHECK(check_bundle(consistent_bundle()));
+
+  auto refused = [](const BundleData& b, const std::string& words) {
+    Status s = check_bundle(b);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().code == Code::corrupt);
+    CHECK_MESSAGE(s.error().message.find(words) != std::string::npos, s.error().message);
+  };
+  BundleData renamed = consistent_bundle();
+  renamed.jobs[0].record.entry = "other";
+  refused(renamed, "does not match its key");
+
+  BundleData symbol = consistent_bundle();
+  symbol.jobs[0].record.symbol = "__kiln_deferred_00000000000000000000000000000000";
+  refused(symbol, "wrong deferred symbol");
+
+  BundleData empty = consistent_bundle();
+  empty.jobs[0].artifacts.clear();
+  refused(empty, "has no artifacts");
+
+  BundleData missing = consistent_bundle();
+  missing.jobs.clear();
+  refused(missing, "which it lacks");
+
+  BundleData open_ref = consistent_bundle();
+  open_ref.jobs[0].refs.push_back({"__kiln_deferred_ffffffffffffffffffffffffffffffff", "child"});
+  refused(open_ref, "unresolved");
+
+  BundleData stray_name = consistent_bundle();
+  stray_name.names[0].closure = hash128("elsewhere");
+  refused(stray_name, "name root points at closure");
+
+  BundleData bad_image = consistent_bundle();
+  bad_image.images.push_back({{bad_image.closures[0].key, "x86_64-linux", "lld"}, "so", "junk"});
+  refused(bad_image, "image of closure");
+}
+
+TEST_CASE("job_key_of recomputes a stored job's key; malformed options are corrupt") {
+  BundleData::Job j = consistent_job("f");
+  auto k = job_key_of(j.record);
+  REQUIRE(k);
+  CHECK(*k == j.record.key);
+  j.record.options = "-O9";
+  auto bad = job_key_of(j.record);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == Code::corrupt);
+}

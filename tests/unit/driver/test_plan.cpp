@@ -1,0 +1,227 @@
+// Unit tests for the driver's Plan (src/driver/driver.cpp, through
+// include/kiln/compiler.hpp): the job graph, cycles, runs into a cache.
+#include "ir_fixtures.hpp"
+#include "storage/local/store.h"
+
+#include <kiln/compiler.hpp>
+
+#include <llvm/IR/Function.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+CompileRequest request_for(const std::string& name, const std::string& bytes,
+                           std::vector<std::string> entries = {}) {
+  CompileRequest req;
+  req.inputs = {SourceInput::memory(name, bytes)};
+  req.entries = std::move(entries);
+  req.jobs = 2;
+  return req;
+}
+
+Plan must_plan(const CompileRequest& req) {
+  auto p = Plan::create(req);
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p);
+  return p.take();
+}
+
+std::vector<std::string> keys_of(const CompileReport& r) {
+  std::vector<std::string> out;
+  for (const JobReport& j : r.jobs)
+    out.push_back(j.key);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("Plan::describe gives the same keys twice and from a second Plan") {
+  std::string ir = data_file("nested.ll");
+  Plan a = must_plan(request_for("nested.ll", ir, {"nest_a"}));
+  CHECK(a.job_count() == 3);
+  CompileReport r1 = a.describe();
+  CompileReport r2 = a.describe();
+  REQUIRE(r1.jobs.size() == 3);
+  CHECK(keys_of(r1) == keys_of(r2));
+  // Another Plan, and another input name: same keys.
+  Plan b = must_plan(request_for("elsewhere/renamed.ll", ir, {"nest_a"}));
+  CompileReport r3 = b.describe();
+  CHECK(keys_of(r1) == keys_of(r3));
+  REQUIRE(r1.roots.size() == 1);
+  REQUIRE(r3.roots.size() == 1);
+  CHECK(r1.roots[0].name == "nest_a");
+  CHECK(r1.roots[0].target == "host");
+  CHECK(r1.roots[0].closure.size() == 32);
+  CHECK(r1.roots[0].closure == r3.roots[0].closure);
+
+  // Each job's refs point at the other jobs' keys by their symbols.
+  std::vector<std::string> key_list = keys_of(r1);
+  std::set<std::string> keys(key_list.begin(), key_list.end());
+  CHECK(keys.size() == 3);
+  for (const JobReport& j : r1.jobs) {
+    CHECK(j.target == "host");
+    CHECK(j.options == "-O2");
+    CHECK(is_deferred_symbol(j.symbol));
+    for (const auto& [sym, child] : j.refs) {
+      CHECK(keys.count(child) == 1);
+      auto it = std::find_if(r1.jobs.begin(), r1.jobs.end(),
+                             [&](const JobReport& o) { return o.key == child; });
+      REQUIRE(it != r1.jobs.end());
+      CHECK(it->symbol == sym);
+    }
+  }
+}
+
+TEST_CASE("Plan: a cycle a -> b -> c -> a terminates with three jobs") {
+  Plan p = must_plan(request_for("cycle.ll", data_file("cycle.ll"), {"cyc_a"}));
+  CHECK(p.job_count() == 3);
+  CompileReport r = p.describe();
+  REQUIRE(r.jobs.size() == 3);
+  std::set<std::string> entries;
+  for (const JobReport& j : r.jobs) {
+    entries.insert(j.entry);
+    CHECK(j.refs.size() == 1);
+  }
+  CHECK(entries == std::set<std::string>{"cyc_a", "cyc_b", "cyc_c"});
+
+  // Every member as a root: still three jobs, three distinct closures.
+  Plan all = must_plan(request_for("cycle.ll", data_file("cycle.ll")));
+  CHECK(all.job_count() == 3);
+  CompileReport ra = all.describe();
+  REQUIRE(ra.roots.size() == 3);
+  std::set<std::string> closures;
+  for (const RootReport& rr : ra.roots)
+    closures.insert(rr.closure);
+  CHECK(closures.size() == 3);
+  CHECK(keys_of(ra) == keys_of(r)); // discovery from cyc_a first
+}
+
+TEST_CASE("Plan: a self-recursive deferred reference is one job") {
+  Plan p = must_plan(request_for("self.ll", data_file("self_recursive.ll")));
+  CompileReport r = p.describe();
+  CHECK(p.job_count() == r.jobs.size());
+  for (const JobReport& j : r.jobs)
+    for (const auto& [sym, child] : j.refs)
+      if (sym == j.symbol)
+        CHECK(child == j.key);
+}
+
+TEST_CASE("Plan::run compiles into a cache; a second run finds every job cached") {
+  auto dir = TempDir::create("kiln-plan-test");
+  REQUIRE(dir);
+  std::string cache = dir->path() + "/kiln.db";
+  std::string ir = data_file("nested.ll");
+
+  Plan first = must_plan(request_for("nested.ll", ir, {"nest_a"}));
+  auto r1 = first.run(cache);
+  INFO((r1 ? std::string() : r1.error().message));
+  REQUIRE(r1);
+  CHECK(r1->ok());
+  REQUIRE(r1->jobs.size() == 3);
+  for (const JobReport& j : r1->jobs) {
+    INFO(j.entry << ": " << j.error);
+    CHECK(j.status == JobStatus::compiled);
+  }
+  REQUIRE(r1->roots.size() == 1);
+  CHECK(r1->roots[0].error == "");
+  CHECK(r1->roots[0].closure == first.describe().roots[0].closure);
+
+  Plan second = must_plan(request_for("nested.ll", ir, {"nest_a"}));
+  std::vector<Progress> progress;
+  CompileRequest req = request_for("nested.ll", ir, {"nest_a"});
+  req.progress = [&](const Progress& p) { progress.push_back(p); };
+  Plan third = must_plan(req);
+  auto r2 = second.run(cache);
+  REQUIRE(r2);
+  CHECK(r2->ok());
+  CHECK(keys_of(*r2) == keys_of(*r1));
+  for (const JobReport& j : r2->jobs)
+    CHECK(j.status == JobStatus::cached);
+  REQUIRE(r2->roots.size() == 1);
+  CHECK(r2->roots[0].closure == r1->roots[0].closure);
+
+  auto r3 = third.run(cache);
+  REQUIRE(r3);
+  REQUIRE(progress.size() == 3);
+  for (const Progress& p : progress) {
+    CHECK(p.status == "cached");
+    CHECK(p.total == 3);
+  }
+  CHECK(progress.back().done == 3);
+
+  // The cache holds the jobs once each, and the root's name resolves.
+  auto st = storage::Store::open(cache);
+  REQUIRE(st);
+  auto jobs = (*st)->list_jobs();
+  REQUIRE(jobs);
+  CHECK(jobs->size() == 3);
+  auto named = (*st)->resolve_name("nest_a", "host");
+  REQUIRE(named);
+  CHECK(named->hex() == r1->roots[0].closure);
+  auto closure = (*st)->get_closure(*named);
+  REQUIRE(closure);
+  CHECK(closure->members.size() == 3);
+}
+
+TEST_CASE("Plan::create input errors are invalid_argument") {
+  std::string ir = data_file("nested.ll");
+  SUBCASE("unknown target") {
+    CompileRequest req = request_for("nested.ll", ir);
+    req.targets = {"not_a_target"};
+    auto p = Plan::create(req);
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == Code::invalid_argument);
+    CHECK(p.error().message.find("not_a_target") != std::string::npos);
+  }
+  SUBCASE("missing entry") {
+    auto p = Plan::create(request_for("nested.ll", ir, {"no_such_entry"}));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == Code::invalid_argument);
+    CHECK(p.error().message.find("no_such_entry") != std::string::npos);
+  }
+  SUBCASE("bad optimization level") {
+    CompileRequest req = request_for("nested.ll", ir);
+    req.opt_level = 4;
+    auto p = Plan::create(req);
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == Code::invalid_argument);
+  }
+  SUBCASE("syntax error") {
+    auto p = Plan::create(request_for("broken.ll", "define i32 @f( {\n"));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == Code::invalid_argument);
+    CHECK(p.error().message.find("broken.ll") != std::string::npos);
+  }
+  SUBCASE("kiln_deferred on a global") {
+    auto p = Plan::create(request_for("bdg.ll", data_file("bad_deferred_global.ll")));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == Code::invalid_argument);
+    CHECK(p.error().message.find("bdg_parent") != std::string::npos);
+  }
+}
+
+TEST_CASE("Plan: options are part of the keys") {
+  std::string ir = data_file("nested.ll");
+  CompileRequest o2 = request_for("nested.ll", ir, {"nest_a"});
+  CompileRequest o0 = o2;
+  o0.opt_level = 0;
+  CompileRequest dbg = o2;
+  dbg.debug = true;
+  auto k2 = keys_of(must_plan(o2).describe());
+  auto k0 = keys_of(must_plan(o0).describe());
+  auto kg = keys_of(must_plan(dbg).describe());
+  REQUIRE(k2.size() == 3);
+  REQUIRE(k0.size() == 3);
+  REQUIRE(kg.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(k2[i] != k0[i]);
+    CHECK(k2[i] != kg[i]);
+  }
+}

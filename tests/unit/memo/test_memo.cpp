@@ -1,0 +1,66 @@
+// Unit tests for request memo keys (src/memo/memo.cpp, src/core/keys.cpp):
+// what a memo key covers and when a request is not memoised.
+#include "memo/memo.h"
+
+#include <doctest/doctest.h>
+
+using namespace kiln;
+
+namespace {
+
+CompileRequest request(const std::string& bytes) {
+  CompileRequest r;
+  r.inputs = {SourceInput::memory("a.ll", bytes)};
+  r.entries = {"f"};
+  r.remote = "off";
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("a memo key is the same for the same request and changes with each part") {
+  auto base = memo::memo_key(request("define i32 @f() { ret i32 0 }"));
+  REQUIRE(base);
+  CHECK(*memo::memo_key(request("define i32 @f() { ret i32 0 }")) == *base);
+  // The input's name is not part of it; its bytes are.
+  CompileRequest renamed = request("define i32 @f() { ret i32 0 }");
+  renamed.inputs[0].name = "b.ll";
+  CHECK(*memo::memo_key(renamed) == *base);
+  CHECK(*memo::memo_key(request("define i32 @f() { ret i32 1 }")) != *base);
+
+  CompileRequest entries = request("define i32 @f() { ret i32 0 }");
+  entries.entries = {"g"};
+  CHECK(*memo::memo_key(entries) != *base);
+  CompileRequest opt = request("define i32 @f() { ret i32 0 }");
+  opt.opt_level = 3;
+  CHECK(*memo::memo_key(opt) != *base);
+  CompileRequest debug = request("define i32 @f() { ret i32 0 }");
+  debug.debug = true;
+  CHECK(*memo::memo_key(debug) != *base);
+  CompileRequest target = request("define i32 @f() { ret i32 0 }");
+  target.targets = {"sm_90"};
+  CHECK(*memo::memo_key(target) != *base);
+}
+
+TEST_CASE("sharded runs and unreadable inputs are not memoised") {
+  CompileRequest sharded = request("x");
+  sharded.shard_count = 2;
+  CHECK_FALSE(memo::memo_key(sharded));
+  CompileRequest missing;
+  missing.inputs = {SourceInput::file("/nonexistent/kiln/input.ll")};
+  missing.remote = "off";
+  CHECK_FALSE(memo::memo_key(missing));
+}
+
+TEST_CASE("file identity: size and mtime, or missing") {
+  CHECK(memo::file_identity("/nonexistent/kiln/file") == "/nonexistent/kiln/file\tmissing");
+  std::string id = memo::file_identity("/proc/self/exe");
+  CHECK(id.rfind("/proc/self/exe\t", 0) == 0);
+  CHECK(id.find("missing") == std::string::npos);
+}
+
+TEST_CASE("the host CPU identity is stable within a process and not empty") {
+  std::string a = memo::host_cpu_identity();
+  CHECK_FALSE(a.empty());
+  CHECK(a == memo::host_cpu_identity());
+}

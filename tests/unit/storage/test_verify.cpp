@@ -1,0 +1,274 @@
+// Unit tests for the one verification of a cache (src/storage/local/verify.h):
+// a consistent cache has no problems; a job whose key no longer matches its
+// components, a closure whose key does not match its members and an image a
+// loader would refuse are each reported, by kind and key; and the C and C++
+// APIs report what the library finds.
+#include "storage/local/store.h"
+#include "storage/local/verify.h"
+
+#include "core/keys.h"
+#include "support/files.h"
+
+#include <kiln/kiln.h>
+#include <kiln/kiln.hpp>
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::storage;
+
+namespace {
+
+struct TestCache {
+  TempDir dir;
+  std::unique_ptr<Store> store;
+  std::string path() const { return dir.path() + "/kiln.db"; }
+};
+
+TestCache open_cache() {
+  auto d = TempDir::create("kiln-verify-test");
+  REQUIRE(d);
+  TestCache c{d.take(), nullptr};
+  auto s = Store::open(c.path());
+  INFO((s ? std::string() : s.error().message));
+  REQUIRE(s);
+  c.store = s.take();
+  return c;
+}
+
+// A job whose stored components hash to its key, as a precompile stores it.
+JobRecord consistent_job(const std::string& entry, const std::string& options = "-O2") {
+  JobRecord j;
+  j.entry = entry;
+  j.target = "host";
+  j.triple = "x86_64-unknown-linux-gnu";
+  j.cpu = "x86-64";
+  j.features = "+sse2";
+  j.options = options;
+  j.module_hash = hash128("module of " + entry);
+  j.toolchain = "kiln-artifacts 1; llvm 22";
+  auto c = core::components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu,
+                               j.features, j.options, j.toolchain);
+  REQUIRE(c);
+  j.symbol = core::deferred_symbol(c->identity);
+  j.key = core::job_key(*c);
+  return j;
+}
+
+void put_job(Store& store, const JobRecord& j, const std::vector<JobRef>& refs = {}) {
+  Status s = store.put_job(j, {{"obj", "object of " + j.entry}}, refs);
+  INFO((s ? std::string() : s.error().message));
+  REQUIRE(s);
+}
+
+/// root → child, both stored, and the closure of root under its right key,
+/// named "root".
+struct Healthy {
+  JobRecord root, child;
+  ClosureRecord closure;
+};
+
+Healthy put_healthy(Store& store) {
+  Healthy h{consistent_job("root"), consistent_job("child"), {}};
+  put_job(store, h.child);
+  put_job(store, h.root, {{h.child.symbol, "child"}});
+  h.closure.root_job = h.root.key;
+  h.closure.target = "host";
+  h.closure.members = {{h.root.symbol, h.root.key, ""}, {h.child.symbol, h.child.key, ""}};
+  h.closure.key = core::closure_key(h.root.key, {{h.root.symbol, h.root.key},
+                                                 {h.child.symbol, h.child.key}});
+  Status s = store.put_closure(h.closure, {{"root", "host", h.closure.key}});
+  REQUIRE(s);
+  return h;
+}
+
+VerifyReport verify_ok(Store& store) {
+  auto rep = verify_cache(store);
+  INFO((rep ? std::string() : rep.error().message));
+  REQUIRE(rep);
+  return rep.take();
+}
+
+std::string describe(const VerifyReport& rep) {
+  std::string out;
+  for (const Problem& p : rep.problems)
+    out += p.kind + " " + p.key + ": " + p.message + "\n";
+  return out;
+}
+
+/// The problems of this kind about this key.
+std::vector<Problem> about(const VerifyReport& rep, const std::string& kind,
+                           const std::string& key) {
+  std::vector<Problem> out;
+  for (const Problem& p : rep.problems)
+    if (p.kind == kind && p.key == key)
+      out.push_back(p);
+  return out;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("verify_cache: a consistent cache has no problems and counts what it walked") {
+  TestCache c = open_cache();
+  VerifyReport empty = verify_ok(*c.store);
+  CHECK(empty.ok());
+  CHECK(empty.jobs == 0);
+  CHECK(empty.closures == 0);
+
+  put_healthy(*c.store);
+  VerifyReport rep = verify_ok(*c.store);
+  INFO(describe(rep));
+  CHECK(rep.ok());
+  CHECK(rep.jobs == 2);
+  CHECK(rep.closures == 1);
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  CHECK(problems->empty());
+}
+
+TEST_CASE("verify_cache reports a job whose stored components do not give its key") {
+  TestCache c = open_cache();
+  Healthy h = put_healthy(*c.store);
+
+  // Stored under a key its components do not hash to.
+  JobRecord moved = consistent_job("moved");
+  moved.key = hash128("not the key of moved");
+  put_job(*c.store, moved);
+  // Components that are not even well formed.
+  JobRecord malformed = consistent_job("malformed");
+  malformed.options = "-Ofast";
+  put_job(*c.store, malformed);
+
+  VerifyReport rep = verify_ok(*c.store);
+  INFO(describe(rep));
+  CHECK_FALSE(rep.ok());
+  CHECK(rep.jobs == 4);
+  auto m = about(rep, "job", moved.key.hex());
+  REQUIRE(m.size() == 1);
+  CHECK(contains(m[0].message, "does not match its stored components"));
+  CHECK(contains(m[0].message, "moved"));
+  auto bad = about(rep, "job", malformed.key.hex());
+  REQUIRE(bad.size() == 1);
+  CHECK(contains(bad[0].message, "-Ofast"));
+  // The consistent jobs are not blamed.
+  CHECK(about(rep, "job", h.root.key.hex()).empty());
+  CHECK(about(rep, "job", h.child.key.hex()).empty());
+  CHECK(rep.problems.size() == 2);
+
+  // Store::verify is the same check.
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  CHECK(problems->size() == rep.problems.size());
+}
+
+TEST_CASE("verify_cache reports a closure whose key does not match its members") {
+  TestCache c = open_cache();
+  Healthy h = put_healthy(*c.store);
+  ClosureRecord forged = h.closure;
+  forged.key = hash128("a key the members do not hash to");
+  REQUIRE(c.store->put_closure(forged, {{"forged", "host", forged.key}}));
+
+  VerifyReport rep = verify_ok(*c.store);
+  INFO(describe(rep));
+  CHECK(rep.closures == 2);
+  auto f = about(rep, "closure", forged.key.hex());
+  REQUIRE(f.size() == 1);
+  CHECK(contains(f[0].message, "does not match its key"));
+  CHECK(about(rep, "closure", h.closure.key.hex()).empty());
+  CHECK(rep.problems.size() == 1);
+}
+
+TEST_CASE("verify_cache reports a closure whose rows are wrong once, not again by its key") {
+  TestCache c = open_cache();
+  Healthy h = put_healthy(*c.store);
+  // The root is stored but not among the members: the rows say so, and the
+  // key check would say it again.
+  ClosureRecord rootless;
+  rootless.root_job = h.root.key;
+  rootless.target = "host";
+  rootless.members = {{h.child.symbol, h.child.key, ""}};
+  rootless.key = hash128("rootless");
+  REQUIRE(c.store->put_closure(rootless, {}));
+
+  VerifyReport rep = verify_ok(*c.store);
+  INFO(describe(rep));
+  auto r = about(rep, "closure", rootless.key.hex());
+  REQUIRE(r.size() == 1);
+  CHECK(contains(r[0].message, "root job is not a member"));
+}
+
+TEST_CASE("verify_cache reports a stored image a loader would refuse") {
+  TestCache c = open_cache();
+  Healthy h = put_healthy(*c.store);
+  REQUIRE(c.store->put_image({h.closure.key, "x86_64-linux", "lld 22"}, "elf", "not an ELF"));
+
+  VerifyReport rep = verify_ok(*c.store);
+  INFO(describe(rep));
+  auto junk = about(rep, "image", h.closure.key.hex());
+  REQUIRE(junk.size() == 1);
+  CHECK(rep.problems.size() == 1);
+
+  // A real ELF of this machine that does not define the closure's symbols.
+  TestCache other = open_cache();
+  Healthy o = put_healthy(*other.store);
+  auto self = read_file("/proc/self/exe");
+  REQUIRE(self);
+  REQUIRE(other.store->put_image({o.closure.key, "x86_64-linux", "lld 22"}, "elf", *self));
+  VerifyReport lacking = verify_ok(*other.store);
+  INFO(describe(lacking));
+  auto l = about(lacking, "image", o.closure.key.hex());
+  REQUIRE(l.size() == 1);
+  CHECK(contains(l[0].message, "lacks"));
+}
+
+TEST_CASE("kiln_cache_verify and kiln::Cache::verify report what verify_cache finds") {
+  TestCache c = open_cache();
+  Healthy h = put_healthy(*c.store);
+  {
+    kiln_cache* handle = nullptr;
+    REQUIRE(kiln_cache_open(c.path().c_str(), &handle) == KILN_OK);
+    size_t problems = 99;
+    CHECK(kiln_cache_verify(handle, &problems) == KILN_OK);
+    CHECK(problems == 0);
+    CHECK(kiln_cache_verify(handle, nullptr) == KILN_OK);
+    kiln_cache_close(handle);
+  }
+
+  JobRecord moved = consistent_job("moved");
+  moved.key = hash128("not the key of moved");
+  put_job(*c.store, moved);
+  REQUIRE(c.store->put_image({h.closure.key, "x86_64-linux", "lld 22"}, "elf", "not an ELF"));
+  VerifyReport rep = verify_ok(*c.store);
+  REQUIRE(rep.problems.size() == 2);
+
+  kiln_cache* handle = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &handle) == KILN_OK);
+  size_t problems = 0;
+  CHECK(kiln_cache_verify(handle, &problems) == KILN_CORRUPT);
+  CHECK(problems == 2);
+  CHECK(std::string(kiln_last_error()) == rep.problems.front().message);
+  kiln_cache_close(handle);
+
+  size_t untouched = 7;
+  CHECK(kiln_cache_verify(nullptr, &untouched) == KILN_INVALID_ARGUMENT);
+  CHECK(untouched == 0);
+
+  auto cache = kiln::Cache::open(c.path());
+  REQUIRE(cache);
+  auto found = cache->verify();
+  REQUIRE(found);
+  REQUIRE(found->size() == rep.problems.size());
+  for (size_t i = 0; i < found->size(); ++i) {
+    CHECK((*found)[i].kind == rep.problems[i].kind);
+    CHECK((*found)[i].key == rep.problems[i].key);
+    CHECK((*found)[i].message == rep.problems[i].message);
+  }
+}

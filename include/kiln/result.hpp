@@ -130,3 +130,18 @@ private:
     if (!kiln_try_r_)                                                                              \
       return kiln_try_r_.error();                                                                  \
   } while (0)
+
+#define KILN_TRY_CONCAT_(a, b) a##b
+#define KILN_TRY_CONCAT(a, b) KILN_TRY_CONCAT_(a, b)
+
+/// Inside functions returning Result<T> or Status: evaluates `expr` (a
+/// Result), propagates its failure unchanged, else moves its value into
+/// `decl`: `KILN_TRY_ASSIGN(auto store, Store::open(path));`. A statement,
+/// not an expression: it declares a hidden temporary in the current scope.
+#define KILN_TRY_ASSIGN(decl, expr)                                                                \
+  KILN_TRY_ASSIGN_IMPL_(KILN_TRY_CONCAT(kiln_try_v_, __LINE__), decl, expr)
+#define KILN_TRY_ASSIGN_IMPL_(tmp, decl, expr)                                                     \
+  auto tmp = (expr);                                                                               \
+  if (!tmp)                                                                                        \
+    return tmp.error();                                                                            \
+  decl = tmp.take()

@@ -87,13 +87,11 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     }
   }
 
-  auto plan = Plan::create(req);
-  if (!plan)
-    return plan.error();
+  KILN_TRY_ASSIGN(auto plan, Plan::create(req));
 
   // The closure key follows from the unit alone: if the cache holds that
   // closure, its jobs are there too, and loading it is the whole answer.
-  CompileReport described = plan->describe();
+  CompileReport described = plan.describe();
   if (described.roots.size() != 1)
     return make_error(Code::internal, "compile_or_load: expected one root, planned " +
                                           std::to_string(described.roots.size()));
@@ -107,16 +105,16 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
         j.status = JobStatus::cached;
       described.roots.front().image = true;
       if (memo)
-        (void)memo::memo_record(c.storage->local(), *memo, described, plan->toolchain_files());
+        (void)memo::memo_record(c.storage->local(), *memo, described, plan.toolchain_files());
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};
     }
   }
 
-  auto report = plan->run(c.storage->local().path());
+  auto report = plan.run(c.storage->local().path());
   if (!report)
     return about_root(report.error(), described.roots.front());
   if (memo)
-    (void)memo::memo_record(c.storage->local(), *memo, *report, plan->toolchain_files());
+    (void)memo::memo_record(c.storage->local(), *memo, *report, plan.toolchain_files());
   for (const JobReport& j : report->jobs)
     if (j.status == JobStatus::failed)
       return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +
@@ -151,23 +149,21 @@ Result<CacheStats> stats(const Cache& cache) {
     return make_error(Code::invalid_argument, "stats: the cache handle is empty");
   kiln_cache& c = *cache.raw();
   c.flush_usage(); // this handle's loads count too
-  auto s = c.storage->local().stats();
-  if (!s)
-    return s.error();
+  KILN_TRY_ASSIGN(auto s, c.storage->local().stats());
   CacheStats out;
-  out.jobs = s->jobs;
-  out.closures = s->closures;
-  out.images = s->images;
-  out.names = s->names;
-  out.stored_bytes = s->stored_bytes;
-  out.raw_bytes = s->raw_bytes;
-  out.file_bytes = s->file_bytes;
-  out.job_hits = s->counters.job_hits;
-  out.job_misses = s->counters.job_misses;
-  out.image_hits = s->counters.image_hits;
-  out.image_misses = s->counters.image_misses;
-  out.loads = s->counters.loads;
-  out.jobs_per_target = s->jobs_per_target;
+  out.jobs = s.jobs;
+  out.closures = s.closures;
+  out.images = s.images;
+  out.names = s.names;
+  out.stored_bytes = s.stored_bytes;
+  out.raw_bytes = s.raw_bytes;
+  out.file_bytes = s.file_bytes;
+  out.job_hits = s.counters.job_hits;
+  out.job_misses = s.counters.job_misses;
+  out.image_hits = s.counters.image_hits;
+  out.image_misses = s.counters.image_misses;
+  out.loads = s.counters.loads;
+  out.jobs_per_target = s.jobs_per_target;
   return out;
 }
 

@@ -9,6 +9,8 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -84,6 +86,22 @@ Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
   return Status::ok();
 }
 
+// Collects the backend's errors (bad inline assembly, say): without a
+// handler LLVM prints them and exits the process.
+struct CollectDiagnostics : llvm::DiagnosticHandler {
+  std::string* sink;
+  explicit CollectDiagnostics(std::string* s) : sink(s) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& di) override {
+    if (di.getSeverity() == llvm::DS_Error) {
+      llvm::raw_string_ostream os(*sink);
+      llvm::DiagnosticPrinterRawOStream dp(os);
+      di.print(dp);
+      os << "\n";
+    }
+    return true;
+  }
+};
+
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -140,6 +158,8 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
                                                  const CodegenOptions& options) {
   std::string where = "job '" + job.entry + "' (" + target.spec + ")";
   llvm::LLVMContext ctx;
+  std::string diagnostics;
+  ctx.setDiagnosticHandler(std::make_unique<CollectDiagnostics>(&diagnostics));
   auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(job.bitcode, "kiln-job"), ctx);
   if (!parsed)
     return make_error(Code::internal,
@@ -162,23 +182,17 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
   std::vector<CompiledArtifact> out;
   switch (target.kind) {
   case TargetKind::host: {
-    auto obj = emit(*m, **tm, llvm::CodeGenFileType::ObjectFile, where);
-    if (!obj)
-      return obj.error();
-    out.push_back({"obj", obj.take()});
+    KILN_TRY_ASSIGN(auto obj, emit(*m, **tm, llvm::CodeGenFileType::ObjectFile, where));
+    out.push_back({"obj", std::move(obj)});
     break;
   }
   case TargetKind::nvptx: {
-    auto ptx = emit(*m, **tm, llvm::CodeGenFileType::AssemblyFile, where);
-    if (!ptx)
-      return ptx.error();
+    KILN_TRY_ASSIGN(auto ptx, emit(*m, **tm, llvm::CodeGenFileType::AssemblyFile, where));
     if (!ptxas_path().empty()) {
-      auto cubin = assemble_ptx(*ptx, target.cpu, where);
-      if (!cubin)
-        return cubin.error();
-      out.push_back({"cubin", cubin.take()});
+      KILN_TRY_ASSIGN(auto cubin, assemble_ptx(ptx, target.cpu, where));
+      out.push_back({"cubin", std::move(cubin)});
     }
-    out.push_back({"ptx", ptx.take()});
+    out.push_back({"ptx", std::move(ptx)});
     break;
   }
   case TargetKind::amdgpu: {
@@ -189,6 +203,11 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
     out.push_back({"bc", std::move(bc)});
     break;
   }
+  }
+  if (!diagnostics.empty()) {
+    while (diagnostics.back() == '\n')
+      diagnostics.pop_back();
+    return make_error(Code::invalid_argument, where + ": code generation failed: " + diagnostics);
   }
   return out;
 }

@@ -46,10 +46,8 @@ Result<std::string> assemble_ptx(const std::string& ptx, const std::string& arch
                                  const std::string& what) {
   if (ptxas_path().empty())
     return make_error(Code::unavailable, what + ": no ptxas (set KILN_PTXAS or CUDA_HOME)");
-  auto dir = TempDir::create("kiln-ptxas");
-  if (!dir)
-    return dir.error();
-  std::string in = dir->path() + "/job.ptx", out = dir->path() + "/job.cubin";
+  KILN_TRY_ASSIGN(auto dir, TempDir::create("kiln-ptxas"));
+  std::string in = dir.path() + "/job.ptx", out = dir.path() + "/job.cubin";
   KILN_TRY(write_file_atomic(in, ptx));
   auto r = run_process({ptxas_path(), "-c", "-arch=" + arch, "-o", out, in});
   if (!r)

@@ -31,6 +31,8 @@ void init_llvm_targets() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // Host objects with inline assembly need the host's assembler.
+    llvm::InitializeNativeTargetAsmParser();
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
@@ -163,8 +165,8 @@ Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(const TargetD
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!t)
-    return make_error(Code::unavailable,
-                      "no LLVM backend for target " + target.spec + " (" + target.triple + "): " + err)
+    return make_error(Code::unavailable, "no LLVM backend for target " + target.spec + " (" +
+                                             target.triple + "): " + err)
         .with_target(target.spec);
   llvm::TargetOptions to;
   llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default;
@@ -190,14 +192,13 @@ Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(const TargetD
 Result<std::string> target_data_layout(const TargetDesc& target) {
   static std::mutex mu;
   std::lock_guard lock(mu);
-  auto tm = create_target_machine(target, CodegenOptions{});
-  if (!tm)
-    return tm.error();
-  return (*tm)->createDataLayout().getStringRepresentation();
+  KILN_TRY_ASSIGN(auto tm, create_target_machine(target, CodegenOptions{}));
+  return tm->createDataLayout().getStringRepresentation();
 }
 
 std::string toolchain_fingerprint(const TargetDesc& target) {
-  std::string fp = "kiln-artifacts " + std::to_string(kArtifactFormat) + "; llvm " LLVM_VERSION_STRING;
+  std::string fp =
+      "kiln-artifacts " + std::to_string(kArtifactFormat) + "; llvm " LLVM_VERSION_STRING;
   // NVIDIA jobs store a cubin assembled by ptxas: its version shapes the bytes.
   if (target.kind == TargetKind::nvptx)
     fp += "; " + (ptxas_version().empty() ? std::string("no ptxas") : ptxas_version());

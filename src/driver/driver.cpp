@@ -206,15 +206,13 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   std::vector<ir::Input> inputs;
   for (const SourceInput& s : request.inputs)
     inputs.push_back({s.name, s.bytes, s.in_memory});
-  auto unit = ir::ingest(ctx, inputs);
-  if (!unit)
-    return unit.error();
+  KILN_TRY_ASSIGN(auto unit, ir::ingest(ctx, inputs));
 
   // Explicit entries are roots on every target. By default the host takes
   // every exported function and a GPU target every exported kernel (a
   // device function alone is no loadable image).
   for (const std::string& r : request.entries) {
-    const llvm::Function* f = (*unit)->getFunction(r);
+    const llvm::Function* f = unit->getFunction(r);
     if (!f || f->isDeclaration())
       return make_error(Code::invalid_argument,
                         "entry '" + r + "' is not a function defined in the unit")
@@ -223,7 +221,7 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   for (const core::TargetDesc& t : targets) {
     std::vector<std::string> roots = request.entries;
     if (roots.empty()) {
-      roots = ir::exported_functions(**unit, t.kind != core::TargetKind::host);
+      roots = ir::exported_functions(*unit, t.kind != core::TargetKind::host);
       if (roots.empty())
         return make_error(Code::invalid_argument,
                           t.kind == core::TargetKind::host
@@ -238,7 +236,7 @@ Result<Plan> Plan::create(const CompileRequest& request) {
     for (const std::string& r : roots)
       if (unique_roots.insert(r).second)
         ordered_roots.push_back(r);
-    KILN_TRY(impl->discover(**unit, t, ordered_roots));
+    KILN_TRY(impl->discover(*unit, t, ordered_roots));
   }
   return Plan(std::move(impl));
 }
@@ -317,7 +315,8 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     if (r.status == JobStatus::cached)
       report_progress(r);
 
-  unsigned workers = p.request.jobs ? p.request.jobs : std::max(1u, std::thread::hardware_concurrency());
+  unsigned workers =
+      p.request.jobs ? p.request.jobs : std::max(1u, std::thread::hardware_concurrency());
   workers = std::max(1u, std::min<unsigned>(workers, unsigned(todo.size())));
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -326,9 +325,11 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
       const PlannedJob& j = p.jobs[i];
       JobReport& r = rep.jobs[i];
       auto start = std::chrono::steady_clock::now();
-      auto arts = codegen::compile_job({r.entry, j.symbol, j.bitcode, j.renames}, j.target, p.options);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                      .count();
+      auto arts =
+          codegen::compile_job({r.entry, j.symbol, j.bitcode, j.renames}, j.target, p.options);
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       r.compile_ms = ms;
       if (!arts) {
         r.status = JobStatus::failed;
@@ -453,27 +454,20 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
 }
 
 Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path) {
-  auto remote = storage::remote::configured(request.remote, request.remote_read_only);
-  if (!remote)
-    return remote.error();
+  KILN_TRY_ASSIGN(auto remote,
+                  storage::remote::configured(request.remote, request.remote_read_only));
   // No key for a sharded run (its report is partial) or one that publishes
   // to a shared tier: those always go through the plan.
   std::optional<Hash128> memo = memo::memo_key(request);
-  auto hit = memo::memo_answer(request, cache_path, memo);
-  if (!hit)
-    return hit.error();
-  if (*hit)
-    return std::move(**hit);
-  auto plan = Plan::create(request);
-  if (!plan)
-    return plan.error();
-  auto store = storage::Store::open(cache_path);
-  if (!store)
-    return store.error();
-  storage::Storage cache(store.take(), remote.take());
-  auto report = plan->impl_->run(cache);
+  KILN_TRY_ASSIGN(auto hit, memo::memo_answer(request, cache_path, memo));
+  if (hit)
+    return std::move(*hit);
+  KILN_TRY_ASSIGN(auto plan, Plan::create(request));
+  KILN_TRY_ASSIGN(auto store, storage::Store::open(cache_path));
+  storage::Storage cache(std::move(store), std::move(remote));
+  auto report = plan.impl_->run(cache);
   if (report && memo) // an optimisation
-    (void)memo::memo_record(cache.local(), *memo, *report, plan->toolchain_files());
+    (void)memo::memo_record(cache.local(), *memo, *report, plan.toolchain_files());
   return report;
 }
 

@@ -16,15 +16,11 @@ Result<ExportedImage> export_image(storage::Store& store, const std::string& wha
   } else {
     return k.error();
   }
-  auto closure = store.get_closure(key);
-  if (!closure)
-    return closure.error();
+  KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
   storage::Storage local(store);
-  auto bytes = fetch_or_link(local, *closure);
-  if (!bytes)
-    return bytes.error();
-  KILN_TRY(write_file_atomic(path, *bytes));
-  return ExportedImage{closure.take(), bytes->size()};
+  KILN_TRY_ASSIGN(auto bytes, fetch_or_link(local, closure));
+  KILN_TRY(write_file_atomic(path, bytes));
+  return ExportedImage{std::move(closure), bytes.size()};
 }
 
 } // namespace kiln::image

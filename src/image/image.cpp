@@ -73,43 +73,33 @@ Result<std::string> fetch_or_link(storage::Storage& storage, const core::Closure
   std::string arch = core::image_arch(closure.target);
   // Stored here, else another machine's, checked like a stored one: no
   // linker needed.
-  auto have = storage.get_image(closure, arch);
-  if (!have)
-    return have.error();
-  if (*have)
-    return std::move(**have);
-  auto fp = linker_fingerprint(closure.target);
-  if (!fp)
-    return fp.error();
-  core::ImageKey key = core::image_key(closure.key, arch, *fp);
+  KILN_TRY_ASSIGN(auto have, storage.get_image(closure, arch));
+  if (have)
+    return std::move(*have);
+  KILN_TRY_ASSIGN(auto fp, linker_fingerprint(closure.target));
+  core::ImageKey key = core::image_key(closure.key, arch, fp);
   if (linked)
     *linked = true;
-  auto image = link_closure(storage.local(), closure);
-  if (!image)
-    return image.error();
+  KILN_TRY_ASSIGN(auto image, link_closure(storage.local(), closure));
   // A store failure (read-only cache, disk full) costs the next process a
   // relink; it does not fail this load.
-  (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), *image);
+  (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), image);
   return image;
 }
 
 Result<std::string> fetch_or_make(storage::Store& store, const core::ClosureRecord& closure,
                                   const Maker& maker, bool* linked) {
   storage::Storage local(store);
-  auto have = local.get_image(closure, maker.arch);
-  if (!have)
-    return have.error();
-  if (*have)
-    return std::move(**have);
+  KILN_TRY_ASSIGN(auto have, local.get_image(closure, maker.arch));
+  if (have)
+    return std::move(*have);
   if (linked)
     *linked = true;
-  auto image = maker.make(closure);
-  if (!image)
-    return image.error();
-  KILN_TRY(core::check_image(*image, closure));
+  KILN_TRY_ASSIGN(auto image, maker.make(closure));
+  KILN_TRY(core::check_image(image, closure));
   if (auto fp = maker.fingerprint(); fp)
     (void)store.put_image(core::image_key(closure.key, maker.arch, *fp),
-                          core::image_format(core::target_kind(closure.target)), *image);
+                          core::image_format(core::target_kind(closure.target)), image);
   return image;
 }
 

@@ -37,7 +37,8 @@ Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const In
   if (in.in_memory) {
     buf = llvm::MemoryBuffer::getMemBufferCopy(in.bytes, in.name);
   } else {
-    auto b = llvm::MemoryBuffer::getFile(in.name, /*IsText=*/false, /*RequiresNullTerminator=*/true);
+    auto b =
+        llvm::MemoryBuffer::getFile(in.name, /*IsText=*/false, /*RequiresNullTerminator=*/true);
     if (!b)
       return make_error(Code::invalid_argument,
                         "cannot read '" + in.name + "': " + b.getError().message())
@@ -75,14 +76,12 @@ Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
 
   std::unique_ptr<llvm::Module> unit;
   for (const Input& in : inputs) {
-    auto m = parse_one(ctx, in);
-    if (!m)
-      return m.error();
+    KILN_TRY_ASSIGN(auto m, parse_one(ctx, in));
     if (!unit) {
-      unit = m.take();
+      unit = std::move(m);
       continue;
     }
-    if (llvm::Linker::linkModules(*unit, m.take()))
+    if (llvm::Linker::linkModules(*unit, std::move(m)))
       return make_error(Code::invalid_argument,
                         "cannot link '" + in.name + "' into the unit: " + link_errors)
           .at(in.name);

@@ -133,11 +133,17 @@ std::optional<Hash128> memo_key(const CompileRequest& req) {
   // time against the memo's recorded identities.
   std::vector<std::string> toolchain_env;
   if (device)
-    for (const char* v : {"KILN_PTXAS", "CUDA_HOME", "KILN_LIBDEVICE", "KILN_ROCM_DEVICE_LIBS", "PATH"})
+    for (const char *v :
+         {"KILN_PTXAS", "CUDA_HOME", "KILN_LIBDEVICE", "KILN_ROCM_DEVICE_LIBS", "PATH"})
       toolchain_env.push_back(env(v));
-  core::MemoKeyParts parts{KILN_VERSION,   KILN_LLVM_VERSION, std::move(inputs),
-                           req.entries,    std::move(targets), req.opt_level,
-                           req.debug,      host ? host_cpu_identity() : std::string(),
+  core::MemoKeyParts parts{KILN_VERSION,
+                           KILN_LLVM_VERSION,
+                           std::move(inputs),
+                           req.entries,
+                           std::move(targets),
+                           req.opt_level,
+                           req.debug,
+                           host ? host_cpu_identity() : std::string(),
                            std::move(toolchain_env)};
   return core::memo_key(parts);
 }
@@ -196,9 +202,7 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128&
       auto job = store.get_job(k);
       if (!job)
         return job.error().code == Code::not_found ? Result<Miss>(Miss()) : job.error();
-      auto refs = store.job_refs(k);
-      if (!refs)
-        return refs.error();
+      KILN_TRY_ASSIGN(auto refs, store.job_refs(k));
       JobReport r;
       r.key = k.hex();
       r.entry = job->entry;
@@ -211,7 +215,7 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128&
       r.module_hash = job->module_hash.hex();
       r.toolchain = job->toolchain;
       r.status = JobStatus::cached;
-      for (const core::JobRef& ref : *refs) {
+      for (const core::JobRef& ref : refs) {
         auto child = by_symbol.find(ref.symbol);
         if (child == by_symbol.end())
           return Miss(); // not this closure's shape: let the plan decide
@@ -235,13 +239,11 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128&
 Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Hash128& key,
                                                  const CompileRequest& req) {
   using Miss = std::optional<CompileReport>;
-  auto found = memo_lookup(store, key);
+  KILN_TRY_ASSIGN(auto found, memo_lookup(store, key));
   if (!found)
-    return found.error();
-  if (!*found)
     return Miss();
-  CompileReport& rep = (*found)->report;
-  const std::vector<core::ClosureRecord>& closures = (*found)->closures;
+  CompileReport &rep = found->report;
+  const std::vector<core::ClosureRecord>& closures = found->closures;
   // The names now point at these closures, as a precompile leaves them.
   std::vector<Hash128> used;
   storage::Storage local(store); // a memo is answered from the local cache alone
@@ -274,10 +276,8 @@ Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
                                                  const std::optional<Hash128>& key) {
   if (!key || ::access(cache_path.c_str(), F_OK) != 0)
     return std::optional<CompileReport>();
-  auto store = storage::Store::open(cache_path);
-  if (!store)
-    return store.error();
-  return memo_replay(**store, *key, request);
+  KILN_TRY_ASSIGN(auto store, storage::Store::open(cache_path));
+  return memo_replay(*store, *key, request);
 }
 
 } // namespace kiln::memo

@@ -82,16 +82,12 @@ Result<CompileFn> compiler_entry() {
 
 Result<CompileReport> compile_on_demand(const CompileRequest& request,
                                         const std::string& cache_path) {
-  auto hit = memo::memo_answer(request, cache_path, memo::memo_key(request));
-  if (!hit)
-    return hit.error();
-  if (*hit)
-    return std::move(**hit);
-  auto fn = compiler_entry();
-  if (!fn)
-    return fn.error();
+  KILN_TRY_ASSIGN(auto hit, memo::memo_answer(request, cache_path, memo::memo_key(request)));
+  if (hit)
+    return std::move(*hit);
+  KILN_TRY_ASSIGN(auto fn, compiler_entry());
   std::optional<Result<CompileReport>> out;
-  (*fn)(&request, cache_path.c_str(), &out);
+  (fn)(&request, cache_path.c_str(), &out);
   if (!out)
     return Error(Code::internal, "the compiler library returned nothing");
   return std::move(*out);

@@ -69,9 +69,9 @@ kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) 
   auto it = image->symbols.find(std::string_view(entry));
   if (it == image->symbols.end()) [[unlikely]] {
     *out = nullptr;
-    return fail(kiln::make_error(kiln::Code::not_found,
-                                 std::string("no function '") + entry + "' in the image of closure " +
-                                     image->closure.hex()));
+    return fail(kiln::make_error(kiln::Code::not_found, std::string("no function '") + entry +
+                                                            "' in the image of closure " +
+                                                            image->closure.hex()));
   }
   *out = it->second;
   return KILN_OK;
@@ -120,10 +120,8 @@ Result<Cache> Cache::open(const std::string& path) {
 }
 
 Result<Image> Cache::load(std::string_view name, std::string_view target) const {
-  auto img = runtime::load_image(*cache_, name, target);
-  if (!img)
-    return img.error();
-  return Image(img.take().release());
+  KILN_TRY_ASSIGN(auto img, runtime::load_image(*cache_, name, target));
+  return Image(std::move(img).release());
 }
 
 } // namespace kiln

@@ -29,11 +29,9 @@ extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
 namespace kiln {
 
 Result<std::vector<CacheProblem>> Cache::verify() const {
-  auto rep = storage::verify_cache(cache_->storage->local());
-  if (!rep)
-    return rep.error();
+  KILN_TRY_ASSIGN(auto rep, storage::verify_cache(cache_->storage->local()));
   std::vector<CacheProblem> out;
-  for (storage::Problem& p : rep->problems)
+  for (storage::Problem &p : rep.problems)
     out.push_back({std::move(p.kind), std::move(p.key), std::move(p.message)});
   return out;
 }

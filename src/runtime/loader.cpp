@@ -35,12 +35,10 @@ Result<std::string> choose_target(storage::Store& store, std::string_view name) 
     if (c)
       return c->target;
   }
-  auto names = store.names_for(std::string(name));
-  if (!names)
-    return names.error();
-  for (const core::NameRecord& n : *names)
+  KILN_TRY_ASSIGN(auto names, store.names_for(std::string(name)));
+  for (const core::NameRecord &n : names)
     have.push_back(n.target);
-  for (const Backend& b : backends())
+  for (const Backend &b : backends())
     if (auto t = b.choose_target(have); t && !t->empty())
       return *t;
   return std::string("host");
@@ -56,21 +54,17 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   storage::Store& store = storage.local();
   std::string target;
   if (target_arg.empty()) {
-    auto t = choose_target(store, name);
-    if (!t)
-      return t.error();
-    target = *t;
+    KILN_TRY_ASSIGN(auto t, choose_target(store, name));
+    target = t;
   } else {
     target = std::string(target_arg);
   }
-  auto key = resolve(storage, name, target);
-  if (!key)
-    return key.error();
-  auto closure = storage.get_closure(*key);
+  KILN_TRY_ASSIGN(auto key, resolve(storage, name, target));
+  auto closure = storage.get_closure(key);
   if (!closure)
     return closure.error().context("loading '" + std::string(name) + "'");
   if (closure->target != target)
-    return make_error(Code::invalid_argument, "closure " + key->hex() + " is for target " +
+    return make_error(Code::invalid_argument, "closure " + key.hex() + " is for target " +
                                                   closure->target + ", not " + target);
 
   Result<std::string> bytes = make_error(Code::internal, "no image");
@@ -90,13 +84,12 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     return bytes.error().context("loading '" + std::string(name) + "' for " + target);
 
   auto img = std::make_unique<kiln_image>();
-  img->closure = *key;
+  img->closure = key;
   img->target = target;
-  auto mod = backend_for(core::target_kind(target)).load(*bytes, *closure, img->symbols);
-  if (!mod)
-    return mod.error();
-  img->module = mod.take();
-  cache.record_load(*key, linked);
+  KILN_TRY_ASSIGN(auto mod,
+                  backend_for(core::target_kind(target)).load(*bytes, *closure, img->symbols));
+  img->module = std::move(mod);
+  cache.record_load(key, linked);
   return img;
 }
 

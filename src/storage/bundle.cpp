@@ -70,7 +70,9 @@ template <class A> void serialize(A& ar, ImageKey& k) { ar(k.closure, k.arch, k.
 template <class A> void serialize(A& ar, ImageRecord& i) { ar(i.key, i.format, i.bytes); }
 template <class A> void serialize(A& ar, NameRecord& n) { ar(n.name, n.target, n.closure); }
 template <class A> void serialize(A& ar, BundleData::Job& j) { ar(j.record, j.artifacts, j.refs); }
-template <class A> void serialize(A& ar, BundleData& b) { ar(b.jobs, b.closures, b.images, b.names); }
+template <class A> void serialize(A &ar, BundleData &b) {
+  ar(b.jobs, b.closures, b.images, b.names);
+}
 
 } // namespace kiln::core
 
@@ -101,29 +103,19 @@ uint64_t get_le(std::string_view in, size_t off, int bytes) {
 Result<BundleData> collect_bundle(Store& store, const std::vector<Hash128>& closures) {
   BundleData data;
   std::set<std::string> seen_jobs;
-  auto names = store.list_names();
-  if (!names)
-    return names.error();
-  for (const Hash128& key : closures) {
-    auto c = store.get_closure(key);
-    if (!c)
-      return c.error();
-    for (const ClosureMember& m : c->members) {
+  KILN_TRY_ASSIGN(auto names, store.list_names());
+  for (const Hash128 &key : closures) {
+    KILN_TRY_ASSIGN(auto c, store.get_closure(key));
+    for (const ClosureMember &m : c.members) {
       if (!seen_jobs.insert(m.job.hex()).second)
         continue;
       BundleData::Job job;
-      auto rec = store.get_job(m.job);
-      if (!rec)
-        return rec.error();
-      job.record = rec.take();
-      auto infos = store.artifact_infos(m.job);
-      if (!infos)
-        return infos.error();
-      for (const ArtifactInfo& info : *infos) {
-        auto bytes = store.get_artifact(m.job, info.format);
-        if (!bytes)
-          return bytes.error();
-        job.artifacts.push_back({info.format, bytes.take()});
+      KILN_TRY_ASSIGN(auto rec, store.get_job(m.job));
+      job.record = std::move(rec);
+      KILN_TRY_ASSIGN(auto infos, store.artifact_infos(m.job));
+      for (const ArtifactInfo &info : infos) {
+        KILN_TRY_ASSIGN(auto bytes, store.get_artifact(m.job, info.format));
+        job.artifacts.push_back({info.format, std::move(bytes)});
       }
       auto refs = store.job_refs(m.job);
       if (!refs)
@@ -131,15 +123,13 @@ Result<BundleData> collect_bundle(Store& store, const std::vector<Hash128>& clos
       job.refs = refs.take();
       data.jobs.push_back(std::move(job));
     }
-    auto images = store.images_of(key);
-    if (!images)
-      return images.error();
-    for (ImageRecord& i : *images)
+    KILN_TRY_ASSIGN(auto images, store.images_of(key));
+    for (ImageRecord &i : images)
       data.images.push_back(std::move(i));
-    for (const NameRecord& n : *names)
+    for (const NameRecord &n : names)
       if (n.closure == key)
         data.names.push_back(n);
-    data.closures.push_back(c.take());
+    data.closures.push_back(std::move(c));
   }
   return data;
 }

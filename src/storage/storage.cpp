@@ -24,22 +24,16 @@ Storage::~Storage() = default;
 Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,
                                                const std::string& remote_url,
                                                bool remote_read_only) {
-  auto remote = remote::configured(remote_url, remote_read_only);
-  if (!remote)
-    return remote.error();
-  auto store = Store::open(path);
-  if (!store)
-    return store.error();
-  return std::make_unique<Storage>(store.take(), remote.take());
+  KILN_TRY_ASSIGN(auto remote, remote::configured(remote_url, remote_read_only));
+  KILN_TRY_ASSIGN(auto store, Store::open(path));
+  return std::make_unique<Storage>(std::move(store), std::move(remote));
 }
 
 // --- read-through ----------------------------------------------------------
 
 Result<Found> Storage::find_job(const Hash128& key, const std::vector<std::string>& formats) {
-  auto has = local_->has_job(key, formats);
-  if (!has)
-    return has.error();
-  if (*has)
+  KILN_TRY_ASSIGN(auto has, local_->has_job(key, formats));
+  if (has)
     return Found::local;
   if (!backend_)
     return Found::nowhere;

@@ -8,6 +8,8 @@
 
 #include <lld/Common/Driver.h>
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -34,6 +36,26 @@ LLD_HAS_DRIVER(elf)
 
 using kiln::link_detail::dup_string;
 
+namespace {
+
+// Collects the IR linker's and the backend's errors: without a handler LLVM
+// prints them and exits the process.
+struct CollectDiagnostics : llvm::DiagnosticHandler {
+  std::string* sink;
+  explicit CollectDiagnostics(std::string* s) : sink(s) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& di) override {
+    if (di.getSeverity() == llvm::DS_Error) {
+      llvm::raw_string_ostream os(*sink);
+      llvm::DiagnosticPrinterRawOStream dp(os);
+      di.print(dp);
+      os << "\n";
+    }
+    return true;
+  }
+};
+
+} // namespace
+
 extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, const char* cpu,
                                 const char* features, char** out, size_t* out_size, char** error) {
   *out = nullptr;
@@ -54,6 +76,8 @@ extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, co
     return fail("nothing to link");
 
   llvm::LLVMContext ctx;
+  std::string diagnostics;
+  ctx.setDiagnosticHandler(std::make_unique<CollectDiagnostics>(&diagnostics));
   std::unique_ptr<llvm::Module> linked;
   for (size_t i = 0; i < count; ++i) {
     auto m = llvm::parseBitcodeFile(
@@ -66,7 +90,8 @@ extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, co
     if (!linked) {
       linked = std::move(*m);
     } else if (llvm::Linker::linkModules(*linked, std::move(*m))) {
-      return fail(std::string("IR link failed at ") + (bitcode[i].name ? bitcode[i].name : "?"));
+      return fail(std::string("IR link failed at ") + (bitcode[i].name ? bitcode[i].name : "?") +
+                  ": " + diagnostics);
     }
   }
 
@@ -91,6 +116,8 @@ extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, co
       return fail("the backend cannot emit an object");
     pm.run(*linked);
   }
+  if (!diagnostics.empty())
+    return fail("code generation failed: " + diagnostics);
 
   auto dir = kiln::TempDir::create("kiln-hsaco");
   if (!dir)

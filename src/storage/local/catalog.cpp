@@ -17,30 +17,25 @@ Result<std::vector<ClosureRecord>> Store::list_closures() {
   std::vector<std::string> keys;
   {
     std::lock_guard lock(mu_);
-    auto s = prepare("SELECT key FROM closures ORDER BY key");
-    if (!s)
-      return s.error();
-    Bound b(*s);
+    KILN_TRY_ASSIGN(auto s, prepare("SELECT key FROM closures ORDER BY key"));
+    Bound b(s);
     while (b.step() == SQLITE_ROW)
       keys.push_back(b.col_text(0));
   }
   std::vector<ClosureRecord> out;
   for (const std::string& k : keys) {
-    auto c = get_closure(key_of(k));
-    if (!c)
-      return c.error();
-    out.push_back(c.take());
+    KILN_TRY_ASSIGN(auto c, get_closure(key_of(k)));
+    out.push_back(std::move(c));
   }
   return out;
 }
 
 Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT arch, linker, format, raw_size, checksum, data FROM images "
-                   "WHERE closure_key = ?1 ORDER BY arch, linker");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT arch, linker, format, raw_size, checksum, data FROM images "
+                          "WHERE closure_key = ?1 ORDER BY arch, linker"));
+  Bound b(s);
   b.text(1, closure.hex());
   std::vector<ImageRecord> out;
   while (b.step() == SQLITE_ROW) {
@@ -61,9 +56,7 @@ Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
 }
 
 Result<Listing> list_cache(Store& store, const ListFilter& filter) {
-  auto jobs = store.list_jobs();
-  if (!jobs)
-    return jobs.error();
+  KILN_TRY_ASSIGN(auto jobs, store.list_jobs());
   auto names = store.list_names();
   if (!names)
     return names.error();
@@ -79,13 +72,13 @@ Result<Listing> list_cache(Store& store, const ListFilter& filter) {
       if (auto c = store.get_closure(n.closure))
         for (const ClosureMember& m : c->members)
           in_named.insert(m.job.hex());
-  std::erase_if(*jobs, [&](const JobRecord& j) {
+  std::erase_if(jobs, [&](const JobRecord& j) {
     return (!target.empty() && j.target != target) ||
            (!glob.empty() && !in_named.count(j.key.hex()));
   });
   Listing out;
   out.names = names.take();
-  for (JobRecord& j : *jobs) {
+  for (JobRecord& j : jobs) {
     auto arts = store.artifact_infos(j.key);
     auto refs = store.job_refs(j.key);
     out.jobs.push_back({std::move(j), std::move(arts), std::move(refs)});
@@ -110,35 +103,27 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::
     Hash128 key = *parse_hash128(what);
     auto job = store.get_job(key);
     if (job) {
-      auto detail = job_detail(store, *job);
-      if (!detail)
-        return detail.error();
-      return Found(detail.take());
+      KILN_TRY_ASSIGN(auto detail, job_detail(store, *job));
+      return Found(std::move(detail));
     }
     if (job.error().code != Code::not_found)
       return job.error();
     if (auto closure = store.get_closure(key))
       return Found(RootDetail{"", closure->target, closure.take()});
   }
-  auto names = store.names_for(what);
-  if (!names)
-    return names.error();
-  for (const NameRecord& n : *names)
+  KILN_TRY_ASSIGN(auto names, store.names_for(what));
+  for (const NameRecord &n : names)
     if (target.empty() || n.target == target) {
-      auto closure = store.get_closure(n.closure);
-      if (!closure)
-        return closure.error();
-      return Found(RootDetail{n.name, n.target, closure.take()});
+      KILN_TRY_ASSIGN(auto closure, store.get_closure(n.closure));
+      return Found(RootDetail{n.name, n.target, std::move(closure)});
     }
-  return make_error(Code::not_found, "no job, closure or root named '" + what + "' in cache '" +
-                                         store.path() + "'");
+  return make_error(Code::not_found,
+                    "no job, closure or root named '" + what + "' in cache '" + store.path() + "'");
 }
 
 Result<Hash128> resolve_closure(Store& store, const std::string& what, const std::string& target) {
-  auto names = store.names_for(what);
-  if (!names)
-    return names.error();
-  for (const NameRecord& n : *names)
+  KILN_TRY_ASSIGN(auto names, store.names_for(what));
+  for (const NameRecord &n : names)
     if (target.empty() || n.target == target)
       return n.closure;
   if (is_hash128_hex(what))
@@ -151,21 +136,15 @@ Result<Hash128> resolve_closure(Store& store, const std::string& what, const std
 
 Result<ClosureGraph> closure_graph(Store& store, const std::string& what,
                                    const std::string& target) {
-  auto key = resolve_closure(store, what, target);
-  if (!key)
-    return key.error();
-  auto closure = store.get_closure(*key);
-  if (!closure)
-    return closure.error();
-  ClosureGraph g{closure.take(), {}};
-  std::map<std::string, const ClosureMember*> by_symbol;
-  for (const ClosureMember& m : g.closure.members)
+  KILN_TRY_ASSIGN(auto key, resolve_closure(store, what, target));
+  KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
+  ClosureGraph g{std::move(closure), {}};
+  std::map<std::string, const ClosureMember *> by_symbol;
+  for (const ClosureMember &m : g.closure.members)
     by_symbol[m.symbol] = &m;
   for (const ClosureMember& m : g.closure.members) {
-    auto refs = store.job_refs(m.job);
-    if (!refs)
-      return refs.error();
-    for (const JobRef& r : *refs)
+    KILN_TRY_ASSIGN(auto refs, store.job_refs(m.job));
+    for (const JobRef &r : refs)
       if (auto it = by_symbol.find(r.symbol); it != by_symbol.end())
         g.edges.push_back({m.job, it->second->job, r.symbol});
   }
@@ -174,12 +153,8 @@ Result<ClosureGraph> closure_graph(Store& store, const std::string& what,
 
 Result<std::string> dump_artifact(Store& store, const std::string& job_key,
                                   const std::string& format) {
-  auto key = parse_hash128(job_key);
-  if (!key)
-    return key.error();
-  auto job = store.get_job(*key);
-  if (!job)
-    return job.error();
+  KILN_TRY_ASSIGN(auto key, parse_hash128(job_key));
+  KILN_TRY_ASSIGN(auto job, store.get_job(key));
   std::vector<std::string> formats;
   if (format == "ptx")
     formats = {"ptx"};
@@ -191,25 +166,21 @@ Result<std::string> dump_artifact(Store& store, const std::string& job_key,
     return make_error(Code::invalid_argument,
                       "unknown format '" + format + "'; use ptx, bitcode or object");
   for (const std::string& f : formats) {
-    auto bytes = store.get_artifact(*key, f);
+    auto bytes = store.get_artifact(key, f);
     if (bytes)
       return bytes;
     if (bytes.error().code != Code::not_found)
       return bytes.error();
   }
   return make_error(Code::not_found,
-                    "job " + job_key + " (" + job->target + ") has no " + format + " artifact");
+                    "job " + job_key + " (" + job.target + ") has no " + format + " artifact");
 }
 
 Result<std::vector<core::KeyDifference>> explain_keys(Store& store, const Hash128& a,
                                                       const Hash128& b) {
-  auto ja = store.get_job(a);
-  if (!ja)
-    return ja.error();
-  auto jb = store.get_job(b);
-  if (!jb)
-    return jb.error();
-  return core::compare_keys(*ja, *jb);
+  KILN_TRY_ASSIGN(auto ja, store.get_job(a));
+  KILN_TRY_ASSIGN(auto jb, store.get_job(b));
+  return core::compare_keys(ja, jb);
 }
 
 } // namespace kiln::storage

@@ -30,7 +30,7 @@ struct ListedJob {
 };
 
 struct Listing {
-  std::vector<ListedJob> jobs;   ///< by key
+  std::vector<ListedJob> jobs;   ///< by target, entry, key
   std::vector<NameRecord> names; ///< by name, then target
 };
 

@@ -14,36 +14,28 @@ namespace kiln::storage {
 Result<GcPolicy> parse_gc_policy(const std::string& max_size, const std::string& older_than) {
   GcPolicy p;
   if (!max_size.empty()) {
-    auto v = parse_size(max_size);
-    if (!v)
-      return v.error();
-    p.max_size = *v;
+    KILN_TRY_ASSIGN(auto v, parse_size(max_size));
+    p.max_size = v;
   }
   if (!older_than.empty()) {
-    auto v = parse_duration(older_than);
-    if (!v)
-      return v.error();
-    p.older_than = *v;
+    KILN_TRY_ASSIGN(auto v, parse_duration(older_than));
+    p.older_than = v;
   }
   return p;
 }
 
 Result<GcReport> collect_garbage(Store& store, GcPolicy policy) {
   if (!policy.has_limit()) {
-    auto limit = store.max_size();
-    if (!limit)
-      return limit.error();
-    policy.max_size = *limit;
+    KILN_TRY_ASSIGN(auto limit, store.max_size());
+    policy.max_size = limit;
   }
   return store.gc(policy);
 }
 
 Result<GcReport> Store::gc(const GcOptions& options) {
   GcReport rep;
-  auto before = live_bytes();
-  if (!before)
-    return before.error();
-  rep.bytes_before = rep.bytes_after = *before;
+  KILN_TRY_ASSIGN(auto before, live_bytes());
+  rep.bytes_before = rep.bytes_after = before;
   std::unique_lock lock(mu_);
   KILN_TRY(exec("BEGIN IMMEDIATE"));
   auto fail = [&](const Error& e) -> Result<GcReport> {

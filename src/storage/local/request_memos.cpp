@@ -24,10 +24,8 @@ bool has_separator(const std::string& s) { return s.find_first_of("\t\n") != std
 
 Result<Store::Memo> Store::get_memo(const Hash128& key) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT roots, deps FROM memos WHERE key = ?1");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT roots, deps FROM memos WHERE key = ?1"));
+  Bound b(s);
   b.text(1, key.hex());
   int rc = b.step();
   if (rc == SQLITE_DONE)
@@ -60,11 +58,9 @@ Status Store::put_memo(const Hash128& key, const Memo& memo) {
     deps += d + '\n';
   }
   std::lock_guard lock(mu_);
-  auto s = prepare("INSERT OR REPLACE INTO memos(key, roots, deps, created_at) "
-                   "VALUES (?1, ?2, ?3, ?4)");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s, prepare("INSERT OR REPLACE INTO memos(key, roots, deps, created_at) "
+                                  "VALUES (?1, ?2, ?3, ?4)"));
+  Bound b(s);
   b.text(1, key.hex()).text(2, roots).text(3, deps).i64(4, int64_t(std::time(nullptr)));
   if (b.step() != SQLITE_DONE)
     return db_error("cannot store memo " + key.hex());

@@ -321,7 +321,8 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
   }
   if (objects > 0 && app_id != kApplicationId)
     return make_error(Code::corrupt,
-                      "'" + path + "' is an SQLite database but not a Kiln cache; refusing to use it");
+                      "'" + path +
+                          "' is an SQLite database but not a Kiln cache; refusing to use it");
   if (user_version > schema_version())
     return make_error(Code::invalid_argument,
                       "cache '" + path + "' has schema version " + std::to_string(user_version) +
@@ -425,12 +426,11 @@ Status Store::migrate() {
 
 Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& formats) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT count(*) FROM artifacts WHERE job_key = ?1 AND format = ?2");
-  if (!s)
-    return s.error();
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT count(*) FROM artifacts WHERE job_key = ?1 AND format = ?2"));
   std::string hex = key.hex();
-  for (const std::string& f : formats) {
-    Bound b(*s);
+  for (const std::string &f : formats) {
+    Bound b(s);
     b.text(1, hex).text(2, f);
     if (b.step() != SQLITE_ROW)
       return db_error("cannot look up job " + hex);
@@ -438,10 +438,8 @@ Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& 
       return false;
   }
   if (formats.empty()) {
-    auto j = prepare("SELECT 1 FROM jobs WHERE key = ?1");
-    if (!j)
-      return j.error();
-    Bound b(*j);
+    KILN_TRY_ASSIGN(auto j, prepare("SELECT 1 FROM jobs WHERE key = ?1"));
+    Bound b(j);
     b.text(1, hex);
     return b.step() == SQLITE_ROW;
   }
@@ -452,13 +450,12 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
                               const std::vector<std::string>& packed,
                               const std::vector<JobRef>& refs) {
   std::string hex = job.key.hex();
-  auto ins = prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target, triple, cpu, "
-                     "features, options, module_hash, toolchain, compile_ms, created_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
-  if (!ins)
-    return ins.error();
+  KILN_TRY_ASSIGN(auto ins,
+                  prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target, triple, cpu, "
+                          "features, options, module_hash, toolchain, compile_ms, created_at) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
   {
-    Bound b(*ins);
+    Bound b(ins);
     b.text(1, hex).text(2, job.entry).text(3, job.symbol).text(4, job.target);
     b.text(5, job.triple).text(6, job.cpu).text(7, job.features).text(8, job.options);
     b.text(9, job.module_hash.hex()).text(10, job.toolchain).real(11, job.compile_ms);
@@ -466,22 +463,22 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the job");
   }
-  auto art = prepare("INSERT OR IGNORE INTO artifacts(job_key, format, raw_size, checksum, data) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5)");
-  if (!art)
-    return art.error();
+  KILN_TRY_ASSIGN(
+      auto art,
+      prepare("INSERT OR IGNORE INTO artifacts(job_key, format, raw_size, checksum, data) "
+              "VALUES (?1, ?2, ?3, ?4, ?5)"));
   for (size_t i = 0; i < artifacts.size(); ++i) {
-    Bound b(*art);
+    Bound b(art);
     b.text(1, hex).text(2, artifacts[i].format).i64(3, int64_t(artifacts[i].bytes.size()));
     b.i64(4, checksum_of(artifacts[i].bytes)).blob(5, packed[i]);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert artifact " + artifacts[i].format);
   }
-  auto ref = prepare("INSERT OR IGNORE INTO job_refs(job_key, symbol, entry) VALUES (?1, ?2, ?3)");
-  if (!ref)
-    return ref.error();
-  for (const JobRef& r : refs) {
-    Bound b(*ref);
+  KILN_TRY_ASSIGN(
+      auto ref,
+      prepare("INSERT OR IGNORE INTO job_refs(job_key, symbol, entry) VALUES (?1, ?2, ?3)"));
+  for (const JobRef &r : refs) {
+    Bound b(ref);
     b.text(1, hex).text(2, r.symbol).text(3, r.entry);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert deferred reference " + r.symbol);
@@ -537,10 +534,8 @@ static JobRecord read_job(const Bound& b) {
 
 Result<JobRecord> Store::get_job(const Hash128& key) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs WHERE key = ?1");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs WHERE key = ?1"));
+  Bound b(s);
   b.text(1, key.hex());
   int rc = b.step();
   if (rc == SQLITE_ROW)
@@ -552,10 +547,9 @@ Result<JobRecord> Store::get_job(const Hash128& key) {
 
 Result<std::vector<JobRecord>> Store::list_jobs() {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs ORDER BY target, entry, key");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs ORDER BY target, entry, key"));
+  Bound b(s);
   std::vector<JobRecord> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
@@ -567,10 +561,9 @@ Result<std::vector<JobRecord>> Store::list_jobs() {
 
 Result<std::vector<JobRef>> Store::job_refs(const Hash128& key) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT symbol, entry FROM job_refs WHERE job_key = ?1 ORDER BY symbol");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT symbol, entry FROM job_refs WHERE job_key = ?1 ORDER BY symbol"));
+  Bound b(s);
   b.text(1, key.hex());
   std::vector<JobRef> out;
   int rc;
@@ -583,11 +576,10 @@ Result<std::vector<JobRef>> Store::job_refs(const Hash128& key) {
 
 Result<std::vector<ArtifactInfo>> Store::artifact_infos(const Hash128& key) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT format, raw_size, length(data) FROM artifacts WHERE job_key = ?1 "
-                   "ORDER BY format");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT format, raw_size, length(data) FROM artifacts WHERE job_key = ?1 "
+                          "ORDER BY format"));
+  Bound b(s);
   b.text(1, key.hex());
   std::vector<ArtifactInfo> out;
   int rc;
@@ -624,11 +616,10 @@ Result<std::string> Store::step_blob(Bound& b, const std::string& what) {
 
 Result<std::string> Store::get_artifact(const Hash128& job, const std::string& format) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT raw_size, checksum, data FROM artifacts WHERE job_key = ?1 AND "
-                   "format = ?2");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT raw_size, checksum, data FROM artifacts WHERE job_key = ?1 AND "
+                          "format = ?2"));
+  Bound b(s);
   b.text(1, job.hex()).text(2, format);
   return step_blob(b, "artifact " + format + " of job " + job.hex());
 }
@@ -637,34 +628,32 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
                                  const std::vector<NameRecord>& names, int64_t now) {
   std::string hex = closure.key.hex();
   // A closure precompiled again counts as used now.
-  auto c = prepare("INSERT INTO closures(key, root_job, target, created_at, last_used) "
-                   "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT(key) DO UPDATE SET "
-                   "last_used = max(last_used, excluded.last_used)");
-  if (!c)
-    return c.error();
+  KILN_TRY_ASSIGN(auto c,
+                  prepare("INSERT INTO closures(key, root_job, target, created_at, last_used) "
+                          "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT(key) DO UPDATE SET "
+                          "last_used = max(last_used, excluded.last_used)"));
   {
-    Bound b(*c);
+    Bound b(c);
     b.text(1, hex).text(2, closure.root_job.hex()).text(3, closure.target).i64(4, now);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the closure");
   }
-  auto m = prepare("INSERT OR IGNORE INTO closure_members(closure_key, symbol, job_key) "
-                   "VALUES (?1, ?2, ?3)");
-  if (!m)
-    return m.error();
-  for (const ClosureMember& mem : closure.members) {
-    Bound b(*m);
+  KILN_TRY_ASSIGN(auto m,
+                  prepare("INSERT OR IGNORE INTO closure_members(closure_key, symbol, job_key) "
+                          "VALUES (?1, ?2, ?3)"));
+  for (const ClosureMember &mem : closure.members) {
+    Bound b(m);
     b.text(1, hex).text(2, mem.symbol).text(3, mem.job.hex());
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert closure member " + mem.symbol);
   }
-  auto n = prepare("INSERT INTO names(name, target, closure_key, updated_at) VALUES (?1, ?2, ?3, "
-                   "?4) ON CONFLICT(name, target) DO UPDATE SET closure_key = excluded.closure_key, "
-                   "updated_at = excluded.updated_at");
-  if (!n)
-    return n.error();
-  for (const NameRecord& nr : names) {
-    Bound b(*n);
+  KILN_TRY_ASSIGN(
+      auto n,
+      prepare("INSERT INTO names(name, target, closure_key, updated_at) VALUES (?1, ?2, ?3, "
+              "?4) ON CONFLICT(name, target) DO UPDATE SET closure_key = excluded.closure_key, "
+              "updated_at = excluded.updated_at"));
+  for (const NameRecord &nr : names) {
+    Bound b(n);
     b.text(1, nr.name).text(2, nr.target).text(3, nr.closure.hex()).i64(4, now);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot record name " + nr.name);
@@ -686,10 +675,8 @@ Result<ClosureRecord> Store::get_closure(const Hash128& key) {
   ClosureRecord out;
   out.key = key;
   {
-    auto s = prepare("SELECT root_job, target FROM closures WHERE key = ?1");
-    if (!s)
-      return s.error();
-    Bound b(*s);
+    KILN_TRY_ASSIGN(auto s, prepare("SELECT root_job, target FROM closures WHERE key = ?1"));
+    Bound b(s);
     b.text(1, hex);
     int rc = b.step();
     if (rc == SQLITE_DONE)
@@ -699,11 +686,10 @@ Result<ClosureRecord> Store::get_closure(const Hash128& key) {
     out.root_job = key_of(b.col_text(0));
     out.target = b.col_text(1);
   }
-  auto s = prepare("SELECT m.symbol, m.job_key, j.entry FROM closure_members m JOIN jobs j ON "
-                   "j.key = m.job_key WHERE m.closure_key = ?1 ORDER BY m.symbol");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(
+      auto s, prepare("SELECT m.symbol, m.job_key, j.entry FROM closure_members m JOIN jobs j ON "
+                      "j.key = m.job_key WHERE m.closure_key = ?1 ORDER BY m.symbol"));
+  Bound b(s);
   b.text(1, hex);
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
@@ -717,10 +703,8 @@ Result<ClosureRecord> Store::get_closure(const Hash128& key) {
 
 Result<Hash128> Store::resolve_name(const std::string& name, const std::string& target) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT closure_key FROM names WHERE name = ?1 AND target = ?2");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT closure_key FROM names WHERE name = ?1 AND target = ?2"));
+  Bound b(s);
   b.text(1, name).text(2, target);
   int rc = b.step();
   if (rc == SQLITE_DONE)
@@ -733,10 +717,10 @@ Result<Hash128> Store::resolve_name(const std::string& name, const std::string& 
 
 Result<std::vector<NameRecord>> Store::names_for(const std::string& name) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT name, target, closure_key FROM names WHERE name = ?1 ORDER BY target");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(
+      auto s,
+      prepare("SELECT name, target, closure_key FROM names WHERE name = ?1 ORDER BY target"));
+  Bound b(s);
   b.text(1, name);
   std::vector<NameRecord> out;
   int rc;
@@ -749,10 +733,9 @@ Result<std::vector<NameRecord>> Store::names_for(const std::string& name) {
 
 Result<std::vector<NameRecord>> Store::list_names() {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT name, target, closure_key FROM names ORDER BY name, target");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT name, target, closure_key FROM names ORDER BY name, target"));
+  Bound b(s);
   std::vector<NameRecord> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
@@ -765,12 +748,11 @@ Result<std::vector<NameRecord>> Store::list_names() {
 Status Store::insert_image_row(const ImageRecord& image, const std::string& packed) {
   // Replace, not ignore: a stored image that failed its checks is relinked
   // and must be overwritten (same key, so otherwise the same bytes).
-  auto s = prepare("INSERT OR REPLACE INTO images(closure_key, arch, linker, format, raw_size, "
-                   "checksum, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-  if (!s)
-    return s.error();
-  const ImageKey& key = image.key;
-  Bound b(*s);
+  KILN_TRY_ASSIGN(
+      auto s, prepare("INSERT OR REPLACE INTO images(closure_key, arch, linker, format, raw_size, "
+                      "checksum, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  const ImageKey &key = image.key;
+  Bound b(s);
   b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker).text(4, image.format);
   b.i64(5, int64_t(image.bytes.size())).i64(6, checksum_of(image.bytes)).blob(7, packed);
   b.i64(8, now_seconds());
@@ -788,22 +770,20 @@ Status Store::put_image(const ImageKey& key, const std::string& format, const st
 
 Result<std::string> Store::get_image(const ImageKey& key) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
-                   "arch = ?2 AND linker = ?3");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
+                          "arch = ?2 AND linker = ?3"));
+  Bound b(s);
   b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker);
   return step_blob(b, "image of closure " + key.closure.hex() + " for " + key.arch);
 }
 
 Result<std::string> Store::get_image_any_linker(const Hash128& closure, const std::string& arch) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
-                   "arch = ?2 ORDER BY created_at DESC, linker DESC LIMIT 1");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
+                          "arch = ?2 ORDER BY created_at DESC, linker DESC LIMIT 1"));
+  Bound b(s);
   b.text(1, closure.hex()).text(2, arch);
   return step_blob(b, "image of closure " + closure.hex() + " for " + arch);
 }

@@ -47,44 +47,34 @@ Result<BundleSummary> export_bundle(Store& store, const std::string& path,
                                     const std::vector<std::string>& which) {
   std::vector<Hash128> keys;
   if (which.empty()) {
-    auto names = store.list_names();
-    if (!names)
-      return names.error();
-    for (const NameRecord& n : *names)
+    KILN_TRY_ASSIGN(auto names, store.list_names());
+    for (const NameRecord &n : names)
       keys.push_back(n.closure);
   } else {
     for (const std::string& w : which) {
-      auto names = store.names_for(w);
-      if (!names)
-        return names.error();
-      for (const NameRecord& n : *names)
+      KILN_TRY_ASSIGN(auto names, store.names_for(w));
+      for (const NameRecord &n : names)
         keys.push_back(n.closure);
-      if (names->empty()) {
-        auto k = resolve_closure(store, w, "");
-        if (!k)
-          return k.error();
-        keys.push_back(*k);
+      if (names.empty()) {
+        KILN_TRY_ASSIGN(auto k, resolve_closure(store, w, ""));
+        keys.push_back(k);
       }
     }
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  auto data = collect_bundle(store, keys);
-  if (!data)
-    return data.error();
-  std::string bytes = encode_bundle(*data);
+  KILN_TRY_ASSIGN(auto data, collect_bundle(store, keys));
+  std::string bytes = encode_bundle(data);
   KILN_TRY(write_file_atomic(path, bytes));
-  return BundleSummary{data->closures.size(), data->jobs.size(), data->images.size(),
-                       data->names.size(), bytes.size()};
+  return BundleSummary{data.closures.size(), data.jobs.size(), data.images.size(),
+                       data.names.size(), bytes.size()};
 }
 
 Result<BundleSummary> import_bundle(Store& store, const std::string& path) {
-  auto bytes = read_file(path);
-  if (!bytes)
-    return bytes.error();
+  KILN_TRY_ASSIGN(auto bytes, read_file(path));
   // Decode and validate everything first: a damaged or hostile bundle
   // changes nothing.
-  auto data = decode_bundle(*bytes);
+  auto data = decode_bundle(bytes);
   if (!data)
     return data.error().context("'" + path + "'");
   if (Status s = core::check_bundle(*data); !s)

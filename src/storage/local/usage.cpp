@@ -12,10 +12,8 @@
 namespace kiln::storage {
 
 Result<int64_t> Store::count(const char* sql) {
-  auto s = prepare(sql);
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s, prepare(sql));
+  Bound b(s);
   if (b.step() != SQLITE_ROW)
     return db_error("cannot count");
   return b.col_i64(0);
@@ -26,20 +24,22 @@ Status Store::add_counters(const Counters& d) {
     return Status::ok();
   std::lock_guard lock(mu_);
   return transaction([&]() -> Status {
-    auto s = prepare("INSERT INTO counters(name, value) VALUES (?1, ?2) "
-                     "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value");
-    if (!s)
-      return s.error();
-    for (auto [name, v] : {std::pair{"job_hits", d.job_hits}, {"job_misses", d.job_misses},
-                           {"image_hits", d.image_hits}, {"image_misses", d.image_misses},
-                           {"loads", d.loads}, {"remote_hits", d.remote_hits},
+    KILN_TRY_ASSIGN(auto s,
+                    prepare("INSERT INTO counters(name, value) VALUES (?1, ?2) "
+                            "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value"));
+    for (auto [name, v] : {std::pair{"job_hits", d.job_hits},
+                           {"job_misses", d.job_misses},
+                           {"image_hits", d.image_hits},
+                           {"image_misses", d.image_misses},
+                           {"loads", d.loads},
+                           {"remote_hits", d.remote_hits},
                            {"remote_misses", d.remote_misses},
                            {"remote_bytes_in", d.remote_bytes_in},
                            {"remote_bytes_out", d.remote_bytes_out},
                            {"remote_errors", d.remote_errors}}) {
       if (v == 0)
         continue;
-      Bound b(*s);
+      Bound b(s);
       b.text(1, name).i64(2, v);
       if (b.step() != SQLITE_DONE)
         return db_error("cannot update counter " + std::string(name));
@@ -58,11 +58,10 @@ Status Store::touch_closures(const std::vector<Hash128>& closures, int64_t when)
     return Status::ok();
   std::lock_guard lock(mu_);
   return transaction([&]() -> Status {
-    auto s = prepare("UPDATE closures SET last_used = max(last_used, ?2) WHERE key = ?1");
-    if (!s)
-      return s.error();
-    for (const Hash128& k : closures) {
-      Bound b(*s);
+    KILN_TRY_ASSIGN(auto s,
+                    prepare("UPDATE closures SET last_used = max(last_used, ?2) WHERE key = ?1"));
+    for (const Hash128 &k : closures) {
+      Bound b(s);
       b.text(1, k.hex()).i64(2, when);
       if (b.step() != SQLITE_DONE)
         return db_error("cannot mark closure " + k.hex() + " used");
@@ -101,21 +100,16 @@ Result<Stats> Store::stats() {
          &st.raw_bytes},
     };
     for (auto& c : counts) {
-      auto v = count(c.sql);
-      if (!v)
-        return v.error();
-      *c.out = *v;
+      KILN_TRY_ASSIGN(auto v, count(c.sql));
+      *c.out = v;
     }
-    auto s = prepare("SELECT target, count(*) FROM jobs GROUP BY target ORDER BY target");
-    if (!s)
-      return s.error();
-    Bound b(*s);
+    KILN_TRY_ASSIGN(auto s,
+                    prepare("SELECT target, count(*) FROM jobs GROUP BY target ORDER BY target"));
+    Bound b(s);
     while (b.step() == SQLITE_ROW)
       st.jobs_per_target.emplace_back(b.col_text(0), b.col_i64(1));
-    auto cs = prepare("SELECT name, value FROM counters");
-    if (!cs)
-      return cs.error();
-    Bound cb(*cs);
+    KILN_TRY_ASSIGN(auto cs, prepare("SELECT name, value FROM counters"));
+    Bound cb(cs);
     while (cb.step() == SQLITE_ROW) {
       std::string n = cb.col_text(0);
       int64_t v = cb.col_i64(1);
@@ -142,10 +136,8 @@ Result<Stats> Store::stats() {
 
 Result<std::string> Store::setting(const std::string& name) {
   std::lock_guard lock(mu_);
-  auto s = prepare("SELECT value FROM settings WHERE name = ?1");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT value FROM settings WHERE name = ?1"));
+  Bound b(s);
   b.text(1, name);
   if (b.step() != SQLITE_ROW)
     return make_error(Code::not_found, "setting " + name + " is not set");
@@ -154,11 +146,9 @@ Result<std::string> Store::setting(const std::string& name) {
 
 Status Store::set_setting(const std::string& name, const std::string& value) {
   std::lock_guard lock(mu_);
-  auto s = prepare("INSERT INTO settings(name, value) VALUES (?1, ?2) "
-                   "ON CONFLICT(name) DO UPDATE SET value = excluded.value");
-  if (!s)
-    return s.error();
-  Bound b(*s);
+  KILN_TRY_ASSIGN(auto s, prepare("INSERT INTO settings(name, value) VALUES (?1, ?2) "
+                                  "ON CONFLICT(name) DO UPDATE SET value = excluded.value"));
+  Bound b(s);
   b.text(1, name).text(2, value);
   if (b.step() != SQLITE_DONE)
     return db_error("cannot set " + name);
@@ -179,26 +169,20 @@ Result<int64_t> Store::max_size() {
 }
 
 Result<SizeLimit> size_limit(Store& store) {
-  auto bytes = store.max_size();
-  if (!bytes)
-    return bytes.error();
-  const char* env = std::getenv("KILN_CACHE_MAX_SIZE");
-  std::string source = env && *env ? "KILN_CACHE_MAX_SIZE"
+  KILN_TRY_ASSIGN(auto bytes, store.max_size());
+  const char *env = std::getenv("KILN_CACHE_MAX_SIZE");
+  std::string source = env && *env                 ? "KILN_CACHE_MAX_SIZE"
                        : store.setting("max_size") ? "cache setting"
                                                    : "default";
-  return SizeLimit{*bytes, source};
+  return SizeLimit{bytes, source};
 }
 
 Result<StatsReport> stats_report(Store& store, bool zero_first) {
   if (zero_first)
     KILN_TRY(store.zero_counters());
-  auto st = store.stats();
-  if (!st)
-    return st.error();
-  auto limit = store.max_size();
-  if (!limit)
-    return limit.error();
-  return StatsReport{st.take(), *limit};
+  KILN_TRY_ASSIGN(auto st, store.stats());
+  KILN_TRY_ASSIGN(auto limit, store.max_size());
+  return StatsReport{std::move(st), limit};
 }
 
 Result<std::string> parse_setting(const std::string& name, const std::string& value) {
@@ -207,10 +191,8 @@ Result<std::string> parse_setting(const std::string& name, const std::string& va
                       "unknown setting '" + name + "' (known: max_size)");
   if (value.empty())
     return std::string();
-  auto v = parse_size(value);
-  if (!v)
-    return v.error();
-  return std::to_string(*v);
+  KILN_TRY_ASSIGN(auto v, parse_size(value));
+  return std::to_string(v);
 }
 
 } // namespace kiln::storage

@@ -16,11 +16,9 @@ namespace kiln::storage {
 
 Status Store::check_rows(std::vector<Problem>& out) {
   std::lock_guard lock(mu_);
-  auto blobs = [&](const char* sql, const char* kind, bool closure_key) -> Status {
-    auto s = prepare(sql);
-    if (!s)
-      return s.error();
-    Bound b(*s);
+  auto blobs = [&](const char *sql, const char *kind, bool closure_key) -> Status {
+    KILN_TRY_ASSIGN(auto s, prepare(sql));
+    Bound b(s);
     int rc;
     while ((rc = b.step()) == SQLITE_ROW) {
       std::string key = b.col_text(0), what = b.col_text(1);
@@ -76,10 +74,8 @@ Status Store::check_rows(std::vector<Problem>& out) {
        "name", "names a missing closure: "},
   };
   for (const Check& c : checks) {
-    auto s = prepare(c.sql);
-    if (!s)
-      return s.error();
-    Bound b(*s);
+    KILN_TRY_ASSIGN(auto s, prepare(c.sql));
+    Bound b(s);
     int rc;
     while ((rc = b.step()) == SQLITE_ROW)
       out.push_back({c.kind, b.col_text(0), std::string(c.kind) + " " + b.col_text(0) + ": " +
@@ -130,10 +126,8 @@ Result<VerifyReport> verify_cache(Store& store) {
 }
 
 Result<std::vector<Problem>> Store::verify() {
-  auto rep = verify_cache(*this);
-  if (!rep)
-    return rep.error();
-  return std::move(rep->problems);
+  KILN_TRY_ASSIGN(auto rep, verify_cache(*this));
+  return std::move(rep.problems);
 }
 
 } // namespace kiln::storage

@@ -94,14 +94,10 @@ Result<RedisConfig> parse_redis_url(const std::string& url) {
     } else {
       pass = cred; // redis://password@host, as redis-cli -u accepts
     }
-    auto u = percent_decode(user);
-    if (!u)
-      return u.error();
-    auto p = percent_decode(pass);
-    if (!p)
-      return p.error();
-    c.user = u.take();
-    c.password = p.take();
+    KILN_TRY_ASSIGN(auto u, percent_decode(user));
+    KILN_TRY_ASSIGN(auto p, percent_decode(pass));
+    c.user = std::move(u);
+    c.password = std::move(p);
   }
   if (!rest.empty() && rest[0] == '[') { // [ipv6]:port
     size_t close = rest.find(']');
@@ -145,15 +141,11 @@ Result<RedisConfig> parse_redis_url(const std::string& url) {
         return bad_url("prefix must be a non-empty word");
       c.options.prefix = v;
     } else if (k == "ttl") {
-      auto t = parse_number(v, "ttl", 0, int64_t(1) << 40);
-      if (!t)
-        return t.error();
-      c.options.ttl = std::chrono::seconds(*t);
+      KILN_TRY_ASSIGN(auto t, parse_number(v, "ttl", 0, int64_t(1) << 40));
+      c.options.ttl = std::chrono::seconds(t);
     } else if (k == "timeout_ms") {
-      auto t = parse_number(v, "timeout_ms", 1, 600000);
-      if (!t)
-        return t.error();
-      c.timeout_ms = int(*t);
+      KILN_TRY_ASSIGN(auto t, parse_number(v, "timeout_ms", 1, 600000));
+      c.timeout_ms = int(t);
     } else if (k == "read_only") {
       if (v != "0" && v != "1" && !v.empty())
         return bad_url("read_only must be 0 or 1");

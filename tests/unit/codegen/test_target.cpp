@@ -1,4 +1,5 @@
-// Unit tests for target resolution against LLVM (src/codegen/target.cpp).
+// Unit tests for target resolution against LLVM (src/codegen/target.cpp):
+// specs to triples, CPUs and features, and the errors an unknown spec gets.
 #include "codegen/target.h"
 
 #include <doctest/doctest.h>
@@ -6,6 +7,8 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 using namespace kiln;
 using namespace kiln::codegen;
@@ -69,4 +72,16 @@ TEST_CASE("the toolchain fingerprint names the artifact format and LLVM") {
   std::string fp = toolchain_fingerprint(*t);
   CHECK(fp.find("kiln-artifacts") != std::string::npos);
   CHECK(fp.find("llvm") != std::string::npos);
+}
+
+TEST_CASE("codegen errors: an unknown target names its spec") {
+  for (const char* spec : {"sm_1", "gfx1", "gfx942:xnack", "gfx942:fast+", "riscv"}) {
+    CAPTURE(spec);
+    auto t = resolve_target(spec);
+    REQUIRE_FALSE(t);
+    CHECK(t.error().code == Code::invalid_argument);
+    CHECK(t.error().target == spec);
+    CHECK(t.error().message.find(std::string("unknown target '") + spec + "'") !=
+          std::string::npos);
+  }
 }

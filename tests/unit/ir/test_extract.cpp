@@ -1,5 +1,6 @@
 // Unit tests for job extraction (src/ir/extract.cpp): canonical job modules,
-// kiln_deferred lowering, and the errors a bad reference gets.
+// kiln_deferred lowering, and the errors a bad reference gets, with their
+// fields (the entry and, where the IR has one, the debug location).
 #include "ir_fixtures.hpp"
 
 #include <kiln/compiler.hpp>
@@ -13,6 +14,16 @@
 
 using namespace kiln;
 using namespace kiln::test;
+
+namespace {
+
+Error extract_error(const std::string& ir, const std::string& entry) {
+  auto r = extract(ir, entry);
+  REQUIRE_FALSE(r);
+  return r.error();
+}
+
+} // namespace
 
 TEST_CASE("extract_job: local value and block names do not change the job") {
   auto a = must_extract(kBase, "f");
@@ -230,4 +241,84 @@ define void @p() {
   REQUIRE_FALSE(e);
   CHECK(e.error().code == Code::invalid_argument);
   CHECK(e.error().message.find("'p'") != std::string::npos);
+}
+
+TEST_CASE("ir errors: a missing entry names it") {
+  Error e = extract_error(kBase, "no_such_function");
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.entry == "no_such_function");
+  CHECK(e.source.empty());
+}
+
+TEST_CASE("ir errors: a bad kiln_deferred names the job") {
+  Error global = extract_error(data_file("bad_deferred_global.ll"), "bdg_parent");
+  INFO(global.message);
+  CHECK(global.code == Code::invalid_argument);
+  CHECK(global.entry == "bdg_parent");
+
+  const std::string two_args = R"(
+declare ptr @kiln_deferred(ptr, ptr)
+define void @child() {
+  ret void
+}
+define ptr @parent() {
+  %p = call ptr @kiln_deferred(ptr @child, ptr @child)
+  ret ptr %p
+}
+)";
+  Error arity = extract_error(two_args, "parent");
+  INFO(arity.message);
+  CHECK(arity.entry == "parent");
+  CHECK(arity.line == 0); // no debug location
+  CHECK(arity.source.empty());
+}
+
+TEST_CASE("ir errors: a bad kiln_deferred with a debug location carries its file and line") {
+  // The error is about the job of `root`, which reaches `parent`.
+  const std::string ir = R"(
+declare ptr @kiln_deferred(ptr)
+@g = global i64 0
+
+define ptr @parent() !dbg !4 {
+  %p = call ptr @kiln_deferred(ptr @g), !dbg !7
+  ret ptr %p
+}
+
+define ptr @root() {
+  %p = call ptr @parent()
+  ret ptr %p
+}
+
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!3}
+!0 = distinct !DICompileUnit(language: DW_LANG_C99, file: !1, producer: "t", isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug)
+!1 = !DIFile(filename: "parent.c", directory: "/src")
+!3 = !{i32 2, !"Debug Info Version", i32 3}
+!4 = distinct !DISubprogram(name: "parent", scope: !1, file: !1, line: 10, type: !5, scopeLine: 10, spFlags: DISPFlagDefinition, unit: !0)
+!5 = !DISubroutineType(types: !6)
+!6 = !{null}
+!7 = !DILocation(line: 12, column: 9, scope: !4)
+)";
+  Error e = extract_error(ir, "root");
+  INFO(e.message);
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.entry == "root");
+  CHECK(e.source == "parent.c");
+  CHECK(e.line == 12);
+  CHECK(e.column == 9);
+  CHECK(e.message.find("at parent.c:12") != std::string::npos);
+}
+
+TEST_CASE("ir errors: another target's intrinsic names the job") {
+  const std::string ir = R"(
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+define i32 @tid() {
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  ret i32 %t
+}
+)";
+  Error e = extract_error(ir, "tid");
+  INFO(e.message);
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.entry == "tid");
 }

@@ -1,4 +1,6 @@
-// Unit tests for ingest (src/ir/unit.cpp): parsing and linking a unit.
+// Unit tests for ingest (src/ir/unit.cpp): parsing and linking a unit, and
+// the fields of its errors (a parse error carries its input, line and column,
+// a link error its input).
 #include "ir_fixtures.hpp"
 
 #include <kiln/compiler.hpp>
@@ -12,6 +14,17 @@
 
 using namespace kiln;
 using namespace kiln::test;
+
+namespace {
+
+Error ingest_error(const std::vector<ir::Input>& inputs) {
+  llvm::LLVMContext ctx;
+  auto r = ir::ingest(ctx, inputs);
+  REQUIRE_FALSE(r);
+  return r.error();
+}
+
+} // namespace
 
 TEST_CASE("ingest: a syntax error names the input and the line") {
   llvm::LLVMContext ctx;
@@ -58,4 +71,55 @@ TEST_CASE("ingest links several inputs into one unit; exported_functions lists r
   auto hr = ir::exported_functions(**h);
   CHECK(std::find(hr.begin(), hr.end(), "hlp_helper") == hr.end()); // internal
   CHECK(std::find(hr.begin(), hr.end(), "hlp_root") != hr.end());
+}
+
+TEST_CASE("ir errors: a syntax error carries the input, line and column") {
+  Error e = ingest_error({{"bad.ll", "define i64 @f() {\n  ret i64 %nope\n}\n", true}});
+  INFO(e.message);
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.source == "bad.ll");
+  CHECK(e.line == 2);
+  CHECK(e.column == 11); // at %nope
+  // The fields say what the message says.
+  CHECK(e.message.find("bad.ll:2:11:") != std::string::npos);
+  CHECK(e.entry.empty());
+  CHECK(e.target.empty());
+
+  // The second of two inputs: its own name and line.
+  Error second = ingest_error({{"a.ll", "define i32 @g() {\n  ret i32 1\n}\n", true},
+                               {"b.ll", "\n\ndefine i32 @h() {\n  ret i32 %nope\n}\n", true}});
+  INFO(second.message);
+  CHECK(second.source == "b.ll");
+  CHECK(second.line == 4);
+  CHECK(second.column == 11);
+}
+
+TEST_CASE("ir errors: a file's syntax error carries its path") {
+  std::string path = kData + "/bad_syntax.ll";
+  Error e = ingest_error({{path, {}, false}});
+  INFO(e.message);
+  CHECK(e.source == path);
+  CHECK(e.line == 13);
+  CHECK(e.message.find(":13:") != std::string::npos);
+}
+
+TEST_CASE("ir errors: an unreadable file, bad bitcode and a failed link name the input only") {
+  std::string missing = kData + "/does_not_exist.ll";
+  Error unread = ingest_error({{missing, {}, false}});
+  CHECK(unread.source == missing);
+  CHECK(unread.line == 0);
+  CHECK(unread.column == 0);
+
+  Error bitcode = ingest_error({{"broken.bc", std::string("BC\xC0\xDE\x01\x02\x03", 7), true}});
+  INFO(bitcode.message);
+  CHECK(bitcode.source == "broken.bc");
+  CHECK(bitcode.line == 0);
+  CHECK(bitcode.column == 0);
+
+  Error link = ingest_error({{"one.ll", "define i32 @f() {\n  ret i32 1\n}\n", true},
+                             {"two.ll", "define i32 @f() {\n  ret i32 2\n}\n", true}});
+  INFO(link.message);
+  CHECK(link.message.find("cannot link 'two.ll'") != std::string::npos);
+  CHECK(link.source == "two.ll");
+  CHECK(link.line == 0);
 }

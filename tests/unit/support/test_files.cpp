@@ -33,7 +33,9 @@ TEST_CASE("write_file_atomic replaces whole and TempDir cleans up") {
 TEST_CASE("default cache path follows KILN_CACHE, then XDG_CACHE_HOME, then HOME") {
   const char* old_kiln = std::getenv("KILN_CACHE");
   const char* old_xdg = std::getenv("XDG_CACHE_HOME");
+  const char* old_home = std::getenv("HOME");
   std::string saved_kiln = old_kiln ? old_kiln : "", saved_xdg = old_xdg ? old_xdg : "";
+  std::string saved_home = old_home ? old_home : "";
   ::setenv("KILN_CACHE", "/x/k.db", 1);
   CHECK(*default_cache_path() == "/x/k.db");
   ::unsetenv("KILN_CACHE");
@@ -46,4 +48,9 @@ TEST_CASE("default cache path follows KILN_CACHE, then XDG_CACHE_HOME, then HOME
     ::setenv("KILN_CACHE", saved_kiln.c_str(), 1);
   if (old_xdg)
     ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  // Later tests in this process must see the real home again.
+  if (old_home)
+    ::setenv("HOME", saved_home.c_str(), 1);
+  else
+    ::unsetenv("HOME");
 }

@@ -1,5 +1,7 @@
-// Unit tests for the driver's Plan (src/driver/driver.cpp, through
-// include/kiln/compiler.hpp): the job graph, cycles, runs into a cache.
+// Unit tests for the driver (src/driver/driver.cpp, through
+// include/kiln/compiler.hpp): Plan's job graph, cycles, runs into a cache, and
+// the fields of what Plan::create reports (those of where an error arose, and
+// the entry and target it was planning).
 #include "ir_fixtures.hpp"
 #include "storage/local/store.h"
 
@@ -38,6 +40,17 @@ std::vector<std::string> keys_of(const CompileReport& r) {
   for (const JobReport& j : r.jobs)
     out.push_back(j.key);
   return out;
+}
+
+Error plan_error(const std::string& name, const std::string& ir,
+                 std::vector<std::string> entries = {}, std::vector<std::string> targets = {}) {
+  CompileRequest req;
+  req.inputs = {SourceInput::memory(name, ir)};
+  req.entries = std::move(entries);
+  req.targets = std::move(targets);
+  auto p = Plan::create(req);
+  REQUIRE_FALSE(p);
+  return p.error();
 }
 
 } // namespace
@@ -224,4 +237,42 @@ TEST_CASE("Plan: options are part of the keys") {
     CHECK(k2[i] != k0[i]);
     CHECK(k2[i] != kg[i]);
   }
+}
+
+TEST_CASE("driver errors: an unknown target names it") {
+  Error e = plan_error("nested.ll", data_file("nested.ll"), {}, {"host", "sm_1"});
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.target == "sm_1");
+  CHECK(e.message.find("unknown target 'sm_1'") == 0);
+}
+
+TEST_CASE("driver errors: a missing entry names it") {
+  Error e = plan_error("nested.ll", data_file("nested.ll"), {"no_such_entry"});
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.entry == "no_such_entry");
+  CHECK(e.target.empty());
+}
+
+TEST_CASE("driver errors: a syntax error keeps its input, line and column") {
+  Error e = plan_error("broken.ll", "define i32 @f() {\n  ret i32 %x\n}\n");
+  CHECK(e.source == "broken.ll");
+  CHECK(e.line == 2);
+  CHECK(e.column == 11);
+}
+
+TEST_CASE("driver errors: a bad kiln_deferred names the job and the target planned") {
+  Error e = plan_error("bdg.ll", data_file("bad_deferred_global.ll"));
+  INFO(e.message);
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.entry == "bdg_parent");
+  CHECK(e.target == "host");
+  // The message is the one it always was: the target, then the job.
+  CHECK(e.message.rfind("target host: job 'bdg_parent'", 0) == 0);
+}
+
+TEST_CASE("driver errors: a unit with no kernel names the GPU target") {
+  Error e = plan_error("nested.ll", data_file("nested.ll"), {}, {"sm_90"});
+  INFO(e.message);
+  CHECK(e.code == Code::invalid_argument);
+  CHECK(e.target == "sm_90");
 }

@@ -1,0 +1,607 @@
+// Unit tests for the embedding API (src/api/compiler_c_api.cpp,
+// include/kiln/jit.hpp, include/kiln/kiln_compiler.h): the C API's compile of
+// in-memory buffers into a real cache, its result accessors and option
+// defaults, compile-or-load's hit and miss through both APIs, statistics, and
+// the fields of errors: compile-or-load passes on the fields of where an
+// error arose and names the root it was loading, error_info is a copy of the
+// fields, and the C API's last error carries them.
+#include "ir_fixtures.hpp"
+
+#include "support/fault.h"
+
+#include <kiln/jit.hpp>
+#include <kiln/kiln_compiler.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+struct Fixture {
+  TempDir dir = [] {
+    auto d = TempDir::create("kiln-api-errors");
+    REQUIRE(d);
+    return d.take();
+  }();
+  Cache cache = [this] {
+    auto c = Cache::open(dir.path() + "/kiln.db");
+    REQUIRE(c);
+    return c.take();
+  }();
+
+  Error fails(const std::string& ir, const std::string& entry, const std::string& target = "host") {
+    std::vector<Source> sources{{"unit.ll", ir}};
+    auto r = compile_or_load(cache, sources, entry, target);
+    REQUIRE_FALSE(r);
+    return r.error();
+  }
+};
+
+} // namespace
+
+TEST_CASE("api errors: error_info is a copy of the fields") {
+  Error e = make_error(Code::not_found, "m")
+                .with_entry("e")
+                .with_target("t")
+                .at("s", 3, 4)
+                .with_job("0123456789abcdef0123456789abcdef");
+  ErrorInfo i = error_info(e);
+  CHECK(i.code == Code::not_found);
+  CHECK(i.message == "m");
+  CHECK(i.entry == "e");
+  CHECK(i.target == "t");
+  CHECK(i.source == "s");
+  CHECK(i.line == 3);
+  CHECK(i.column == 4);
+  CHECK(i.job == "0123456789abcdef0123456789abcdef");
+
+  // Nothing is read from the message any more.
+  ErrorInfo text = error_info(
+      make_error(Code::invalid_argument, "unit.ll:2:3: error: in job 'f' for target sm_90"));
+  CHECK(text.source.empty());
+  CHECK(text.line == 0);
+  CHECK(text.entry.empty());
+  CHECK(text.target.empty());
+}
+
+TEST_CASE("api errors: compile_or_load's input errors carry their fields") {
+  Fixture f;
+  Error syntax = f.fails("define i64 @f() {\n  ret i64 %nope\n}\n", "f");
+  CHECK(syntax.code == Code::invalid_argument);
+  CHECK(syntax.source == "unit.ll");
+  CHECK(syntax.line == 2);
+  CHECK(syntax.column == 11);
+
+  Error target = f.fails(kBase, "f", "sm_1");
+  CHECK(target.code == Code::invalid_argument);
+  CHECK(target.target == "sm_1");
+
+  Error entry = f.fails(kBase, "no_such_function");
+  CHECK(entry.code == Code::invalid_argument);
+  CHECK(entry.entry == "no_such_function");
+
+  Error deferred = f.fails(data_file("bad_deferred_global.ll"), "bdg_parent");
+  CHECK(deferred.entry == "bdg_parent");
+  CHECK(deferred.target == "host");
+}
+
+TEST_CASE("api errors: a job that fails names its entry, target and key") {
+  Fixture f;
+  // Every write to the cache fails from here on: the job compiles but
+  // cannot be stored, so it fails.
+  fault::set_plan("sqlite-write");
+  std::vector<Source> sources{{"unit.ll", kBase}};
+  auto r = compile_or_load(f.cache, sources, "f", "host");
+  fault::set_plan("");
+  REQUIRE_FALSE(r);
+  INFO(r.error().message);
+  CHECK(r.error().entry == "f");
+  CHECK(r.error().target == "host");
+  CHECK(is_hash128_hex(r.error().job));
+  CHECK(r.error().message.find("(" + r.error().job + ")") != std::string::npos);
+}
+
+TEST_CASE("api errors: an image that cannot load here names its root") {
+  if (present_target() != "host")
+    return; // a GPU is present: the image loads
+  Fixture f;
+  std::string ir = data_file("gpu_nvptx.ll"); // the sources are views
+  std::vector<Source> sources{{"gpu_nvptx.ll", ir}};
+  auto r = compile_or_load(f.cache, sources, "k_nested", "sm_90");
+  REQUIRE_FALSE(r);
+  INFO(r.error().message);
+  CHECK(r.error().code == Code::unavailable);
+  CHECK(r.error().entry == "k_nested");
+  CHECK(r.error().target == "sm_90");
+}
+
+namespace {
+
+// A cache opened through the C API, closed at the end of the scope.
+struct CCache {
+  TempDir dir = [] {
+    auto d = TempDir::create("kiln-c-api");
+    REQUIRE(d);
+    return d.take();
+  }();
+  kiln_cache* cache = [this] {
+    kiln_cache* c = nullptr;
+    REQUIRE(kiln_cache_open((dir.path() + "/kiln.db").c_str(), &c) == KILN_OK);
+    REQUIRE(c);
+    return c;
+  }();
+  CCache() = default;
+  CCache(const CCache&) = delete;
+  CCache& operator=(const CCache&) = delete;
+  ~CCache() { kiln_cache_close(cache); }
+};
+
+// A compile's result, freed at the end of the scope.
+struct CResult {
+  kiln_compile_result* r = nullptr;
+  CResult() = default;
+  CResult(const CResult&) = delete;
+  CResult& operator=(const CResult&) = delete;
+  ~CResult() { kiln_compile_result_free(r); }
+};
+
+// Bytes with nothing after them: the API must not read a terminator.
+std::vector<char> unterminated(const std::string& s) { return {s.begin(), s.end()}; }
+
+std::vector<kiln_job_info> jobs_of(const kiln_compile_result* r) {
+  std::vector<kiln_job_info> out(kiln_compile_result_job_count(r));
+  for (size_t i = 0; i < out.size(); ++i)
+    REQUIRE(kiln_compile_result_job(r, i, &out[i]) == KILN_OK);
+  return out;
+}
+
+kiln_root_info root_of(const kiln_compile_result* r) {
+  REQUIRE(kiln_compile_result_root_count(r) == 1);
+  kiln_root_info root{};
+  REQUIRE(kiln_compile_result_root(r, 0, &root) == KILN_OK);
+  return root;
+}
+
+bool is_hex32(const char* s) { return s && is_hash128_hex(s); }
+
+std::string last_message() { return kiln_compile_last_error()->message; }
+
+using IntFn = int(int);
+
+int call_c(kiln_image* image, const char* entry, int arg) {
+  void* p = nullptr;
+  REQUIRE(kiln_image_lookup(image, entry, &p) == KILN_OK);
+  REQUIRE(p);
+  return reinterpret_cast<IntFn*>(p)(arg);
+}
+
+} // namespace
+
+TEST_CASE("C API: kiln_compile_options_init sets the defaults") {
+  kiln_compile_options o;
+  std::memset(&o, 0x5A, sizeof o);
+  kiln_compile_options_init(&o);
+  CHECK(o.sources == nullptr);
+  CHECK(o.source_count == 0);
+  CHECK(o.entries == nullptr);
+  CHECK(o.entry_count == 0);
+  CHECK(o.targets == nullptr);
+  CHECK(o.target_count == 0);
+  CHECK(o.opt_level == 2);
+  CHECK(o.debug == 0);
+  CHECK(o.jobs == 0u);
+  CHECK(o.link_images == 1);
+  kiln_compile_options_init(nullptr); // nothing to fill: no crash
+}
+
+TEST_CASE("C API: kiln_compile compiles in-memory buffers into a cache") {
+  CCache c;
+  std::vector<char> bytes = unterminated(data_file("nested.ll"));
+  kiln_source src{"nested.ll", bytes.data(), bytes.size()};
+  const char* entries[] = {"nest_a"};
+  kiln_compile_options o;
+  kiln_compile_options_init(&o);
+  o.sources = &src;
+  o.source_count = 1;
+  o.entries = entries;
+  o.entry_count = 1;
+  o.jobs = 2;
+
+  CResult first;
+  REQUIRE_MESSAGE(kiln_compile(c.cache, &o, &first.r) == KILN_OK, last_message());
+  REQUIRE(first.r);
+  CHECK(kiln_compile_result_ok(first.r) == 1);
+  CHECK(kiln_compile_last_error()->status == KILN_OK);
+  CHECK(last_message().empty());
+  std::vector<kiln_job_info> jobs = jobs_of(first.r);
+  REQUIRE(jobs.size() == 3);
+  std::set<std::string> keys, entry_names;
+  std::map<std::string, std::string> symbol_of_key;
+  for (const kiln_job_info& j : jobs) {
+    CAPTURE(j.entry);
+    CHECK(is_hex32(j.key));
+    CHECK(std::string(j.target) == "host");
+    CHECK(is_deferred_symbol(j.symbol));
+    CHECK(j.status == KILN_JOB_COMPILED);
+    CHECK(std::string(j.error).empty());
+    CHECK(j.compile_ms > 0);
+    keys.insert(j.key);
+    entry_names.insert(j.entry);
+    symbol_of_key[j.key] = j.symbol;
+  }
+  CHECK(keys.size() == 3);
+  CHECK(entry_names == std::set<std::string>{"nest_a", "nest_b", "nest_c"});
+  // Each open reference names another job of the result by its symbol.
+  size_t refs = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    for (size_t k = 0; k < jobs[i].ref_count; ++k, ++refs) {
+      const char* sym = nullptr;
+      const char* key = nullptr;
+      REQUIRE(kiln_compile_result_job_ref(first.r, i, k, &sym, &key) == KILN_OK);
+      REQUIRE(symbol_of_key.count(key) == 1);
+      CHECK(symbol_of_key[key] == sym);
+    }
+  }
+  CHECK(refs == 2); // nest_a -> nest_b -> nest_c
+
+  kiln_root_info root = root_of(first.r);
+  CHECK(std::string(root.name) == "nest_a");
+  CHECK(std::string(root.target) == "host");
+  CHECK(is_hex32(root.closure));
+  CHECK(root.has_image == 1);
+  CHECK(std::string(root.error).empty());
+  std::string closure = root.closure;
+
+  // The image is in the cache: it loads, and the code runs.
+  kiln_image* image = nullptr;
+  REQUIRE_MESSAGE(kiln_image_load(c.cache, "nest_a", "host", &image) == KILN_OK, kiln_last_error());
+  CHECK(call_c(image, "nest_a", 1) == 333);
+  CHECK(call_c(image, "nest_c", 2) == 6);
+  kiln_image_release(image);
+
+  // Again: every job cached, nothing compiled, the same closure.
+  CResult second;
+  REQUIRE(kiln_compile(c.cache, &o, &second.r) == KILN_OK);
+  CHECK(kiln_compile_result_ok(second.r) == 1);
+  std::vector<kiln_job_info> again = jobs_of(second.r);
+  REQUIRE(again.size() == 3);
+  for (size_t i = 0; i < again.size(); ++i) {
+    CHECK(again[i].status == KILN_JOB_CACHED);
+    CHECK(again[i].compile_ms == 0);
+    CHECK(std::string(again[i].key) == jobs[i].key);
+  }
+  CHECK(root_of(second.r).closure == closure);
+
+  // Unlinked, at -O0, for every exported function: other keys, no images.
+  kiln_compile_options o0 = o;
+  o0.opt_level = 0;
+  o0.link_images = 0;
+  o0.entries = nullptr;
+  o0.entry_count = 0;
+  CResult third;
+  REQUIRE(kiln_compile(c.cache, &o0, &third.r) == KILN_OK);
+  REQUIRE(kiln_compile_result_root_count(third.r) == 3);
+  for (const kiln_job_info& j : jobs_of(third.r)) {
+    CHECK(j.status == KILN_JOB_COMPILED);
+    CHECK(keys.count(j.key) == 0);
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    kiln_root_info r{};
+    REQUIRE(kiln_compile_result_root(third.r, i, &r) == KILN_OK);
+    CHECK(r.has_image == 0);
+    CHECK(is_hex32(r.closure));
+  }
+}
+
+TEST_CASE("C API: several buffers are one unit; an unnamed buffer is named by its index") {
+  CCache c;
+  std::string a = "declare i32 @g(i32)\ndefine i32 @f(i32 %x) {\n  %r = call i32 @g(i32 %x)\n"
+                  "  ret i32 %r\n}\n";
+  std::string b = "define i32 @g(i32 %x) {\n  %r = add i32 %x, 5\n  ret i32 %r\n}\n";
+  kiln_source srcs[] = {{"a.ll", a.data(), a.size()}, {nullptr, b.data(), b.size()}};
+  const char* entries[] = {"f"};
+  kiln_compile_options o;
+  kiln_compile_options_init(&o);
+  o.sources = srcs;
+  o.source_count = 2;
+  o.entries = entries;
+  o.entry_count = 1;
+  CResult r;
+  REQUIRE_MESSAGE(kiln_compile(c.cache, &o, &r.r) == KILN_OK, last_message());
+  CHECK(kiln_compile_result_ok(r.r) == 1);
+  kiln_image* image = nullptr;
+  REQUIRE(kiln_image_load(c.cache, "f", "host", &image) == KILN_OK);
+  CHECK(call_c(image, "f", 1) == 6);
+  kiln_image_release(image);
+
+  std::string broken = "define i32 @h() {\n  ret i32 %nope\n}\n";
+  kiln_source bad[] = {{"a.ll", a.data(), a.size()}, {nullptr, broken.data(), broken.size()}};
+  o.sources = bad;
+  o.entries = nullptr;
+  o.entry_count = 0;
+  CResult none;
+  CHECK(kiln_compile(c.cache, &o, &none.r) == KILN_INVALID_ARGUMENT);
+  CHECK(none.r == nullptr);
+  const kiln_error_info* e = kiln_compile_last_error();
+  CHECK(e->status == KILN_INVALID_ARGUMENT);
+  CHECK(std::string(e->source) == "buffer1");
+  CHECK(e->line == 2);
+  CHECK(e->column == 11);
+  CHECK(std::string(e->message).find("buffer1:2:11") != std::string::npos);
+  CHECK(std::string(kiln_last_error()) == e->message);
+}
+
+TEST_CASE("C API: arguments are checked before anything is compiled") {
+  CCache c;
+  kiln_compile_options o;
+  kiln_compile_options_init(&o);
+  CResult r;
+  auto refused = [&](const kiln_compile_options* opts, const std::string& says) {
+    CAPTURE(says);
+    CHECK(kiln_compile(c.cache, opts, &r.r) == KILN_INVALID_ARGUMENT);
+    CHECK(r.r == nullptr);
+    CHECK(kiln_compile_last_error()->status == KILN_INVALID_ARGUMENT);
+    CHECK(last_message().find(says) != std::string::npos);
+  };
+  CHECK(kiln_compile(nullptr, &o, &r.r) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_compile(c.cache, &o, nullptr) == KILN_INVALID_ARGUMENT);
+  refused(nullptr, "kiln_compile: options is NULL");
+
+  kiln_compile_options no_sources = o;
+  no_sources.source_count = 2;
+  refused(&no_sources, "source_count is 2 but sources is NULL");
+
+  kiln_source hollow{"hollow.ll", nullptr, 10};
+  kiln_compile_options no_data = o;
+  no_data.sources = &hollow;
+  no_data.source_count = 1;
+  refused(&no_data, "source 0 ('hollow.ll') has size 10 but no data");
+
+  std::string ir = kBase;
+  kiln_source src{"unit.ll", ir.data(), ir.size()};
+  kiln_compile_options no_entries = o;
+  no_entries.sources = &src;
+  no_entries.source_count = 1;
+  no_entries.entry_count = 1;
+  refused(&no_entries, "entries_count is 1 but entries is NULL");
+
+  const char* empty_entry[] = {""};
+  kiln_compile_options blank = no_entries;
+  blank.entries = empty_entry;
+  refused(&blank, "entries[0] is NULL or empty");
+
+  const char* null_target[] = {"host", nullptr};
+  kiln_compile_options targets = o;
+  targets.sources = &src;
+  targets.source_count = 1;
+  targets.targets = null_target;
+  targets.target_count = 2;
+  refused(&targets, "targets[1] is NULL or empty");
+
+  // A failure is this thread's until the next call, which clears it.
+  kiln_compile_options fine = o;
+  fine.sources = &src;
+  fine.source_count = 1;
+  REQUIRE(kiln_compile(c.cache, &fine, &r.r) == KILN_OK);
+  CHECK(kiln_compile_last_error()->status == KILN_OK);
+  CHECK(last_message().empty());
+}
+
+TEST_CASE("C API: result accessors check their arguments and ranges") {
+  CHECK(kiln_compile_result_ok(nullptr) == 0);
+  CHECK(kiln_compile_result_job_count(nullptr) == 0);
+  CHECK(kiln_compile_result_root_count(nullptr) == 0);
+  kiln_compile_result_free(nullptr);
+
+  CCache c;
+  std::string ir = kBase;
+  kiln_source src{"unit.ll", ir.data(), ir.size()};
+  kiln_compile_options o;
+  kiln_compile_options_init(&o);
+  o.sources = &src;
+  o.source_count = 1;
+  CResult r;
+  REQUIRE(kiln_compile(c.cache, &o, &r.r) == KILN_OK);
+  REQUIRE(kiln_compile_result_job_count(r.r) == 1);
+
+  kiln_job_info job{};
+  CHECK(kiln_compile_result_job(r.r, 1, &job) == KILN_NOT_FOUND);
+  CHECK(kiln_compile_last_error()->status == KILN_NOT_FOUND);
+  CHECK(last_message() == "kiln_compile_result_job: index 1 is past the 1 jobs");
+  CHECK(kiln_compile_result_job(r.r, 0, nullptr) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_compile_result_job(nullptr, 0, &job) == KILN_INVALID_ARGUMENT);
+  REQUIRE(kiln_compile_result_job(r.r, 0, &job) == KILN_OK);
+  CHECK(std::string(job.entry) == "f");
+  CHECK(job.ref_count == 0);
+
+  const char* sym = nullptr;
+  const char* key = nullptr;
+  CHECK(kiln_compile_result_job_ref(r.r, 0, 0, &sym, &key) == KILN_NOT_FOUND);
+  CHECK(last_message() == "kiln_compile_result_job_ref: no reference 0 of job 0");
+  CHECK(kiln_compile_result_job_ref(r.r, 5, 0, &sym, &key) == KILN_NOT_FOUND);
+  CHECK(kiln_compile_result_job_ref(r.r, 0, 0, nullptr, &key) == KILN_INVALID_ARGUMENT);
+
+  kiln_root_info root{};
+  CHECK(kiln_compile_result_root(r.r, 1, &root) == KILN_NOT_FOUND);
+  CHECK(last_message() == "kiln_compile_result_root: index 1 is past the 1 roots");
+  CHECK(kiln_compile_result_root(r.r, 0, nullptr) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_compile_result_root(r.r, 0, &root) == KILN_OK);
+  CHECK(kiln_compile_last_error()->status == KILN_OK);
+
+  CHECK(std::string(kiln_job_status_name(KILN_JOB_COMPILED)) == "compiled");
+  CHECK(std::string(kiln_job_status_name(KILN_JOB_CACHED)) == "cached");
+  CHECK(std::string(kiln_job_status_name(KILN_JOB_FAILED)) == "failed");
+  CHECK(std::string(kiln_present_target()) == present_target());
+}
+
+TEST_CASE("compile_or_load: a miss compiles and loads, a hit loads without compiling") {
+  Fixture f;
+  std::string ir = data_file("nested.ll");
+  std::vector<Source> sources{{"nested.ll", ir}};
+  auto miss = compile_or_load(f.cache, sources, "nest_a", "host");
+  INFO((miss ? std::string() : miss.error().message));
+  REQUIRE(miss);
+  CHECK_FALSE(miss->hit);
+  REQUIRE(miss->report.jobs.size() == 3);
+  for (const JobReport& j : miss->report.jobs)
+    CHECK(j.status == JobStatus::compiled);
+  REQUIRE(miss->report.roots.size() == 1);
+  CHECK(miss->report.roots[0].image);
+  auto fn = miss->image.function<IntFn>("nest_a");
+  REQUIRE(fn);
+  CHECK((*fn)(1) == 333);
+
+  auto before = stats(f.cache);
+  REQUIRE(before);
+  auto hit = compile_or_load(f.cache, sources, "nest_a", "host");
+  REQUIRE(hit);
+  CHECK(hit->hit);
+  REQUIRE(hit->report.jobs.size() == 3);
+  for (const JobReport& j : hit->report.jobs)
+    CHECK(j.status == JobStatus::cached);
+  REQUIRE(hit->report.roots.size() == 1);
+  CHECK(hit->report.roots[0].closure == miss->report.roots[0].closure);
+  auto hit_fn = hit->image.function<IntFn>("nest_b");
+  REQUIRE(hit_fn);
+  CHECK((*hit_fn)(0) == 30);
+  auto after = stats(f.cache);
+  REQUIRE(after);
+  CHECK(after->jobs == before->jobs);
+  CHECK(after->images == before->images);
+  CHECK(after->job_misses == before->job_misses);
+
+  // Other options are another closure: a miss.
+  JitOptions o0;
+  o0.opt_level = 0;
+  auto other = compile_or_load(f.cache, sources, "nest_a", "host", o0);
+  REQUIRE(other);
+  CHECK_FALSE(other->hit);
+  CHECK(other->report.roots[0].closure != miss->report.roots[0].closure);
+}
+
+TEST_CASE("compile_or_load: what kiln::compile stored is a hit") {
+  Fixture f;
+  std::string ir = data_file("cycle.ll");
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("cycle.ll", ir)};
+  req.entries = {"cyc_a"};
+  req.jobs = 2;
+  auto compiled = compile(f.cache, req);
+  INFO((compiled ? std::string() : compiled.error().message));
+  REQUIRE(compiled);
+  CHECK(compiled->ok());
+  REQUIRE(compiled->roots.size() == 1);
+
+  std::vector<Source> sources{{"renamed.ll", ir}};
+  auto loaded = compile_or_load(f.cache, sources, "cyc_a", "host");
+  REQUIRE(loaded);
+  CHECK(loaded->hit);
+  CHECK(loaded->report.roots[0].closure == compiled->roots[0].closure);
+  for (const JobReport& j : loaded->report.jobs)
+    CHECK(j.status == JobStatus::cached);
+}
+
+TEST_CASE("C API: kiln_compile_or_load misses, then hits, and takes its root as arguments") {
+  CCache c;
+  std::vector<char> bytes = unterminated(kBase);
+  kiln_source src{"unit.ll", bytes.data(), bytes.size()};
+  kiln_compile_options o;
+  kiln_compile_options_init(&o);
+  o.sources = &src;
+  o.source_count = 1;
+
+  kiln_image* image = nullptr;
+  CResult miss;
+  REQUIRE_MESSAGE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, &miss.r) == KILN_OK,
+                  last_message());
+  REQUIRE(image);
+  CHECK(call_c(image, "f", 2) == 9);
+  CHECK(std::string(kiln_image_target(image)) == "host");
+  kiln_image_release(image);
+  std::vector<kiln_job_info> jobs = jobs_of(miss.r);
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].status == KILN_JOB_COMPILED);
+  std::string closure = root_of(miss.r).closure;
+
+  image = nullptr;
+  CResult hit;
+  REQUIRE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, &hit.r) == KILN_OK);
+  REQUIRE(image);
+  CHECK(call_c(image, "f", 3) == 12);
+  kiln_image_release(image);
+  REQUIRE(kiln_compile_result_job_count(hit.r) == 1);
+  CHECK(jobs_of(hit.r)[0].status == KILN_JOB_CACHED);
+  CHECK(root_of(hit.r).closure == closure);
+
+  // The report is optional.
+  image = nullptr;
+  REQUIRE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, nullptr) == KILN_OK);
+  kiln_image_release(image);
+
+  // The root is the call's: options naming entries or targets are refused.
+  const char* entries[] = {"f"};
+  kiln_compile_options named = o;
+  named.entries = entries;
+  named.entry_count = 1;
+  image = nullptr;
+  CResult refused;
+  CHECK(kiln_compile_or_load(c.cache, &named, "f", "host", &image, &refused.r) ==
+        KILN_INVALID_ARGUMENT);
+  CHECK(image == nullptr);
+  CHECK(refused.r == nullptr);
+  CHECK(last_message().find("options name entries or targets") != std::string::npos);
+  CHECK(kiln_compile_or_load(c.cache, &o, "", "host", &image, nullptr) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_compile_or_load(c.cache, &o, "f", "host", nullptr, nullptr) ==
+        KILN_INVALID_ARGUMENT);
+
+  // A failure carries its fields through the C view.
+  CHECK(kiln_compile_or_load(c.cache, &o, "no_such_function", "host", &image, nullptr) ==
+        KILN_INVALID_ARGUMENT);
+  const kiln_error_info* e = kiln_compile_last_error();
+  CHECK(e->status == KILN_INVALID_ARGUMENT);
+  CHECK(std::string(e->entry) == "no_such_function");
+  CHECK(std::string(e->job).empty());
+}
+
+TEST_CASE("stats: what the cache holds; an empty handle is refused") {
+  Fixture f;
+  std::string ir = data_file("nested.ll");
+  std::vector<Source> sources{{"nested.ll", ir}};
+  auto empty = stats(f.cache);
+  REQUIRE(empty);
+  CHECK(empty->jobs == 0);
+  CHECK(empty->closures == 0);
+  REQUIRE(compile_or_load(f.cache, sources, "nest_a", "host"));
+  auto s = stats(f.cache);
+  REQUIRE(s);
+  CHECK(s->jobs == 3);
+  CHECK(s->closures == 1);
+  CHECK(s->images == 1);
+  CHECK(s->names == 1);
+  CHECK(s->stored_bytes > 0);
+  CHECK(s->raw_bytes > 0);
+  CHECK(s->jobs_per_target == std::vector<std::pair<std::string, int64_t>>{{"host", 3}});
+
+  // A handle moved from holds no cache.
+  Cache moved = std::move(f.cache);
+  REQUIRE(moved.raw());
+  CHECK(f.cache.raw() == nullptr);
+  auto none = stats(f.cache);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == Code::invalid_argument);
+  auto loaded = compile_or_load(f.cache, sources, "nest_a", "host");
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().code == Code::invalid_argument);
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("nested.ll", ir)};
+  auto compiled = compile(f.cache, req);
+  REQUIRE_FALSE(compiled);
+  CHECK(compiled.error().code == Code::invalid_argument);
+  CHECK(stats(moved)->jobs == 3);
+}

@@ -1,0 +1,111 @@
+// Unit tests for AMDGPU images (src/link/lld/amdgpu_link.cpp, through
+// link::link_amdgpu_image): a closure's finished bitcode linked at IR level,
+// compiled once for the device and made an HSACO by lld, and the errors of
+// inputs that cannot be linked.
+#include "codegen/target.h"
+#include "link/closure_fixtures.hpp"
+#include "link/plugin.h"
+#include "support/fault.h"
+
+#include <llvm/IR/Function.h>
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+core::TargetDesc gfx942() {
+  auto t = codegen::resolve_target("gfx942");
+  REQUIRE(t);
+  return *t;
+}
+
+} // namespace
+
+TEST_CASE("AMDGPU link: a closure's bitcode becomes an HSACO defining every member") {
+  core::TargetDesc t = gfx942();
+  // The kernel and its members: nested, self-recursive, a three-cycle.
+  for (const auto& [root, members] :
+       std::vector<std::pair<std::string, size_t>>{{"k_nested", 3}, {"k_fact", 2}, {"k_cycle", 4}}) {
+    CAPTURE(root);
+    auto dir = TempDir::create("kiln-amdgpu-link-test");
+    REQUIRE(dir);
+    Compiled c = compile_closure(*dir, "gpu_amdgpu.ll", root, "gfx942", "bc");
+    REQUIRE(c.blobs.size() == members);
+    CHECK(c.symbols.size() == members);
+    for (const std::string& bc : c.blobs)
+      CHECK(bc.compare(0, 4, "BC\xC0\xDE") == 0);
+    auto image = link::link_amdgpu_image(c.blobs, c.names, t.cpu, t.features);
+    INFO((image ? std::string() : image.error().message));
+    REQUIRE(image);
+    auto elf = read_elf(*image);
+    REQUIRE(elf);
+    CHECK(elf->machine == kElfMachineAmdgpu);
+    CHECK(elf->type == 3); // ET_DYN: what the HIP runtime loads
+    std::set<std::string> defined = defined_symbols(*elf);
+    for (const std::string& s : c.symbols)
+      CHECK_MESSAGE(defined.count(s), s);
+
+    // The same closure links to the same bytes.
+    auto again = link::link_amdgpu_image(c.blobs, c.names, t.cpu, t.features);
+    REQUIRE(again);
+    CHECK(*again == *image);
+  }
+}
+
+TEST_CASE("AMDGPU link: inputs that are not bitcode or do not link fail naming them") {
+  core::TargetDesc t = gfx942();
+  auto none = link::link_amdgpu_image({}, {}, t.cpu, t.features);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == Code::internal);
+  CHECK(none.error().message == "AMDGPU link for gfx942: nothing to link");
+
+  auto garbage = link::link_amdgpu_image({"not bitcode"}, {"bogus"}, t.cpu, t.features);
+  REQUIRE_FALSE(garbage);
+  INFO(garbage.error().message);
+  CHECK(garbage.error().message.rfind("AMDGPU link for gfx942: cannot read bitcode of bogus: ", 0) ==
+        0);
+
+  // The same job twice defines its symbol twice: the IR link refuses it.
+  auto dir = TempDir::create("kiln-amdgpu-link-test");
+  REQUIRE(dir);
+  Compiled c = compile_closure(*dir, "gpu_amdgpu.ll", "k_nested", "gfx942", "bc");
+  REQUIRE_FALSE(c.blobs.empty());
+  auto twice =
+      link::link_amdgpu_image({c.blobs[0], c.blobs[0]}, {c.names[0], "again"}, t.cpu, t.features);
+  REQUIRE_FALSE(twice);
+  INFO(twice.error().message);
+  CHECK(twice.error().message.rfind("AMDGPU link for gfx942: IR link failed at again: ", 0) == 0);
+  CHECK(twice.error().message.find("symbol multiply defined") != std::string::npos);
+
+  // A member missing: --no-undefined makes lld name the open symbol.
+  size_t kernel = c.blobs.size();
+  for (size_t i = 0; i < c.blobs.size(); ++i) {
+    llvm::LLVMContext ctx;
+    auto m = parse_bitcode(ctx, c.blobs[i]);
+    for (const llvm::Function& f : *m)
+      if (!f.isDeclaration() && f.getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL)
+        kernel = i;
+  }
+  REQUIRE(kernel < c.blobs.size());
+  auto alone = link::link_amdgpu_image({c.blobs[kernel]}, {c.names[kernel]}, t.cpu, t.features);
+  REQUIRE_FALSE(alone);
+  INFO(alone.error().message);
+  CHECK(alone.error().message.rfind("AMDGPU link for gfx942: lld failed: ", 0) == 0);
+  CHECK(alone.error().message.find("undefined symbol: __kiln_deferred_") != std::string::npos);
+}
+
+TEST_CASE("AMDGPU link: an injected link failure names its point") {
+  fault::set_plan("link:amdgpu");
+  std::string injected = fault::message("link:amdgpu");
+  auto image = link::link_amdgpu_image({"unused"}, {"unused"}, "gfx942", "");
+  fault::set_plan("");
+  REQUIRE_FALSE(image);
+  CHECK(image.error().code == Code::internal);
+  CHECK(image.error().message == injected);
+}

@@ -1,0 +1,124 @@
+// Unit tests for nvJitLink, dlopen'd (src/link/nvjitlink.cpp): a closure's
+// NVIDIA pieces (PTX or relocatable cubins) linked into one cubin defining
+// every member, errors naming the architecture, or a clear reason why not.
+#include "child_process.hpp"
+#include "codegen/ptxas.h"
+#include "link/closure_fixtures.hpp"
+#include "link/nvjitlink.h"
+#include "support/fault.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::test;
+
+TEST_CASE("nvJitLink links a closure's sm_90 code into a cubin, or says why it cannot") {
+  auto fp = link::nvjitlink_fingerprint();
+  if (!fp) {
+    CHECK(fp.error().code == Code::unavailable);
+    CHECK(fp.error().message.find("nvJitLink") != std::string::npos);
+    MESSAGE("nvJitLink is not installed: " << fp.error().message);
+    return;
+  }
+  CHECK(fp->rfind("nvJitLink ", 0) == 0);
+  auto dir = TempDir::create("kiln-nvjitlink-test");
+  REQUIRE(dir);
+  Compiled c = compile_closure(*dir, "gpu_nvptx.ll", "k_fact", "sm_90", "ptx");
+  std::vector<link::NvInput> in;
+  for (size_t i = 0; i < c.blobs.size(); ++i)
+    in.push_back({c.names[i], c.blobs[i], true});
+  auto cubin = link::nvjitlink_cubin(in, "sm_90");
+  INFO((cubin ? std::string() : cubin.error().message));
+  REQUIRE(cubin);
+  auto elf = read_elf(*cubin);
+  REQUIRE(elf);
+  CHECK(elf->machine == kElfMachineCuda);
+
+  // A broken input is refused with nvJitLink's own log in the message.
+  auto bad = link::nvjitlink_cubin({{"broken", ".version 99.9\n garbage", true}}, "sm_90");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("broken") != std::string::npos);
+}
+
+namespace {
+
+bool have_nvjitlink() {
+  auto fp = link::nvjitlink_fingerprint();
+  if (fp)
+    return true;
+  MESSAGE("skipped: " << fp.error().message);
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("nvJitLink: the cubin defines every member, from PTX or from relocatable cubins") {
+  if (!have_nvjitlink())
+    return;
+  auto dir = TempDir::create("kiln-nvjitlink-test");
+  REQUIRE(dir);
+  std::vector<std::string> formats{"ptx"};
+  if (!codegen::ptxas_path().empty())
+    formats.push_back("cubin");
+  else
+    MESSAGE("relocatable cubins skipped: no ptxas");
+  for (const std::string& format : formats) {
+    CAPTURE(format);
+    Compiled c = compile_closure(*dir, "gpu_nvptx.ll", "k_cycle", "sm_90", format);
+    REQUIRE(c.blobs.size() == 4); // the kernel and the three-cycle
+    std::vector<link::NvInput> in;
+    for (size_t i = 0; i < c.blobs.size(); ++i)
+      in.push_back({c.names[i], c.blobs[i], format == "ptx"});
+    auto cubin = link::nvjitlink_cubin(in, "sm_90");
+    INFO((cubin ? std::string() : cubin.error().message));
+    REQUIRE(cubin);
+    auto elf = read_elf(*cubin);
+    REQUIRE(elf);
+    CHECK(elf->machine == kElfMachineCuda);
+    CHECK(elf->type == 2); // ET_EXEC: loadable as is
+    std::set<std::string> defined = defined_symbols(*elf);
+    for (const std::string& s : c.symbols)
+      CHECK_MESSAGE(defined.count(s), s);
+  }
+}
+
+TEST_CASE("nvJitLink: failures are internal errors naming the architecture") {
+  if (!have_nvjitlink())
+    return;
+  auto bad = link::nvjitlink_cubin({{"broken", ".version 99.9\n garbage", true}}, "sm_90");
+  REQUIRE_FALSE(bad);
+  INFO(bad.error().message);
+  CHECK(bad.error().code == Code::internal);
+  CHECK(bad.error().target == "sm_90");
+  CHECK(bad.error().message.rfind("nvJitLink (sm_90) rejected input broken: ", 0) == 0);
+  CHECK(bad.error().message.find("Unsupported .version 99.9") != std::string::npos);
+
+  fault::set_plan("link:nvjitlink");
+  std::string injected_message = fault::message("link:nvjitlink");
+  auto injected = link::nvjitlink_cubin({{"unused", "unused", true}}, "sm_80");
+  fault::set_plan("");
+  REQUIRE_FALSE(injected);
+  CHECK(injected.error().code == Code::internal);
+  CHECK(injected.error().target == "sm_80");
+  CHECK(injected.error().message == injected_message + " (linking for sm_80)");
+  CHECK(injected_message.find("link:nvjitlink") != std::string::npos);
+}
+
+TEST_CASE("nvJitLink: an empty KILN_NVJITLINK switches it off") {
+  if (child_role() != "nvjitlink-off") {
+    check_child(run_child("nvJitLink: an empty KILN_NVJITLINK switches it off", "nvjitlink-off",
+                          {"KILN_NVJITLINK="}));
+    return;
+  }
+  child_ran();
+  auto fp = link::nvjitlink_fingerprint();
+  REQUIRE_FALSE(fp);
+  CHECK(fp.error().code == Code::unavailable);
+  CHECK(fp.error().message == "nvJitLink is disabled (KILN_NVJITLINK is empty)");
+  auto cubin = link::nvjitlink_cubin({{"x", "x", true}}, "sm_90");
+  REQUIRE_FALSE(cubin);
+  CHECK(cubin.error().code == Code::unavailable);
+  CHECK(cubin.error().message == fp.error().message);
+}

@@ -1,0 +1,278 @@
+// Unit tests for the loader's C API and its C++ wrapper (src/runtime/c_api.cpp)
+// over a real cache: NULL arguments are invalid_argument with
+// kiln_last_error set, a root loads by name and by closure key and its
+// functions run, an unknown root or function is not_found, each status has
+// its name, errors are per thread, and a closed handle leaves its usage in
+// the cache.
+#include "storage/local/store.h"
+#include "support/files.h"
+
+#include <kiln/compiler.hpp>
+#include <kiln/kiln.h>
+#include <kiln/kiln.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <thread>
+
+using namespace kiln;
+
+namespace {
+
+// nested.ll's nest_a (nest_a(x) = ((x + 100) + 10) * 3) precompiled for the
+// host; with `link` its image is stored too.
+struct Compiled {
+  TempDir dir;
+  std::string closure; ///< 32 hex
+  std::string path() const { return dir.path() + "/kiln.db"; }
+};
+
+Compiled compiled(bool link) {
+  auto dir = TempDir::create("kiln-c-api-test");
+  REQUIRE(dir);
+  Compiled c{dir.take(), ""};
+  auto ir = read_file(std::string(KILN_TEST_DATA) + "/nested.ll");
+  REQUIRE(ir);
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("nested.ll", *ir)};
+  req.entries = {"nest_a"};
+  req.link_images = link;
+  req.remote = "off";
+  req.jobs = 2;
+  auto plan = Plan::create(req);
+  REQUIRE(plan);
+  auto report = plan->run(c.path());
+  INFO((report ? std::string() : report.error().message));
+  REQUIRE(report);
+  REQUIRE(report->ok());
+  REQUIRE(report->roots.size() == 1);
+  c.closure = report->roots[0].closure;
+  return c;
+}
+
+kiln_cache* open_ok(const std::string& path) {
+  kiln_cache* cache = nullptr;
+  kiln_status st = kiln_cache_open(path.c_str(), &cache);
+  INFO(kiln_last_error());
+  REQUIRE(st == KILN_OK);
+  REQUIRE(cache);
+  return cache;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::string last_error() { return kiln_last_error(); }
+
+using IntFn = int (*)(int);
+
+} // namespace
+
+TEST_CASE("c_api: NULL arguments are invalid_argument and say which call") {
+  Compiled c = compiled(false);
+  kiln_cache* cache = open_ok(c.path());
+
+  CHECK(kiln_cache_open(c.path().c_str(), nullptr) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_cache_open"));
+  CHECK(contains(last_error(), "NULL"));
+
+  kiln_image* img = reinterpret_cast<kiln_image*>(0x1);
+  CHECK(kiln_image_load(nullptr, "nest_a", "host", &img) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_image_load"));
+  CHECK(kiln_image_load(cache, nullptr, "host", &img) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_image_load(cache, "nest_a", "host", nullptr) == KILN_INVALID_ARGUMENT);
+  // An empty name is no name either.
+  img = nullptr;
+  CHECK(kiln_image_load(cache, "", "host", &img) == KILN_INVALID_ARGUMENT);
+  CHECK(img == nullptr);
+
+  REQUIRE(kiln_image_load(cache, "nest_a", "host", &img) == KILN_OK);
+  void* fn = reinterpret_cast<void*>(0x1);
+  CHECK(kiln_image_lookup(nullptr, "nest_a", &fn) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_image_lookup"));
+  CHECK(kiln_image_lookup(img, nullptr, &fn) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_image_lookup(img, "nest_a", nullptr) == KILN_INVALID_ARGUMENT);
+
+  // The accessors and releases take NULL quietly.
+  CHECK(kiln_image_module(nullptr) == nullptr);
+  CHECK(std::string(kiln_image_target(nullptr)).empty());
+  kiln_image_release(nullptr);
+  kiln_cache_close(nullptr);
+
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+}
+
+TEST_CASE("c_api: a root loads by name and by closure key, and its functions run") {
+  Compiled c = compiled(false);
+  kiln_cache* cache = open_ok(c.path());
+
+  kiln_image* by_name = nullptr;
+  kiln_status st = kiln_image_load(cache, "nest_a", "host", &by_name);
+  INFO(last_error());
+  REQUIRE(st == KILN_OK);
+  REQUIRE(by_name);
+  CHECK(std::string(kiln_image_target(by_name)) == "host");
+  CHECK(kiln_image_module(by_name) != nullptr);
+  void* a = nullptr;
+  REQUIRE(kiln_image_lookup(by_name, "nest_a", &a) == KILN_OK);
+  REQUIRE(a);
+  CHECK(reinterpret_cast<IntFn>(a)(1) == 333);
+  // Every member job's entry, not only the root's.
+  void* cfn = nullptr;
+  REQUIRE(kiln_image_lookup(by_name, "nest_c", &cfn) == KILN_OK);
+  CHECK(reinterpret_cast<IntFn>(cfn)(7) == 21);
+
+  kiln_image* by_key = nullptr;
+  REQUIRE(kiln_image_load(cache, c.closure.c_str(), "host", &by_key) == KILN_OK);
+  void* b = nullptr;
+  REQUIRE(kiln_image_lookup(by_key, "nest_b", &b) == KILN_OK);
+  CHECK(reinterpret_cast<IntFn>(b)(0) == 30);
+
+  // No target: the best match for this process, here the host build.
+  kiln_image* best = nullptr;
+  REQUIRE(kiln_image_load(cache, "nest_a", nullptr, &best) == KILN_OK);
+  CHECK(std::string(kiln_image_target(best)) == "host");
+
+  // Images outlive their cache handle.
+  kiln_cache_close(cache);
+  CHECK(reinterpret_cast<IntFn>(a)(2) == 336);
+  void* again = nullptr;
+  REQUIRE(kiln_image_lookup(best, "nest_a", &again) == KILN_OK);
+  CHECK(reinterpret_cast<IntFn>(again)(-110) == 0);
+  kiln_image_release(best);
+  kiln_image_release(by_key);
+  kiln_image_release(by_name);
+}
+
+TEST_CASE("c_api: an unknown root or function is not_found, naming it") {
+  Compiled c = compiled(true);
+  kiln_cache* cache = open_ok(c.path());
+
+  kiln_image* img = reinterpret_cast<kiln_image*>(0x1);
+  CHECK(kiln_image_load(cache, "nest_z", "host", &img) == KILN_NOT_FOUND);
+  CHECK(img == nullptr);
+  CHECK(contains(last_error(), "nest_z"));
+  // A known root for a target it was not precompiled for.
+  CHECK(kiln_image_load(cache, "nest_a", "gfx942", &img) == KILN_NOT_FOUND);
+  // A well-formed key of no closure.
+  std::string no_closure = hash128("no closure").hex();
+  CHECK(kiln_image_load(cache, no_closure.c_str(), "host", &img) == KILN_NOT_FOUND);
+  CHECK(contains(last_error(), no_closure));
+
+  REQUIRE(kiln_image_load(cache, "nest_a", "host", &img) == KILN_OK);
+  void* fn = reinterpret_cast<void*>(0x1);
+  CHECK(kiln_image_lookup(img, "nest_d", &fn) == KILN_NOT_FOUND);
+  CHECK(fn == nullptr);
+  CHECK(contains(last_error(), "'nest_d'"));
+  CHECK(contains(last_error(), c.closure));
+  // Deferred symbols are the image's own business, not entries.
+  auto store = storage::Store::open(c.path());
+  REQUIRE(store);
+  auto closure = (*store)->get_closure(*parse_hash128(c.closure));
+  REQUIRE(closure);
+  CHECK(kiln_image_lookup(img, closure->members[0].symbol.c_str(), &fn) == KILN_NOT_FOUND);
+
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+}
+
+TEST_CASE("c_api: a file that is not a cache is refused by kiln_cache_open") {
+  auto dir = TempDir::create("kiln-c-api-test");
+  REQUIRE(dir);
+  std::string junk = dir->path() + "/junk.db";
+  REQUIRE(write_file_atomic(junk, std::string(8192, 'j')));
+  kiln_cache* cache = reinterpret_cast<kiln_cache*>(0x1);
+  CHECK(kiln_cache_open(junk.c_str(), &cache) == KILN_CORRUPT);
+  CHECK(cache == nullptr);
+  CHECK(contains(last_error(), junk));
+
+  auto wrapped = Cache::open(junk);
+  REQUIRE_FALSE(wrapped);
+  CHECK(wrapped.error().code == Code::corrupt);
+  CHECK(contains(wrapped.error().message, junk));
+}
+
+TEST_CASE("c_api: every status has its name, and the codes are the library's") {
+  CHECK(std::string(kiln_status_name(KILN_OK)) == "KILN_OK");
+  CHECK(std::string(kiln_status_name(KILN_NOT_FOUND)) == "KILN_NOT_FOUND");
+  CHECK(std::string(kiln_status_name(KILN_INVALID_ARGUMENT)) == "KILN_INVALID_ARGUMENT");
+  CHECK(std::string(kiln_status_name(KILN_UNAVAILABLE)) == "KILN_UNAVAILABLE");
+  CHECK(std::string(kiln_status_name(KILN_CORRUPT)) == "KILN_CORRUPT");
+  CHECK(std::string(kiln_status_name(KILN_INTERNAL)) == "KILN_INTERNAL");
+  CHECK(std::string(kiln_status_name(static_cast<kiln_status>(99))) == "KILN_UNKNOWN_STATUS");
+  // The C API returns a Code as its status unchanged.
+  CHECK(int(KILN_NOT_FOUND) == int(Code::not_found));
+  CHECK(int(KILN_INVALID_ARGUMENT) == int(Code::invalid_argument));
+  CHECK(int(KILN_UNAVAILABLE) == int(Code::unavailable));
+  CHECK(int(KILN_CORRUPT) == int(Code::corrupt));
+  CHECK(int(KILN_INTERNAL) == int(Code::internal));
+}
+
+TEST_CASE("c_api: kiln_last_error is this thread's own") {
+  CHECK(kiln_cache_open(nullptr, nullptr) == KILN_INVALID_ARGUMENT);
+  std::string mine = last_error();
+  REQUIRE(contains(mine, "kiln_cache_open"));
+  std::string theirs;
+  std::thread other([&] {
+    CHECK(std::string(kiln_last_error()).empty());
+    CHECK(kiln_image_lookup(nullptr, nullptr, nullptr) == KILN_INVALID_ARGUMENT);
+    theirs = kiln_last_error();
+  });
+  other.join();
+  CHECK(contains(theirs, "kiln_image_lookup"));
+  CHECK(last_error() == mine);
+}
+
+TEST_CASE("c_api: the C++ API loads, looks up typed functions and reports as the C API does") {
+  Compiled c = compiled(true);
+  auto cache = Cache::open(c.path());
+  REQUIRE(cache);
+  auto img = cache->load("nest_a", "host");
+  INFO((img ? std::string() : img.error().message));
+  REQUIRE(img);
+  auto fn = img->function<int(int)>("nest_a");
+  REQUIRE(fn);
+  CHECK((*fn)(1) == 333);
+  auto by_key = cache->load(c.closure, "host");
+  REQUIRE(by_key);
+  CHECK(std::string(kiln_image_target(by_key->raw())) == "host");
+
+  auto missing = img->lookup("nest_d");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == Code::not_found);
+  CHECK(contains(missing.error().message, "'nest_d'"));
+  auto unknown = cache->load("nest_z", "host");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().code == Code::not_found);
+
+  // Ownership passes to and from the C API.
+  kiln_image* raw = img->release();
+  REQUIRE(raw);
+  Image adopted = Image::adopt(raw);
+  auto again = adopted.function<int(int)>("nest_b");
+  REQUIRE(again);
+  CHECK((*again)(0) == 30);
+}
+
+TEST_CASE("c_api: closing a cache records its loads: stored images are hits, links are misses") {
+  Compiled c = compiled(false);
+  kiln_cache* cache = open_ok(c.path());
+  for (int i = 0; i < 3; ++i) {
+    kiln_image* img = nullptr;
+    REQUIRE(kiln_image_load(cache, "nest_a", "host", &img) == KILN_OK);
+    kiln_image_release(img);
+  }
+  kiln_cache_close(cache);
+
+  auto store = storage::Store::open(c.path());
+  REQUIRE(store);
+  auto st = (*store)->stats();
+  REQUIRE(st);
+  CHECK(st->counters.loads == 3);
+  CHECK(st->counters.image_misses == 1); // the first load linked the image
+  CHECK(st->counters.image_hits == 2);
+  CHECK(st->images == 1);
+}

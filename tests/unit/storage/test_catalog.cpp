@@ -1,0 +1,422 @@
+// Unit tests for the read commands' view of a cache (src/storage/local/catalog.h):
+// listings filtered by target and name glob, one entry found by job key,
+// closure key or name, root names resolved to closures, a root's deferred
+// graph (hand-made and as a real precompile stores it), artifacts by the
+// format a user names, and which key components two jobs differ in.
+#include "storage/local/catalog.h"
+
+#include "core/keys.h"
+#include "storage/local/store.h"
+#include "support/files.h"
+
+#include <kiln/compiler.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::storage;
+
+namespace {
+
+struct TestCache {
+  TempDir dir;
+  std::unique_ptr<Store> store;
+  std::string path() const { return dir.path() + "/kiln.db"; }
+};
+
+TestCache open_cache() {
+  auto d = TempDir::create("kiln-catalog-test");
+  REQUIRE(d);
+  TestCache c{d.take(), nullptr};
+  auto s = Store::open(c.path());
+  INFO((s ? std::string() : s.error().message));
+  REQUIRE(s);
+  c.store = s.take();
+  return c;
+}
+
+// A job whose stored components hash to its key, as a precompile stores it.
+JobRecord consistent_job(const std::string& entry, const std::string& target = "host",
+                         const std::string& options = "-O2") {
+  JobRecord j;
+  j.entry = entry;
+  j.target = target;
+  j.triple = target == "host" ? "x86_64-unknown-linux-gnu" : "nvptx64-nvidia-cuda";
+  j.cpu = target == "host" ? "x86-64" : target;
+  j.features = target == "host" ? "+sse2" : "+ptx84";
+  j.options = options;
+  j.module_hash = hash128("module of " + entry);
+  j.toolchain = "kiln-artifacts 1; llvm 22";
+  auto c = core::components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu,
+                               j.features, j.options, j.toolchain);
+  REQUIRE(c);
+  j.symbol = core::deferred_symbol(c->identity);
+  j.key = core::job_key(*c);
+  return j;
+}
+
+ClosureRecord closure_of(const JobRecord& root, const std::vector<JobRecord>& others = {}) {
+  ClosureRecord c;
+  c.root_job = root.key;
+  c.target = root.target;
+  core::ClosureMap map{{root.symbol, root.key}};
+  c.members = {{root.symbol, root.key, ""}};
+  for (const JobRecord& o : others) {
+    map.push_back({o.symbol, o.key});
+    c.members.push_back({o.symbol, o.key, ""});
+  }
+  std::sort(c.members.begin(), c.members.end(),
+            [](const ClosureMember& a, const ClosureMember& b) { return a.symbol < b.symbol; });
+  c.key = core::closure_key(root.key, map);
+  return c;
+}
+
+/// Roots "alpha" (host: alpha → beta; and sm_90), "gamma" (host) and a
+/// job no closure holds.
+struct Populated {
+  JobRecord alpha, beta, gamma, alpha_gpu, orphan;
+  ClosureRecord alpha_closure, gamma_closure, gpu_closure;
+};
+
+Populated populate(Store& store) {
+  Populated p{consistent_job("alpha"),
+              consistent_job("beta"),
+              consistent_job("gamma"),
+              consistent_job("alpha", "sm_90"),
+              consistent_job("orphan"),
+              {},
+              {},
+              {}};
+  REQUIRE(store.put_job(p.beta, {{"obj", "object of beta"}}, {}));
+  REQUIRE(store.put_job(p.alpha, {{"obj", "object of alpha, longer"}},
+                        {{p.beta.symbol, "beta"}}));
+  REQUIRE(store.put_job(p.gamma, {{"obj", "object of gamma"}}, {}));
+  REQUIRE(store.put_job(p.alpha_gpu, {{"ptx", "// ptx of alpha"}, {"cubin", "cubin of alpha"}},
+                        {}));
+  REQUIRE(store.put_job(p.orphan, {{"obj", "object of orphan"}}, {}));
+  p.alpha_closure = closure_of(p.alpha, {p.beta});
+  p.gamma_closure = closure_of(p.gamma);
+  p.gpu_closure = closure_of(p.alpha_gpu);
+  REQUIRE(store.put_closure(p.alpha_closure, {{"alpha", "host", p.alpha_closure.key}}));
+  REQUIRE(store.put_closure(p.gamma_closure, {{"gamma", "host", p.gamma_closure.key}}));
+  REQUIRE(store.put_closure(p.gpu_closure, {{"alpha", "sm_90", p.gpu_closure.key}}));
+  return p;
+}
+
+std::set<std::string> job_keys(const Listing& l) {
+  std::set<std::string> out;
+  for (const ListedJob& j : l.jobs)
+    out.insert(j.record.key.hex());
+  return out;
+}
+
+std::vector<std::string> name_rows(const Listing& l) {
+  std::vector<std::string> out;
+  for (const NameRecord& n : l.names)
+    out.push_back(n.name + "/" + n.target + "=" + n.closure.hex());
+  return out;
+}
+
+Listing list(Store& store, const std::string& target, const std::string& glob) {
+  auto l = list_cache(store, {target, glob});
+  INFO((l ? std::string() : l.error().message));
+  REQUIRE(l);
+  return l.take();
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("catalog: an unfiltered listing holds every job and every name, names ordered") {
+  TestCache c = open_cache();
+  Listing empty = list(*c.store, "", "");
+  CHECK(empty.jobs.empty());
+  CHECK(empty.names.empty());
+
+  Populated p = populate(*c.store);
+  Listing all = list(*c.store, "", "");
+  CHECK(job_keys(all) == std::set<std::string>{p.alpha.key.hex(), p.beta.key.hex(),
+                                               p.gamma.key.hex(), p.alpha_gpu.key.hex(),
+                                               p.orphan.key.hex()});
+  CHECK(name_rows(all) ==
+        std::vector<std::string>{"alpha/host=" + p.alpha_closure.key.hex(),
+                                 "alpha/sm_90=" + p.gpu_closure.key.hex(),
+                                 "gamma/host=" + p.gamma_closure.key.hex()});
+  // Each job carries its own artifacts and open references.
+  for (const ListedJob& j : all.jobs) {
+    CAPTURE(j.record.entry);
+    REQUIRE(j.artifacts);
+    REQUIRE(j.refs);
+    if (j.record.key == p.alpha.key) {
+      REQUIRE(j.artifacts->size() == 1);
+      CHECK((*j.artifacts)[0].format == "obj");
+      CHECK((*j.artifacts)[0].raw_size == int64_t(std::string("object of alpha, longer").size()));
+      CHECK((*j.artifacts)[0].stored_size > 0);
+      REQUIRE(j.refs->size() == 1);
+      CHECK((*j.refs)[0].symbol == p.beta.symbol);
+      CHECK((*j.refs)[0].entry == "beta");
+    } else if (j.record.key == p.alpha_gpu.key) {
+      CHECK(j.artifacts->size() == 2);
+      CHECK(j.refs->empty());
+    } else {
+      CHECK(j.artifacts->size() == 1);
+      CHECK(j.refs->empty());
+    }
+  }
+}
+
+TEST_CASE("catalog: a listing by target, by name glob, and by both") {
+  TestCache c = open_cache();
+  Populated p = populate(*c.store);
+
+  Listing gpu = list(*c.store, "sm_90", "");
+  CHECK(job_keys(gpu) == std::set<std::string>{p.alpha_gpu.key.hex()});
+  CHECK(name_rows(gpu) == std::vector<std::string>{"alpha/sm_90=" + p.gpu_closure.key.hex()});
+
+  // A glob keeps the names it matches and the jobs their closures hold:
+  // not the orphan, not gamma.
+  Listing alpha = list(*c.store, "", "al*");
+  CHECK(job_keys(alpha) == std::set<std::string>{p.alpha.key.hex(), p.beta.key.hex(),
+                                                 p.alpha_gpu.key.hex()});
+  CHECK(name_rows(alpha) == std::vector<std::string>{"alpha/host=" + p.alpha_closure.key.hex(),
+                                                     "alpha/sm_90=" + p.gpu_closure.key.hex()});
+
+  Listing alpha_host = list(*c.store, "host", "al*");
+  CHECK(job_keys(alpha_host) == std::set<std::string>{p.alpha.key.hex(), p.beta.key.hex()});
+  CHECK(name_rows(alpha_host) ==
+        std::vector<std::string>{"alpha/host=" + p.alpha_closure.key.hex()});
+
+  Listing host = list(*c.store, "host", "");
+  CHECK(job_keys(host) == std::set<std::string>{p.alpha.key.hex(), p.beta.key.hex(),
+                                                p.gamma.key.hex(), p.orphan.key.hex()});
+  CHECK(host.names.size() == 2);
+
+  Listing none = list(*c.store, "", "zeta*");
+  CHECK(none.jobs.empty());
+  CHECK(none.names.empty());
+  Listing other_target = list(*c.store, "gfx942", "");
+  CHECK(other_target.jobs.empty());
+  CHECK(other_target.names.empty());
+}
+
+TEST_CASE("catalog: find_entry finds a job by key, a closure by key, a root by name") {
+  TestCache c = open_cache();
+  Populated p = populate(*c.store);
+
+  auto job = find_entry(*c.store, p.alpha.key.hex(), "");
+  REQUIRE(job);
+  REQUIRE(std::holds_alternative<JobDetail>(*job));
+  const JobDetail& jd = std::get<JobDetail>(*job);
+  CHECK(jd.record.key == p.alpha.key);
+  CHECK(jd.record.entry == "alpha");
+  CHECK(jd.record.symbol == p.alpha.symbol);
+  REQUIRE(jd.artifacts.size() == 1);
+  CHECK(jd.artifacts[0].format == "obj");
+  REQUIRE(jd.refs.size() == 1);
+  CHECK(jd.refs[0].entry == "beta");
+
+  auto closure = find_entry(*c.store, p.gamma_closure.key.hex(), "");
+  REQUIRE(closure);
+  REQUIRE(std::holds_alternative<RootDetail>(*closure));
+  const RootDetail& by_key = std::get<RootDetail>(*closure);
+  CHECK(by_key.name.empty());
+  CHECK(by_key.target == "host");
+  CHECK(by_key.closure.key == p.gamma_closure.key);
+  CHECK(by_key.closure.root_job == p.gamma.key);
+
+  // A name's first target when none is given (targets in order), else that target's.
+  auto first = find_entry(*c.store, "alpha", "");
+  REQUIRE(first);
+  REQUIRE(std::holds_alternative<RootDetail>(*first));
+  CHECK(std::get<RootDetail>(*first).name == "alpha");
+  CHECK(std::get<RootDetail>(*first).target == "host");
+  CHECK(std::get<RootDetail>(*first).closure.key == p.alpha_closure.key);
+  CHECK(std::get<RootDetail>(*first).closure.members.size() == 2);
+  auto gpu = find_entry(*c.store, "alpha", "sm_90");
+  REQUIRE(gpu);
+  CHECK(std::get<RootDetail>(*gpu).target == "sm_90");
+  CHECK(std::get<RootDetail>(*gpu).closure.key == p.gpu_closure.key);
+}
+
+TEST_CASE("catalog: find_entry of nothing by that key or name is not_found, naming it") {
+  TestCache c = open_cache();
+  populate(*c.store);
+  for (const std::string& what : {std::string("zeta"), hash128("nothing stored").hex()}) {
+    CAPTURE(what);
+    auto missing = find_entry(*c.store, what, "");
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().code == Code::not_found);
+    CHECK(contains(missing.error().message, "'" + what + "'"));
+    CHECK(contains(missing.error().message, c.path()));
+  }
+  // A root that exists, but not for that target.
+  auto wrong_target = find_entry(*c.store, "gamma", "sm_90");
+  REQUIRE_FALSE(wrong_target);
+  CHECK(wrong_target.error().code == Code::not_found);
+}
+
+TEST_CASE("catalog: resolve_closure takes a name first, then a closure key") {
+  TestCache c = open_cache();
+  Populated p = populate(*c.store);
+  auto host = resolve_closure(*c.store, "alpha", "");
+  REQUIRE(host);
+  CHECK(*host == p.alpha_closure.key);
+  auto gpu = resolve_closure(*c.store, "alpha", "sm_90");
+  REQUIRE(gpu);
+  CHECK(*gpu == p.gpu_closure.key);
+  auto by_key = resolve_closure(*c.store, p.gamma_closure.key.hex(), "");
+  REQUIRE(by_key);
+  CHECK(*by_key == p.gamma_closure.key);
+
+  auto missing = resolve_closure(*c.store, "gamma", "sm_90");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == Code::not_found);
+  CHECK(contains(missing.error().message, "'gamma'"));
+  CHECK(contains(missing.error().message, "for target sm_90"));
+  auto unnamed = resolve_closure(*c.store, "zeta", "");
+  REQUIRE_FALSE(unnamed);
+  CHECK(unnamed.error().code == Code::not_found);
+  CHECK_FALSE(contains(unnamed.error().message, "for target"));
+}
+
+TEST_CASE("catalog: closure_graph gives a root's members and deferred edges") {
+  TestCache c = open_cache();
+  Populated p = populate(*c.store);
+  auto g = closure_graph(*c.store, "alpha", "host");
+  REQUIRE(g);
+  CHECK(g->closure.key == p.alpha_closure.key);
+  CHECK(g->closure.members.size() == 2);
+  REQUIRE(g->edges.size() == 1);
+  CHECK(g->edges[0].from == p.alpha.key);
+  CHECK(g->edges[0].to == p.beta.key);
+  CHECK(g->edges[0].symbol == p.beta.symbol);
+
+  auto single = closure_graph(*c.store, p.gamma_closure.key.hex(), "");
+  REQUIRE(single);
+  CHECK(single->closure.members.size() == 1);
+  CHECK(single->edges.empty());
+
+  auto missing = closure_graph(*c.store, "zeta", "");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == Code::not_found);
+  // A well-formed key of no closure: the closure read says not_found.
+  auto unknown = closure_graph(*c.store, hash128("no closure").hex(), "");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().code == Code::not_found);
+}
+
+TEST_CASE("catalog: closure_graph of a real precompile follows its deferred chain") {
+  TestCache c = open_cache();
+  auto ir = read_file(std::string(KILN_TEST_DATA) + "/nested.ll");
+  REQUIRE(ir);
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("nested.ll", *ir)};
+  req.entries = {"nest_a"};
+  req.link_images = false;
+  req.remote = "off";
+  req.jobs = 2;
+  auto plan = Plan::create(req);
+  REQUIRE(plan);
+  auto report = plan->run(c.path());
+  REQUIRE(report);
+  REQUIRE(report->ok());
+
+  auto g = closure_graph(*c.store, "nest_a", "host");
+  INFO((g ? std::string() : g.error().message));
+  REQUIRE(g);
+  CHECK(g->closure.members.size() == 3);
+  std::set<std::string> edges;
+  for (const ClosureGraph::Edge& e : g->edges) {
+    auto from = c.store->get_job(e.from);
+    auto to = c.store->get_job(e.to);
+    REQUIRE(from);
+    REQUIRE(to);
+    CHECK(e.symbol == to->symbol);
+    edges.insert(from->entry + "->" + to->entry);
+  }
+  CHECK(edges == std::set<std::string>{"nest_a->nest_b", "nest_b->nest_c"});
+  CHECK(g->edges.size() == 2);
+
+  // The host object, by the name a user types.
+  std::string root = g->closure.root_job.hex();
+  auto obj = dump_artifact(*c.store, root, "object");
+  REQUIRE(obj);
+  CHECK(obj->compare(0, 4, "\x7f" "ELF") == 0);
+  auto ptx = dump_artifact(*c.store, root, "ptx");
+  REQUIRE_FALSE(ptx);
+  CHECK(ptx.error().code == Code::not_found);
+}
+
+TEST_CASE("catalog: dump_artifact by format name: ptx, bitcode, object (obj or cubin)") {
+  TestCache c = open_cache();
+  Populated p = populate(*c.store);
+  JobRecord amd = consistent_job("alpha", "gfx942");
+  REQUIRE(c.store->put_job(amd, {{"bc", "BC bitcode of alpha"}}, {}));
+
+  auto obj = dump_artifact(*c.store, p.alpha.key.hex(), "object");
+  REQUIRE(obj);
+  CHECK(*obj == "object of alpha, longer");
+  auto cubin = dump_artifact(*c.store, p.alpha_gpu.key.hex(), "object");
+  REQUIRE(cubin);
+  CHECK(*cubin == "cubin of alpha");
+  auto ptx = dump_artifact(*c.store, p.alpha_gpu.key.hex(), "ptx");
+  REQUIRE(ptx);
+  CHECK(*ptx == "// ptx of alpha");
+  auto bc = dump_artifact(*c.store, amd.key.hex(), "bitcode");
+  REQUIRE(bc);
+  CHECK(*bc == "BC bitcode of alpha");
+
+  auto absent = dump_artifact(*c.store, p.alpha.key.hex(), "bitcode");
+  REQUIRE_FALSE(absent);
+  CHECK(absent.error().code == Code::not_found);
+  CHECK(contains(absent.error().message, p.alpha.key.hex()));
+  CHECK(contains(absent.error().message, "(host)"));
+  CHECK(contains(absent.error().message, "no bitcode artifact"));
+
+  auto unknown_format = dump_artifact(*c.store, p.alpha.key.hex(), "cubin");
+  REQUIRE_FALSE(unknown_format);
+  CHECK(unknown_format.error().code == Code::invalid_argument);
+  CHECK(contains(unknown_format.error().message, "'cubin'"));
+
+  auto no_job = dump_artifact(*c.store, hash128("no such job").hex(), "object");
+  REQUIRE_FALSE(no_job);
+  CHECK(no_job.error().code == Code::not_found);
+  auto bad_key = dump_artifact(*c.store, "not-a-key", "object");
+  REQUIRE_FALSE(bad_key);
+  CHECK(bad_key.error().code == Code::invalid_argument);
+}
+
+TEST_CASE("catalog: explain_keys names the components two stored jobs differ in") {
+  TestCache c = open_cache();
+  JobRecord a = consistent_job("alpha", "host", "-O2");
+  JobRecord b = consistent_job("alpha", "host", "-O3 -g");
+  REQUIRE(c.store->put_job(a, {{"obj", "a"}}, {}));
+  REQUIRE(c.store->put_job(b, {{"obj", "b"}}, {}));
+
+  auto diff = explain_keys(*c.store, a.key, b.key);
+  REQUIRE(diff);
+  REQUIRE(diff->size() == 2);
+  CHECK((*diff)[0].component == "opt_level");
+  CHECK((*diff)[0].a == "2");
+  CHECK((*diff)[0].b == "3");
+  CHECK((*diff)[1].component == "debug");
+  CHECK((*diff)[1].a == "false");
+  CHECK((*diff)[1].b == "true");
+
+  auto same = explain_keys(*c.store, a.key, a.key);
+  REQUIRE(same);
+  CHECK(same->empty());
+
+  auto missing = explain_keys(*c.store, a.key, hash128("not stored"));
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == Code::not_found);
+}

@@ -1,0 +1,418 @@
+// Unit tests for eviction (src/storage/local/gc.cpp): the policy read from
+// command-line text, least recently used closures first with ties broken by
+// key, jobs no closure uses first, the keep list, a dry run that changes
+// nothing, jobs a surviving closure shares kept, the size target met by
+// evicting only what it needs, the age limit, and the cache's own limit when
+// the policy has none.
+#include "storage/local/gc.h"
+
+#include "storage/local/store.h"
+#include "support/files.h"
+#include "support/hash.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::storage;
+
+namespace {
+
+struct TestCache {
+  TempDir dir;
+  std::unique_ptr<Store> store;
+  std::string path() const { return dir.path() + "/kiln.db"; }
+};
+
+TestCache open_cache() {
+  auto d = TempDir::create("kiln-gc-test");
+  REQUIRE(d);
+  TestCache c{d.take(), nullptr};
+  auto s = Store::open(c.path());
+  INFO((s ? std::string() : s.error().message));
+  REQUIRE(s);
+  c.store = s.take();
+  return c;
+}
+
+// Bytes zstd cannot shrink, so a job's size in the file is known.
+std::string incompressible(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string out(n, '\0');
+  for (char& ch : out)
+    ch = char(rng() & 0xff);
+  return out;
+}
+
+JobRecord job(const std::string& entry) {
+  JobRecord j;
+  j.key = hash128("gc-test job " + entry);
+  j.entry = entry;
+  j.symbol = "__kiln_deferred_" + hash128("symbol of " + entry).hex();
+  j.target = "host";
+  j.options = "-O2";
+  j.module_hash = hash128("module of " + entry);
+  j.toolchain = "test";
+  return j;
+}
+
+void put_job(Store& store, const JobRecord& j, size_t size = 64) {
+  REQUIRE(store.put_job(j, {{"obj", incompressible(size, hash128(j.entry).lo)}}, {}));
+}
+
+/// A root named `name` whose closure holds its own job and `shared`.
+ClosureRecord put_root(Store& store, const std::string& name, size_t size = 64,
+                       const std::vector<JobRecord>& shared = {}) {
+  JobRecord root = job(name);
+  put_job(store, root, size);
+  ClosureRecord c;
+  c.key = hash128("gc-test closure " + name);
+  c.root_job = root.key;
+  c.target = "host";
+  c.members = {{root.symbol, root.key, ""}};
+  for (const JobRecord& s : shared)
+    c.members.push_back({s.symbol, s.key, ""});
+  std::sort(c.members.begin(), c.members.end(),
+            [](const ClosureMember& a, const ClosureMember& b) { return a.symbol < b.symbol; });
+  REQUIRE(store.put_closure(c, {{name, "host", c.key}}));
+  return c;
+}
+
+bool has_closure(Store& store, const Hash128& key) {
+  auto c = store.get_closure(key);
+  if (!c)
+    CHECK(c.error().code == Code::not_found);
+  return bool(c);
+}
+
+bool has_job(Store& store, const std::string& entry) {
+  auto j = store.get_job(job(entry).key);
+  if (!j)
+    CHECK(j.error().code == Code::not_found);
+  return bool(j);
+}
+
+GcReport gc_ok(Store& store, const GcPolicy& policy) {
+  auto rep = store.gc(policy);
+  INFO((rep ? std::string() : rep.error().message));
+  REQUIRE(rep);
+  return rep.take();
+}
+
+int64_t now() { return int64_t(std::time(nullptr)); }
+
+// Sets or clears an environment variable for one scope.
+class EnvVar {
+public:
+  EnvVar(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~EnvVar() {
+    if (old_)
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+
+private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+} // namespace
+
+TEST_CASE("gc: parse_gc_policy reads a size and an age; empty text leaves a limit unset") {
+  auto both = parse_gc_policy("500M", "30d");
+  REQUIRE(both);
+  CHECK(both->max_size == int64_t(500) << 20);
+  CHECK(both->older_than == int64_t(30) * 86400);
+  CHECK(both->has_limit());
+  CHECK_FALSE(both->dry_run);
+  CHECK(both->vacuum);
+  CHECK(both->keep.empty());
+
+  auto none = parse_gc_policy("", "");
+  REQUIRE(none);
+  CHECK(none->max_size < 0);
+  CHECK(none->older_than < 0);
+  CHECK_FALSE(none->has_limit());
+
+  auto size_only = parse_gc_policy("1G", "");
+  REQUIRE(size_only);
+  CHECK(size_only->max_size == int64_t(1) << 30);
+  CHECK(size_only->older_than < 0);
+  auto age_only = parse_gc_policy("", "2h");
+  REQUIRE(age_only);
+  CHECK(age_only->max_size < 0);
+  CHECK(age_only->older_than == 7200);
+  CHECK(age_only->has_limit());
+
+  auto bad_size = parse_gc_policy("lots", "");
+  REQUIRE_FALSE(bad_size);
+  CHECK(bad_size.error().code == Code::invalid_argument);
+  auto bad_age = parse_gc_policy("1G", "7 fortnights");
+  REQUIRE_FALSE(bad_age);
+  CHECK(bad_age.error().code == Code::invalid_argument);
+}
+
+TEST_CASE("gc: least recently used closures go first, ties broken by key") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a"), b = put_root(*c.store, "b"),
+                d = put_root(*c.store, "d"), e = put_root(*c.store, "e");
+  int64_t t = now();
+  REQUIRE(c.store->touch_closures({a.key}, t + 200));
+  REQUIRE(c.store->touch_closures({b.key}, t + 100));
+  REQUIRE(c.store->touch_closures({d.key, e.key}, t + 300));
+  // Recency only moves forward: an older touch does not make b older.
+  REQUIRE(c.store->touch_closures({b.key}, t + 10));
+
+  GcPolicy all;
+  all.max_size = 0;
+  GcReport rep = gc_ok(*c.store, all);
+  const Hash128& first_tied = d.key < e.key ? d.key : e.key;
+  const Hash128& second_tied = d.key < e.key ? e.key : d.key;
+  CHECK(rep.evicted_closures == std::vector<Hash128>{b.key, a.key, first_tied, second_tied});
+  CHECK(rep.evicted_jobs == 4);
+  CHECK(rep.evicted_images == 0);
+  for (const ClosureRecord& k : {a, b, d, e})
+    CHECK_FALSE(has_closure(*c.store, k.key));
+  auto names = c.store->list_names();
+  REQUIRE(names);
+  CHECK(names->empty());
+  auto st = c.store->stats();
+  REQUIRE(st);
+  CHECK(st->jobs == 0);
+  CHECK(st->closures == 0);
+}
+
+TEST_CASE("gc: jobs no closure uses go first, and a closure's images go with it") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a");
+  put_job(*c.store, job("orphan"));
+  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
+  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 23"}, "so", "other image bytes"));
+
+  // A far-off age limit: no closure is old enough, the orphan still goes.
+  GcPolicy old;
+  old.older_than = 365 * 86400;
+  GcReport rep = gc_ok(*c.store, old);
+  CHECK(rep.evicted_closures.empty());
+  CHECK(rep.evicted_jobs == 1);
+  CHECK_FALSE(has_job(*c.store, "orphan"));
+  CHECK(has_job(*c.store, "a"));
+
+  GcPolicy all;
+  all.max_size = 0;
+  GcReport gone = gc_ok(*c.store, all);
+  CHECK(gone.evicted_closures == std::vector<Hash128>{a.key});
+  CHECK(gone.evicted_images == 2);
+  CHECK(gone.evicted_jobs == 1);
+  auto images = c.store->images_of(a.key);
+  REQUIRE(images);
+  CHECK(images->empty());
+}
+
+TEST_CASE("gc: a policy without limits evicts nothing, not even orphans") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a");
+  put_job(*c.store, job("orphan"));
+  GcReport rep = gc_ok(*c.store, GcPolicy{});
+  CHECK(rep.evicted_closures.empty());
+  CHECK(rep.evicted_jobs == 0);
+  CHECK(has_closure(*c.store, a.key));
+  CHECK(has_job(*c.store, "orphan"));
+}
+
+TEST_CASE("gc: the keep list is never evicted") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a"), b = put_root(*c.store, "b"),
+                d = put_root(*c.store, "d");
+  int64_t t = now();
+  REQUIRE(c.store->touch_closures({a.key}, t + 100));
+  REQUIRE(c.store->touch_closures({b.key}, t + 200));
+  REQUIRE(c.store->touch_closures({d.key}, t + 300));
+  GcPolicy policy;
+  policy.max_size = 0;
+  policy.keep = {a.key};
+  GcReport rep = gc_ok(*c.store, policy);
+  CHECK(rep.evicted_closures == std::vector<Hash128>{b.key, d.key});
+  CHECK(has_closure(*c.store, a.key));
+  CHECK(has_job(*c.store, "a"));
+  auto name = c.store->resolve_name("a", "host");
+  REQUIRE(name);
+  CHECK(*name == a.key);
+  CHECK_FALSE(has_closure(*c.store, b.key));
+  CHECK_FALSE(has_job(*c.store, "b"));
+}
+
+TEST_CASE("gc: a dry run reports what it would evict and changes nothing") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a", 16384), b = put_root(*c.store, "b", 16384);
+  put_job(*c.store, job("orphan"));
+  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
+  REQUIRE(c.store->touch_closures({b.key}, now() + 100));
+  auto before = c.store->stats();
+  REQUIRE(before);
+
+  GcPolicy policy;
+  policy.max_size = 0;
+  policy.dry_run = true;
+  GcReport dry = gc_ok(*c.store, policy);
+  CHECK(dry.evicted_closures == std::vector<Hash128>{a.key, b.key});
+  CHECK(dry.evicted_jobs == 3);
+  CHECK(dry.evicted_images == 1);
+  CHECK(dry.bytes_after < dry.bytes_before);
+
+  auto after = c.store->stats();
+  REQUIRE(after);
+  CHECK(after->jobs == before->jobs);
+  CHECK(after->closures == before->closures);
+  CHECK(after->images == before->images);
+  CHECK(after->names == before->names);
+  CHECK(after->live_bytes == before->live_bytes);
+  CHECK(has_closure(*c.store, a.key));
+  CHECK(has_job(*c.store, "orphan"));
+
+  // The same policy for real evicts exactly what the dry run said.
+  policy.dry_run = false;
+  GcReport real = gc_ok(*c.store, policy);
+  CHECK(real.evicted_closures == dry.evicted_closures);
+  CHECK(real.evicted_jobs == dry.evicted_jobs);
+  CHECK(real.evicted_images == dry.evicted_images);
+}
+
+TEST_CASE("gc: a job that a surviving closure shares is kept with it") {
+  TestCache c = open_cache();
+  JobRecord shared = job("shared");
+  put_job(*c.store, shared);
+  ClosureRecord x = put_root(*c.store, "x", 64, {shared});
+  ClosureRecord y = put_root(*c.store, "y", 64, {shared});
+  REQUIRE(c.store->touch_closures({y.key}, now() + 100));
+
+  GcPolicy policy;
+  policy.max_size = 0;
+  policy.keep = {y.key};
+  GcReport rep = gc_ok(*c.store, policy);
+  CHECK(rep.evicted_closures == std::vector<Hash128>{x.key});
+  CHECK(rep.evicted_jobs == 1); // x's own job, not the shared one
+  CHECK_FALSE(has_job(*c.store, "x"));
+  CHECK(has_job(*c.store, "shared"));
+  CHECK(has_job(*c.store, "y"));
+  auto survivor = c.store->get_closure(y.key);
+  REQUIRE(survivor);
+  CHECK(survivor->members.size() == 2);
+  auto art = c.store->get_artifact(shared.key, "obj");
+  CHECK(art);
+
+  // Once no closure holds it, it goes with the last one.
+  policy.keep.clear();
+  GcReport last = gc_ok(*c.store, policy);
+  CHECK(last.evicted_closures == std::vector<Hash128>{y.key});
+  CHECK(last.evicted_jobs == 2);
+  CHECK_FALSE(has_job(*c.store, "shared"));
+}
+
+TEST_CASE("gc: a size target evicts least recently used closures only until it is met") {
+  TestCache c = open_cache();
+  constexpr size_t kJob = 64 * 1024;
+  ClosureRecord a = put_root(*c.store, "a", kJob), b = put_root(*c.store, "b", kJob),
+                d = put_root(*c.store, "d", kJob);
+  int64_t t = now();
+  REQUIRE(c.store->touch_closures({a.key}, t + 300));
+  REQUIRE(c.store->touch_closures({b.key}, t + 100));
+  REQUIRE(c.store->touch_closures({d.key}, t + 200));
+  auto live = c.store->live_bytes();
+  REQUIRE(live);
+  REQUIRE(*live > int64_t(3 * kJob));
+
+  // A quarter of a job over the target: one eviction meets it.
+  GcPolicy policy;
+  policy.max_size = *live - int64_t(kJob / 4);
+  GcReport one = gc_ok(*c.store, policy);
+  CHECK(one.bytes_before == *live);
+  CHECK(one.evicted_closures == std::vector<Hash128>{b.key});
+  CHECK(one.evicted_jobs == 1);
+  CHECK(one.bytes_after <= policy.max_size);
+  CHECK(has_closure(*c.store, a.key));
+  CHECK(has_closure(*c.store, d.key));
+
+  // A target the cache already meets evicts nothing.
+  GcPolicy met;
+  met.max_size = int64_t(1) << 40;
+  GcReport none = gc_ok(*c.store, met);
+  CHECK(none.evicted_closures.empty());
+  CHECK(none.evicted_jobs == 0);
+
+  // Room for about one job: the two least recently used go, in order.
+  auto now_live = c.store->live_bytes();
+  REQUIRE(now_live);
+  GcPolicy two;
+  two.max_size = *now_live - int64_t(kJob) - int64_t(kJob / 4);
+  GcReport rep = gc_ok(*c.store, two);
+  CHECK(rep.evicted_closures == std::vector<Hash128>{d.key, a.key});
+  CHECK(rep.bytes_after <= two.max_size);
+}
+
+TEST_CASE("gc: an age limit evicts the closures unused for longer, whatever their size") {
+  TestCache c = open_cache();
+  ClosureRecord stale = put_root(*c.store, "stale"), fresh = put_root(*c.store, "fresh");
+  REQUIRE(c.store->touch_closures({fresh.key}, now() + 1000));
+  // Recency has one-second resolution: let "stale" fall behind the cutoff.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  GcPolicy policy;
+  policy.older_than = 0;
+  GcReport rep = gc_ok(*c.store, policy);
+  CHECK(rep.evicted_closures == std::vector<Hash128>{stale.key});
+  CHECK(has_closure(*c.store, fresh.key));
+  CHECK_FALSE(has_closure(*c.store, stale.key));
+}
+
+TEST_CASE("gc: collect_garbage gives a policy without limits the cache's own limit") {
+  TestCache c = open_cache();
+  EnvVar unset("KILN_CACHE_MAX_SIZE", nullptr);
+  ClosureRecord a = put_root(*c.store, "a");
+
+  // The default limit (gigabytes) is met: nothing goes.
+  auto kept = collect_garbage(*c.store, GcPolicy{});
+  REQUIRE(kept);
+  CHECK(kept->evicted_closures.empty());
+  CHECK(has_closure(*c.store, a.key));
+
+  // A one-byte limit in the cache's settings: everything goes.
+  REQUIRE(c.store->set_setting("max_size", "1"));
+  auto rep = collect_garbage(*c.store, GcPolicy{});
+  REQUIRE(rep);
+  CHECK(rep->evicted_closures == std::vector<Hash128>{a.key});
+  CHECK_FALSE(has_closure(*c.store, a.key));
+
+  // A policy with a limit of its own is not given the cache's.
+  ClosureRecord b = put_root(*c.store, "b");
+  GcPolicy far;
+  far.older_than = 365 * 86400;
+  auto own = collect_garbage(*c.store, far);
+  REQUIRE(own);
+  CHECK(own->evicted_closures.empty());
+  CHECK(has_closure(*c.store, b.key));
+
+  // A malformed limit is an error, and nothing is evicted.
+  EnvVar bad("KILN_CACHE_MAX_SIZE", "huge");
+  auto refused = collect_garbage(*c.store, GcPolicy{});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == Code::invalid_argument);
+  CHECK(has_closure(*c.store, b.key));
+}

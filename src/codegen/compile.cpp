@@ -4,13 +4,12 @@
 
 #include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
+#include "ir/diagnostics.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -86,22 +85,6 @@ Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
   return Status::ok();
 }
 
-// Collects the backend's errors (bad inline assembly, say): without a
-// handler LLVM prints them and exits the process.
-struct CollectDiagnostics : llvm::DiagnosticHandler {
-  std::string* sink;
-  explicit CollectDiagnostics(std::string* s) : sink(s) {}
-  bool handleDiagnostics(const llvm::DiagnosticInfo& di) override {
-    if (di.getSeverity() == llvm::DS_Error) {
-      llvm::raw_string_ostream os(*sink);
-      llvm::DiagnosticPrinterRawOStream dp(os);
-      di.print(dp);
-      os << "\n";
-    }
-    return true;
-  }
-};
-
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -159,7 +142,7 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
   std::string where = "job '" + job.entry + "' (" + target.spec + ")";
   llvm::LLVMContext ctx;
   std::string diagnostics;
-  ctx.setDiagnosticHandler(std::make_unique<CollectDiagnostics>(&diagnostics));
+  ir::collect_diagnostics(ctx, &diagnostics);
   auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(job.bitcode, "kiln-job"), ctx);
   if (!parsed)
     return make_error(Code::internal,

@@ -2,8 +2,8 @@
 // carry the input and, for textual IR, the line and column.
 #include "ir/unit.h"
 
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/DiagnosticPrinter.h>
+#include "ir/diagnostics.h"
+
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -16,21 +16,6 @@
 namespace kiln::ir {
 
 namespace {
-
-// Collects the linker's diagnostics instead of printing them.
-struct CollectDiagnostics : llvm::DiagnosticHandler {
-  std::string* sink;
-  explicit CollectDiagnostics(std::string* s) : sink(s) {}
-  bool handleDiagnostics(const llvm::DiagnosticInfo& di) override {
-    if (di.getSeverity() == llvm::DS_Error) {
-      llvm::raw_string_ostream os(*sink);
-      llvm::DiagnosticPrinterRawOStream dp(os);
-      di.print(dp);
-      os << "\n";
-    }
-    return true;
-  }
-};
 
 Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const Input& in) {
   std::unique_ptr<llvm::MemoryBuffer> buf;
@@ -72,7 +57,7 @@ Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
   if (inputs.empty())
     return make_error(Code::invalid_argument, "no input files");
   std::string link_errors;
-  ctx.setDiagnosticHandler(std::make_unique<CollectDiagnostics>(&link_errors));
+  collect_diagnostics(ctx, &link_errors);
 
   std::unique_ptr<llvm::Module> unit;
   for (const Input& in : inputs) {

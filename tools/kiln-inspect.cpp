@@ -1,6 +1,9 @@
-// kiln-inspect: what is in a Kiln cache. Reads only (but for gc, import and
-// config); never needs LLVM. Each subcommand is one library call: this file
+// kiln-inspect: what is in a Kiln cache. Reads only (but for gc, import,
+// config set and stats --zero, which a read-only cache refuses); never needs
+// LLVM. Exit statuses: tools/exit_status.h. Each subcommand is one library call: this file
 // parses arguments and prints, in text or JSON.
+#include "exit_status.h"
+
 #include "image/export.h"
 #include "storage/local/catalog.h"
 #include "storage/local/gc.h"
@@ -25,9 +28,7 @@ namespace {
 using kiln::human_size;
 using kiln::storage::Store;
 using json = nlohmann::ordered_json;
-constexpr int kExitNotFound = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitCache = 3;
+using kiln::tools::kExitUsage;
 
 json artifacts_json(const std::vector<kiln::core::ArtifactInfo>& arts) {
   json a = json::array();
@@ -45,7 +46,7 @@ json refs_json(const std::vector<kiln::core::JobRef>& refs) {
 
 int report(const kiln::Error& e) {
   std::cerr << "kiln-inspect: error: " << e.message << "\n";
-  return e.code == kiln::Code::not_found ? kExitNotFound : kExitCache;
+  return kiln::tools::exit_status(e);
 }
 
 int usage_error(const kiln::Error& e) {
@@ -137,6 +138,7 @@ int show_root(const kiln::storage::RootDetail& root, bool as_json) {
              {"target", root.target},
              {"closure", closure.key.hex()},
              {"root_job", closure.root_job.hex()},
+             {"unit", root.unit},
              {"members", members}};
     std::cout << out.dump() << "\n";
     return 0;
@@ -144,6 +146,8 @@ int show_root(const kiln::storage::RootDetail& root, bool as_json) {
   std::printf("root        %s\ntarget      %s\nclosure     %s\nroot job    %s\nmembers     %zu\n",
               root.name.c_str(), root.target.c_str(), closure.key.hex().c_str(),
               closure.root_job.hex().c_str(), closure.members.size());
+  if (!root.name.empty())
+    std::printf("unit        %s\n", root.unit.empty() ? "(unknown)" : root.unit.c_str());
   for (const auto& m : closure.members)
     std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), m.symbol.c_str(), m.entry.c_str());
   return 0;
@@ -434,8 +438,12 @@ int cmd_config(Store& store, const std::string& name, const std::string& value, 
 int main(int argc, char** argv) {
   CLI::App app{"Inspect a Kiln cache", "kiln-inspect"};
   app.require_subcommand(1);
+  app.footer(kiln::tools::kExitHelp);
   std::string cache_path, what, target;
-  bool as_json = false;
+  bool as_json = false, read_only = false;
+  app.add_flag("--read-only", read_only,
+               "never write the cache (also $KILN_READ_ONLY=1; an unwritable cache is opened "
+               "read-only anyway): gc, import, config set and stats --zero then fail");
   app.add_option("--cache", cache_path, "cache file (default: $KILN_CACHE, else "
                                         "$XDG_CACHE_HOME/kiln/kiln.db)");
   CLI::App* ls = app.add_subcommand("ls", "list jobs and root names");
@@ -505,9 +513,20 @@ int main(int argc, char** argv) {
   // Inspecting never creates a cache; importing into a new one does.
   if (!imp->parsed() && ::access(cache_path.c_str(), F_OK) != 0)
     return report(kiln::make_error(kiln::Code::not_found, "no cache at '" + cache_path + "'"));
-  auto store = kiln::storage::Store::open(cache_path);
+  auto store = kiln::storage::Store::open(
+      cache_path, read_only ? kiln::storage::OpenMode::read_only
+                            : kiln::storage::OpenMode::automatic);
   if (!store)
     return report(store.error());
+  if ((*store)->read_only()) {
+    const char* write = gc->parsed()                                  ? "gc"
+                        : imp->parsed()                               ? "import"
+                        : config->parsed() && !setting_value.empty() ? "config set"
+                        : stats->parsed() && zero                     ? "stats --zero"
+                                                                      : nullptr;
+    if (write)
+      return report((*store)->read_only_error(std::string("run ") + write));
+  }
   if (ls->parsed())
     return cmd_ls(**store, as_json, target, glob);
   if (image->parsed())

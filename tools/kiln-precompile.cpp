@@ -1,8 +1,10 @@
 // kiln-precompile: compile every job of a unit the cache lacks, record the
 // roots' closures and link their images, so that loading is a cache hit.
-// Exit: 0 all good; 1 some job failed (the others are stored); 2 usage or
-// input error (nothing written).
+// Exit statuses: tools/exit_status.h (1 also when some job failed; the
+// others are stored).
 #include <kiln/compiler.hpp>
+
+#include "exit_status.h"
 
 #include "storage/remote/backend.h"
 #include "support/files.h"
@@ -16,13 +18,18 @@
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitJobFailed = 1;
-constexpr int kExitUsage = 2;
+using kiln::tools::kExitFailed;
+using kiln::tools::kExitOk;
+using kiln::tools::kExitUsage;
 
 int fail_usage(const std::string& msg) {
   std::cerr << "kiln-precompile: error: " << msg << "\n";
   return kExitUsage;
+}
+
+int fail(const kiln::Error& e) {
+  std::cerr << "kiln-precompile: error: " << e.message << "\n";
+  return kiln::tools::exit_status(e);
 }
 
 } // namespace
@@ -35,8 +42,9 @@ int main(int argc, char** argv) {
   int opt_level = 2;
   unsigned jobs = 0;
   bool json = false, debug = false, no_link = false, quiet = false, explain = false;
-  bool remote_read_only = false;
+  bool remote_read_only = false, read_only = false;
   std::string remote, shard;
+  app.footer(kiln::tools::kExitHelp);
   app.add_option("--cache", cache_path,
                  "cache file (default: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db)");
   app.add_option("--target", targets, "target spec, repeatable (default: host)")
@@ -55,8 +63,16 @@ int main(int argc, char** argv) {
   app.add_option("--remote", remote,
                  "shared tier: redis://[user:password@]host[:port][/db][?prefix=P&ttl=S&"
                  "timeout_ms=MS&read_only=1] (default: $KILN_REMOTE; \"off\": none)");
+  app.add_flag("--read-only", read_only,
+               "never write the cache (also $KILN_READ_ONLY=1; an unwritable cache is opened "
+               "read-only anyway): fails unless every job and image is already there");
   app.add_flag("--remote-read-only", remote_read_only,
                "fetch from the shared tier but publish nothing to it");
+  bool must_hit = false;
+  app.add_flag("--must-hit", must_hit,
+               "fail (exit 1) instead of compiling anything the cache lacks, naming the first "
+               "missing job and how its key differs from the nearest cached one (also "
+               "$KILN_MUST_HIT=1)");
   app.add_option("--shard", shard,
                  "I/N: compile only shard I (1..N) of the jobs, publishing them to the shared "
                  "tier; N machines together fill it");
@@ -107,17 +123,23 @@ int main(int argc, char** argv) {
   if (cache_path.empty()) {
     auto d = kiln::default_cache_path();
     if (!d)
-      return fail_usage(d.error().message);
+      return fail(d.error());
     cache_path = *d;
   }
+  // The library opens the cache (on a memo hit or in the compiler) and
+  // takes the read-only mode from the environment.
+  if (read_only)
+    ::setenv("KILN_READ_ONLY", "1", 1);
   // The request memo first (no LLVM in this process yet); on a miss the
   // compiler library is loaded, plans (bad input is reported before the
   // cache is written), compiles and memoises.
+  if (must_hit)
+    req.must_hit = true;
   auto report = kiln::compile_on_demand(req, cache_path);
   if (tty)
     std::fprintf(stderr, "\r\033[K");
   if (!report)
-    return fail_usage(report.error().message);
+    return fail(report.error());
 
   size_t compiled = 0, cached = 0, failed = 0, fetched = 0, elsewhere = 0;
   for (const kiln::JobReport& j : report->jobs) {
@@ -135,6 +157,12 @@ int main(int argc, char** argv) {
     if (!r.note.empty())
       std::cerr << "kiln-precompile: note: root " << r.name << " (" << r.target << ") "
                 << (r.closure.empty() ? "is " : "has no image yet: ") << r.note << "\n";
+  for (const kiln::RootReport& r : report->roots)
+    if (!r.previous_closure.empty())
+      std::cerr << "kiln-precompile: name " << r.name << " (" << r.target << ") moved from closure "
+                << r.previous_closure << " (unit "
+                << (r.previous_unit.empty() ? "unknown" : r.previous_unit) << ") to "
+                << r.closure << " (unit " << r.unit << ")\n";
   for (const kiln::RootReport& r : report->roots)
     if (!r.error.empty())
       std::cerr << "kiln-precompile: root " << r.name << " (" << r.target << "): " << r.error
@@ -169,6 +197,7 @@ int main(int argc, char** argv) {
       out["jobs"].push_back(std::move(jj));
     }
     out["memo"] = report->memo_hit;
+    out["evicted_closures"] = report->evicted_closures;
     out["roots"] = nlohmann::ordered_json::array();
     for (const kiln::RootReport& r : report->roots) {
       nlohmann::ordered_json rr;
@@ -180,6 +209,13 @@ int main(int argc, char** argv) {
         rr["note"] = r.note;
       if (!r.error.empty())
         rr["error"] = r.error;
+      if (!r.previous_closure.empty())
+        rr["name_moved"] = {{"name", r.name},
+                            {"target", r.target},
+                            {"old_closure", r.previous_closure},
+                            {"old_unit", r.previous_unit},
+                            {"new_closure", r.closure},
+                            {"new_unit", r.unit}};
       out["roots"].push_back(std::move(rr));
     }
     std::cout << out.dump() << "\n";
@@ -201,5 +237,5 @@ int main(int argc, char** argv) {
               << report->roots.size() << " roots in " << cache_path
               << (report->memo_hit ? " (request memo)" : "") << "\n";
   }
-  return report->ok() ? kExitOk : kExitJobFailed;
+  return report->ok() ? kExitOk : kExitFailed;
 }

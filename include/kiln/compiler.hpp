@@ -40,6 +40,10 @@ struct Progress {
   std::string status; ///< "compiled", "cached" or "failed"
 };
 
+/// Whether $KILN_MUST_HIT asks for must-hit mode (set, and not "0"): the
+/// default of CompileRequest::must_hit and JitOptions::must_hit.
+bool must_hit_from_environment();
+
 struct CompileRequest {
   std::vector<SourceInput> inputs;
   std::vector<std::string> entries;          ///< empty: every exported function
@@ -59,6 +63,11 @@ struct CompileRequest {
   unsigned shard_count = 1;
   /// Called (serialised) after each job; may be empty.
   std::function<void(const Progress&)> progress;
+  /// Must-hit mode, for production: a request that would compile any job
+  /// fails before compiling with `not_found`, naming the first missing job
+  /// and how its key differs from the nearest cached one. Memo hits and
+  /// fully cached plans are answered as usual.
+  bool must_hit = must_hit_from_environment();
 };
 
 enum class JobStatus { compiled, cached, failed };
@@ -91,6 +100,11 @@ struct RootReport {
   std::string note;    ///< why no image was linked (e.g. no nvJitLink here), or that
                        ///< the root is left to other shards
   std::string error;
+  std::string unit;    ///< the input file names the root came from
+  /// Set when this precompile moved the name from another closure: that
+  /// closure (32 hex) and the unit it came from (empty if unknown).
+  std::string previous_closure;
+  std::string previous_unit;
 };
 
 struct CompileReport {

@@ -30,6 +30,7 @@ struct JitOptions {
   int opt_level = 2;  ///< 0..3
   bool debug = false; ///< keep debug info
   unsigned jobs = 0;  ///< parallel compiles; 0: hardware threads
+  bool must_hit = must_hit_from_environment(); ///< a miss fails (see CompileRequest)
 };
 
 /// A failure with its context, taken apart: the input and line, the entry,

@@ -28,8 +28,27 @@ typedef enum kiln_status {
 
 /** Opens (creating if needed) the cache at `path`; NULL means the default:
  *  $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db (XDG default ~/.cache).
+ *  A cache that is not writable is opened read-only (see
+ *  kiln_cache_open_flags).
  *  On success *out owns the handle; close it with kiln_cache_close. */
 kiln_status kiln_cache_open(const char* path, kiln_cache** out);
+
+/** Flags of kiln_cache_open_flags. */
+enum {
+  /** Never write the cache: no file is created, nothing is migrated, usage
+   *  counters and recency are dropped at close, and an image that has to be
+   *  relinked is kept in memory for this handle only. */
+  KILN_CACHE_READ_ONLY = 1u << 0
+};
+
+/** kiln_cache_open with `flags` (KILN_CACHE_*; 0 is kiln_cache_open).
+ *  Without KILN_CACHE_READ_ONLY a cache is still opened read-only when
+ *  $KILN_READ_ONLY is set (not "0") or when the file or its directory is not
+ *  writable (another user's cache, a read-only mount). */
+kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache** out);
+
+/** 1 if the cache was opened read-only (asked for, or not writable). */
+int kiln_cache_read_only(kiln_cache* cache);
 
 /** Closes a cache. Images loaded from it stay valid after the close. */
 void kiln_cache_close(kiln_cache* cache);
@@ -50,7 +69,8 @@ kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems);
  *        process's devices.
  *  A cached image is loaded without compiling anything; if only the
  *  closure's job artifacts are cached, they are relinked (bringing in the
- *  linker lazily) and the image is stored for next time.
+ *  linker lazily) and the image is stored for next time (in a read-only
+ *  cache: kept in memory for this handle).
  *  On success *out owns the image; release it with kiln_image_release. */
 kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
                             kiln_image** out);

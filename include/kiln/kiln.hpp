@@ -61,6 +61,11 @@ class Cache {
 public:
   /// Opens the cache at `path`; empty means the default path.
   static Result<Cache> open(const std::string& path = {});
+  /// Opens it with kiln_cache_open_flags' `flags` (KILN_CACHE_READ_ONLY).
+  static Result<Cache> open(const std::string& path, unsigned flags);
+
+  /// True if the cache was opened read-only (asked for, or not writable).
+  bool read_only() const { return kiln_cache_read_only(cache_.get()) != 0; }
 
   /// Loads a root by entry name or 32-hex closure key; empty target means
   /// the best match for this process's devices.

@@ -50,10 +50,14 @@ typedef struct kiln_compile_options {
   unsigned jobs;              /* parallel compiles; 0: one per hardware thread */
   int link_images;            /* nonzero (default): link each root's image now, so
                                  that a load is a cache hit */
+  int must_hit;               /* nonzero: a call that would compile any job fails
+                                 with KILN_NOT_FOUND before compiling, naming the
+                                 job and how it differs from the nearest cached
+                                 one; default: $KILN_MUST_HIT set and not "0" */
 } kiln_compile_options;
 
 /** Sets the defaults: no sources, entries or targets, -O2, no debug info,
- *  all hardware threads, images linked. */
+ *  all hardware threads, images linked, must-hit from $KILN_MUST_HIT. */
 void kiln_compile_options_init(kiln_compile_options* options);
 
 typedef enum kiln_job_status {

@@ -6,6 +6,7 @@
 #include "storage/local/store.h"
 #include "memo/memo.h"
 #include "runtime/backends.h"
+#include "runtime/c_entry.h"
 #include "runtime/loader.h"
 
 #include <kiln/jit.hpp>
@@ -70,6 +71,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   req.debug = options.debug;
   req.jobs = options.jobs;
   req.link_images = true;
+  req.must_hit = options.must_hit;
 
   // The request memo: a request seen before names its closure without the
   // IR being parsed at all.
@@ -200,6 +202,11 @@ kiln_status fail(const kiln::Error& e) {
   return t_error.view.status;
 }
 
+// An exception stopped at a C entry point is reported like any other failure.
+void report_internal(const std::string& message) {
+  fail(kiln::make_error(kiln::Code::internal, message));
+}
+
 kiln_status fail_argument(const std::string& message) {
   return fail(kiln::make_error(kiln::Code::invalid_argument, message));
 }
@@ -272,60 +279,67 @@ void kiln_compile_options_init(kiln_compile_options* options) {
   std::memset(options, 0, sizeof *options);
   options->opt_level = 2;
   options->link_images = 1;
+  options->must_hit = kiln::must_hit_from_environment() ? 1 : 0;
 }
 
 kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
                          kiln_compile_result** out) {
-  clear_error();
-  if (!cache || !out)
-    return fail_argument("kiln_compile: cache and out must not be NULL");
-  *out = nullptr;
-  Views v;
-  if (kiln_status st = read_options("kiln_compile", options, v); st != KILN_OK)
-    return st;
-  kiln::CompileRequest req;
-  for (const kiln::Source& s : v.sources)
-    req.inputs.push_back(kiln::SourceInput::memory(std::string(s.name), std::string(s.bytes)));
-  req.entries = v.entries;
-  if (!v.targets.empty())
-    req.targets = v.targets;
-  req.opt_level = options->opt_level;
-  req.debug = options->debug != 0;
-  req.jobs = options->jobs;
-  req.link_images = options->link_images != 0;
-  auto report = kiln::compile(req, cache->storage->local().path());
-  if (!report)
-    return fail(report.error());
-  *out = make_result(report.take());
-  return KILN_OK;
+  return kiln::runtime::c_entry("kiln_compile", [&]() -> kiln_status {
+    clear_error();
+    if (!cache || !out)
+      return fail_argument("kiln_compile: cache and out must not be NULL");
+    *out = nullptr;
+    Views v;
+    if (kiln_status st = read_options("kiln_compile", options, v); st != KILN_OK)
+      return st;
+    kiln::CompileRequest req;
+    for (const kiln::Source& s : v.sources)
+      req.inputs.push_back(kiln::SourceInput::memory(std::string(s.name), std::string(s.bytes)));
+    req.entries = v.entries;
+    if (!v.targets.empty())
+      req.targets = v.targets;
+    req.opt_level = options->opt_level;
+    req.debug = options->debug != 0;
+    req.jobs = options->jobs;
+    req.link_images = options->link_images != 0;
+    req.must_hit = options->must_hit != 0;
+    auto report = kiln::compile(req, cache->storage->local().path());
+    if (!report)
+      return fail(report.error());
+    *out = make_result(report.take());
+    return KILN_OK;
+  }, report_internal);
 }
 
 kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* options,
                                  const char* entry, const char* target, kiln_image** out,
                                  kiln_compile_result** report) {
-  clear_error();
-  if (report)
-    *report = nullptr;
-  if (!cache || !entry || !*entry || !out)
-    return fail_argument("kiln_compile_or_load: cache, entry and out must not be NULL");
-  *out = nullptr;
-  Views v;
-  if (kiln_status st = read_options("kiln_compile_or_load", options, v); st != KILN_OK)
-    return st;
-  if (!v.entries.empty() || !v.targets.empty())
-    return fail_argument("kiln_compile_or_load: options name entries or targets; this call "
-                         "takes the one entry and target as arguments");
-  kiln::JitOptions jit;
-  jit.opt_level = options->opt_level;
-  jit.debug = options->debug != 0;
-  jit.jobs = options->jobs;
-  auto loaded = kiln::compile_or_load_in(*cache, v.sources, entry, target ? target : "", jit);
-  if (!loaded)
-    return fail(loaded.error());
-  *out = loaded->image.release();
-  if (report)
-    *report = make_result(std::move(loaded->report));
-  return KILN_OK;
+  return kiln::runtime::c_entry("kiln_compile_or_load", [&]() -> kiln_status {
+    clear_error();
+    if (report)
+      *report = nullptr;
+    if (!cache || !entry || !*entry || !out)
+      return fail_argument("kiln_compile_or_load: cache, entry and out must not be NULL");
+    *out = nullptr;
+    Views v;
+    if (kiln_status st = read_options("kiln_compile_or_load", options, v); st != KILN_OK)
+      return st;
+    if (!v.entries.empty() || !v.targets.empty())
+      return fail_argument("kiln_compile_or_load: options name entries or targets; this call "
+                           "takes the one entry and target as arguments");
+    kiln::JitOptions jit;
+    jit.opt_level = options->opt_level;
+    jit.debug = options->debug != 0;
+    jit.jobs = options->jobs;
+    jit.must_hit = options->must_hit != 0;
+    auto loaded = kiln::compile_or_load_in(*cache, v.sources, entry, target ? target : "", jit);
+    if (!loaded)
+      return fail(loaded.error());
+    *out = loaded->image.release();
+    if (report)
+      *report = make_result(std::move(loaded->report));
+    return KILN_OK;
+  }, report_internal);
 }
 
 int kiln_compile_result_ok(const kiln_compile_result* result) {
@@ -338,31 +352,35 @@ size_t kiln_compile_result_job_count(const kiln_compile_result* result) {
 
 kiln_status kiln_compile_result_job(const kiln_compile_result* result, size_t index,
                                     kiln_job_info* out) {
-  clear_error();
-  if (!result || !out)
-    return fail_argument("kiln_compile_result_job: result and out must not be NULL");
-  if (index >= result->jobs.size())
-    return fail(kiln::make_error(kiln::Code::not_found,
-                                 "kiln_compile_result_job: index " + std::to_string(index) +
-                                     " is past the " + std::to_string(result->jobs.size()) +
-                                     " jobs"));
-  *out = result->jobs[index];
-  return KILN_OK;
+  return kiln::runtime::c_entry("kiln_compile_result_job", [&]() -> kiln_status {
+    clear_error();
+    if (!result || !out)
+      return fail_argument("kiln_compile_result_job: result and out must not be NULL");
+    if (index >= result->jobs.size())
+      return fail(kiln::make_error(kiln::Code::not_found,
+                                   "kiln_compile_result_job: index " + std::to_string(index) +
+                                       " is past the " + std::to_string(result->jobs.size()) +
+                                       " jobs"));
+    *out = result->jobs[index];
+    return KILN_OK;
+  }, report_internal);
 }
 
 kiln_status kiln_compile_result_job_ref(const kiln_compile_result* result, size_t job,
                                         size_t ref, const char** symbol, const char** key) {
-  clear_error();
-  if (!result || !symbol || !key)
-    return fail_argument("kiln_compile_result_job_ref: result, symbol and key must not be NULL");
-  if (job >= result->jobs.size() || ref >= result->report.jobs[job].refs.size())
-    return fail(kiln::make_error(kiln::Code::not_found,
-                                 "kiln_compile_result_job_ref: no reference " +
-                                     std::to_string(ref) + " of job " + std::to_string(job)));
-  const auto& [s, k] = result->report.jobs[job].refs[ref];
-  *symbol = s.c_str();
-  *key = k.c_str();
-  return KILN_OK;
+  return kiln::runtime::c_entry("kiln_compile_result_job_ref", [&]() -> kiln_status {
+    clear_error();
+    if (!result || !symbol || !key)
+      return fail_argument("kiln_compile_result_job_ref: result, symbol and key must not be NULL");
+    if (job >= result->jobs.size() || ref >= result->report.jobs[job].refs.size())
+      return fail(kiln::make_error(kiln::Code::not_found,
+                                   "kiln_compile_result_job_ref: no reference " +
+                                       std::to_string(ref) + " of job " + std::to_string(job)));
+    const auto& [s, k] = result->report.jobs[job].refs[ref];
+    *symbol = s.c_str();
+    *key = k.c_str();
+    return KILN_OK;
+  }, report_internal);
 }
 
 size_t kiln_compile_result_root_count(const kiln_compile_result* result) {
@@ -371,16 +389,18 @@ size_t kiln_compile_result_root_count(const kiln_compile_result* result) {
 
 kiln_status kiln_compile_result_root(const kiln_compile_result* result, size_t index,
                                      kiln_root_info* out) {
-  clear_error();
-  if (!result || !out)
-    return fail_argument("kiln_compile_result_root: result and out must not be NULL");
-  if (index >= result->roots.size())
-    return fail(kiln::make_error(kiln::Code::not_found,
-                                 "kiln_compile_result_root: index " + std::to_string(index) +
-                                     " is past the " + std::to_string(result->roots.size()) +
-                                     " roots"));
-  *out = result->roots[index];
-  return KILN_OK;
+  return kiln::runtime::c_entry("kiln_compile_result_root", [&]() -> kiln_status {
+    clear_error();
+    if (!result || !out)
+      return fail_argument("kiln_compile_result_root: result and out must not be NULL");
+    if (index >= result->roots.size())
+      return fail(kiln::make_error(kiln::Code::not_found,
+                                   "kiln_compile_result_root: index " + std::to_string(index) +
+                                       " is past the " + std::to_string(result->roots.size()) +
+                                       " roots"));
+    *out = result->roots[index];
+    return KILN_OK;
+  }, report_internal);
 }
 
 void kiln_compile_result_free(kiln_compile_result* result) { delete result; }

@@ -1,7 +1,10 @@
-// Key components by name, and how two jobs' components differ.
+// Key components by name, how two jobs' components differ, and a missing
+// job against the nearest cached one.
 #include "core/explain.h"
 
 #include "core/keys.h"
+
+#include <algorithm>
 
 namespace kiln::core {
 
@@ -21,6 +24,63 @@ std::vector<KeyDifference> compare_keys(const JobRecord& a, const JobRecord& b) 
   for (size_t i = 0; i < ca.size(); ++i)
     if (ca[i].value != cb[i].value)
       out.push_back({ca[i].name, ca[i].value, cb[i].value});
+  return out;
+}
+
+std::string_view component_area(std::string_view c) {
+  if (c == "module_hash")
+    return "the input (module hash)";
+  if (c == "target" || c == "triple")
+    return "target";
+  if (c == "cpu" || c == "features")
+    return "CPU/features";
+  if (c == "opt_level" || c == "debug")
+    return "options";
+  if (c == "toolchain")
+    return "toolchain version";
+  return c;
+}
+
+MissExplanation explain_miss(const JobRecord& wanted, const std::vector<JobRecord>& cached) {
+  MissExplanation best;
+  // Same target first: a job cached only for another target explains less.
+  for (bool same_target : {true, false}) {
+    for (const JobRecord& c : cached) {
+      if (c.entry != wanted.entry || (same_target && c.target != wanted.target))
+        continue;
+      std::vector<KeyDifference> d = compare_keys(wanted, c);
+      if (!best.nearest || d.size() < best.differences.size()) {
+        best.nearest = c;
+        best.differences = std::move(d);
+      }
+    }
+    if (best.nearest)
+      break;
+  }
+  return best;
+}
+
+std::string describe_miss(const JobRecord& wanted, const MissExplanation& miss) {
+  if (!miss.nearest)
+    return "no cached job for entry '" + wanted.entry + "' on any target";
+  std::string out = "the nearest cached job " + miss.nearest->key.hex() + " (target " +
+                    miss.nearest->target + ")";
+  if (miss.differences.empty())
+    return out + " has the same key components";
+  std::vector<std::string_view> areas;
+  for (const KeyDifference& d : miss.differences) {
+    std::string_view area = component_area(d.component);
+    if (std::find(areas.begin(), areas.end(), area) == areas.end())
+      areas.push_back(area);
+  }
+  out += " differs in ";
+  for (size_t i = 0; i < areas.size(); ++i)
+    out += (i ? ", " : "") + std::string(areas[i]);
+  out += ":";
+  for (size_t i = 0; i < miss.differences.size(); ++i) {
+    const KeyDifference& d = miss.differences[i];
+    out += (i ? "; " : " ") + d.component + " " + d.a + " wanted, " + d.b + " cached";
+  }
   return out;
 }
 

@@ -10,12 +10,14 @@
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
 #include "codegen/target.h"
+#include "core/explain.h"
 #include "core/keys.h"
 #include "memo/memo.h"
 #include "codegen/ptxas.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
 #include "storage/storage.h"
+#include "support/fault.h"
 #include "image/image.h"
 
 #include <kiln/compiler.hpp>
@@ -26,10 +28,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <optional>
@@ -70,6 +74,8 @@ struct Plan::Impl {
   core::ClosureMap closure_of(const Hash128& root) const;
   Result<CompileReport> run(storage::Storage& cache);
   JobReport report_of(const PlannedJob& j) const;
+  core::JobRecord record_of(const PlannedJob& j) const;
+  Error must_hit_miss(storage::Store& store, const PlannedJob& j) const;
 };
 
 Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& target,
@@ -166,6 +172,35 @@ JobReport Plan::Impl::report_of(const PlannedJob& j) const {
   for (size_t i = 0; i < j.refs.size(); ++i)
     r.refs.emplace_back(j.refs[i].symbol, j.ref_keys[i].hex());
   return r;
+}
+
+core::JobRecord Plan::Impl::record_of(const PlannedJob& j) const {
+  core::JobRecord rec;
+  rec.key = j.key;
+  rec.entry = j.components.identity.entry;
+  rec.symbol = j.symbol;
+  rec.target = j.target.spec;
+  rec.triple = j.target.triple;
+  rec.cpu = j.target.cpu;
+  rec.features = j.target.features;
+  rec.options = options.canonical();
+  rec.module_hash = j.components.module_hash;
+  rec.toolchain = j.components.toolchain;
+  return rec;
+}
+
+// Must-hit mode's refusal: the job, and why the cache's nearest one differs.
+Error Plan::Impl::must_hit_miss(storage::Store& store, const PlannedJob& j) const {
+  core::JobRecord wanted = record_of(j);
+  auto cached = store.list_jobs();
+  std::string why = cached ? core::describe_miss(wanted, core::explain_miss(wanted, *cached))
+                           : "the cached jobs cannot be listed: " + cached.error().message;
+  return make_error(Code::not_found, "must-hit: job '" + wanted.entry + "' for target " +
+                                         wanted.target + " (key " + j.key.hex() +
+                                         ") is not cached and would be compiled; " + why)
+      .with_entry(wanted.entry)
+      .with_target(wanted.target)
+      .with_job(j.key.hex());
 }
 
 Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -276,12 +311,43 @@ namespace {
 // A job's shard: its key's low bits, so every machine agrees without talking.
 unsigned shard_of(const Hash128& key, unsigned count) { return unsigned(key.lo % count); }
 
+// How long a precompile's leases protect its jobs from gc if it never
+// releases them (it crashed): far longer than any precompile runs.
+constexpr int64_t kLeaseSeconds = 24 * 3600;
+
 } // namespace
 
 Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   Impl& p = *this;
   storage::Store& store = cache.local();
   const unsigned shards = p.request.shard_count;
+
+  // Every planned job is leased before the cache is asked for it, so that
+  // a gc in another process evicts neither a job found here nor one stored
+  // here before this run records the closures that use it. A lease that
+  // cannot be written is a cache that cannot take the jobs either.
+  std::string holder =
+      hash128(std::to_string(::getpid()) + ":" +
+              std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + ":" +
+              std::to_string(reinterpret_cast<uintptr_t>(&p)))
+          .hex();
+  {
+    std::vector<Hash128> keys;
+    for (const PlannedJob& j : p.jobs)
+      keys.push_back(j.key);
+    (void)store.lease_jobs(holder, keys, int64_t(std::time(nullptr)) + kLeaseSeconds);
+  }
+  struct Release {
+    storage::Store& store;
+    const std::string& holder;
+    bool done = false;
+    void now() {
+      if (!done)
+        (void)store.release_leases(holder);
+      done = true;
+    }
+    ~Release() { now(); }
+  } release{store, holder};
 
   CompileReport rep;
   std::vector<size_t> todo;
@@ -302,6 +368,8 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
       todo.push_back(rep.jobs.size() - 1);
     }
   }
+  if (p.request.must_hit && !todo.empty())
+    return p.must_hit_miss(store, p.jobs[todo.front()]);
 
   std::mutex progress_mu;
   size_t done = 0, total = p.jobs.size();
@@ -337,17 +405,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
         report_progress(r);
         continue;
       }
-      core::JobRecord rec;
-      rec.key = j.key;
-      rec.entry = r.entry;
-      rec.symbol = j.symbol;
-      rec.target = j.target.spec;
-      rec.triple = j.target.triple;
-      rec.cpu = j.target.cpu;
-      rec.features = j.target.features;
-      rec.options = r.options;
-      rec.module_hash = j.components.module_hash;
-      rec.toolchain = j.components.toolchain;
+      core::JobRecord rec = p.record_of(j);
       rec.compile_ms = ms;
       std::vector<core::Artifact> stored;
       for (codegen::CompiledArtifact& a : *arts)
@@ -365,13 +423,33 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
       report_progress(r);
     }
   };
+  // A thread that cannot start (no memory, a thread limit) fails the run;
+  // the workers already started finish their current job and stop.
   std::vector<std::thread> pool;
-  for (unsigned w = 1; w < workers; ++w)
-    pool.emplace_back(work);
-  work();
+  std::optional<Error> no_thread;
+  for (unsigned w = 1; w < workers && !no_thread; ++w) {
+    try {
+      if (fault::hit("thread-start"))
+        throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                fault::message("thread-start"));
+      pool.emplace_back(work);
+    } catch (const std::exception& e) {
+      next.store(todo.size());
+      no_thread = make_error(Code::internal, "cannot start compile worker " + std::to_string(w) +
+                                                 " of " + std::to_string(workers) + ": " +
+                                                 e.what());
+    }
+  }
+  if (!no_thread)
+    work();
   for (std::thread& t : pool)
     t.join();
+  if (no_thread)
+    return *no_thread;
 
+  std::string unit;
+  for (const SourceInput& in : p.request.inputs)
+    unit += (unit.empty() ? "" : ", ") + in.name;
   std::unordered_map<std::string, const JobReport*> status_of;
   for (const JobReport& r : rep.jobs)
     status_of[r.key] = &r;
@@ -406,7 +484,9 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
         rep.roots.push_back(std::move(rr));
         continue;
       }
-      Status s = store.put_closure(rec, {name});
+      // The name moves only once the root has succeeded: a root whose image
+      // fails to link keeps naming the closure it named before.
+      Status s = store.put_closure(rec, {});
       if (!s) {
         rr.error = s.error().message;
       } else {
@@ -423,9 +503,20 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
             rr.error = image.error().context("linking root '" + root.name + "'").message;
         }
       }
+      if (rr.error.empty()) {
+        rr.unit = unit;
+        auto moved = store.point_name(name, unit);
+        if (!moved)
+          rr.error = moved.error().message;
+        else if (*moved) {
+          rr.previous_closure = (*moved)->old_closure.hex();
+          rr.previous_unit = (*moved)->old_unit;
+        }
+      }
     }
     rep.roots.push_back(std::move(rr));
   }
+  release.now();
 
   storage::Counters usage;
   for (const JobReport& r : rep.jobs) {

@@ -1,4 +1,5 @@
 // The C API (kiln.h) and the C++ API (kiln.hpp) over the loader.
+#include "runtime/c_entry.h"
 #include "runtime/loader.h"
 
 #include "support/files.h"
@@ -23,58 +24,77 @@ void set_last_error(const std::string& message) { t_last_error = message; }
 extern "C" {
 
 kiln_status kiln_cache_open(const char* path, kiln_cache** out) {
-  if (!out)
-    return fail(kiln::make_error(kiln::Code::invalid_argument, "kiln_cache_open: out is NULL"));
-  *out = nullptr;
-  std::string p;
-  if (path && *path) {
-    p = path;
-  } else {
-    auto d = kiln::default_cache_path();
-    if (!d)
-      return fail(d.error());
-    p = *d;
-  }
-  // $KILN_REMOTE gives every program the shared remote unchanged; a bad
-  // value is an error here, a down server only a notice at first use.
-  auto storage = kiln::storage::Storage::open(p);
-  if (!storage)
-    return fail(storage.error());
-  (*storage)->local().defer_checkpoint(); // a loading process's close costs no fsync
-  auto* cache = new kiln_cache();
-  cache->storage = storage.take();
-  *out = cache;
-  return KILN_OK;
+  return kiln_cache_open_flags(path, 0, out);
+}
+
+kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache** out) {
+  return kiln::runtime::c_entry("kiln_cache_open", [&]() -> kiln_status {
+    if (!out)
+      return fail(kiln::make_error(kiln::Code::invalid_argument, "kiln_cache_open: out is NULL"));
+    if (flags & ~unsigned(KILN_CACHE_READ_ONLY))
+      return fail(kiln::make_error(kiln::Code::invalid_argument,
+                                   "kiln_cache_open: unknown flags " + std::to_string(flags)));
+    *out = nullptr;
+    std::string p;
+    if (path && *path) {
+      p = path;
+    } else {
+      auto d = kiln::default_cache_path();
+      if (!d)
+        return fail(d.error());
+      p = *d;
+    }
+    // $KILN_REMOTE gives every program the shared remote unchanged; a bad
+    // value is an error here, a down server only a notice at first use.
+    auto mode = (flags & KILN_CACHE_READ_ONLY) ? kiln::storage::OpenMode::read_only
+                                               : kiln::storage::OpenMode::automatic;
+    auto storage = kiln::storage::Storage::open(p, "", false, mode);
+    if (!storage)
+      return fail(storage.error());
+    (*storage)->local().defer_checkpoint(); // a loading process's close costs no fsync
+    auto* cache = new kiln_cache();
+    cache->storage = storage.take();
+    *out = cache;
+    return KILN_OK;
+  });
+}
+
+int kiln_cache_read_only(kiln_cache* cache) {
+  return cache && cache->storage && cache->storage->local().read_only() ? 1 : 0;
 }
 
 void kiln_cache_close(kiln_cache* cache) { delete cache; }
 
 kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
                             kiln_image** out) {
-  if (!cache || !name || !out)
-    return fail(kiln::make_error(kiln::Code::invalid_argument,
-                                 "kiln_image_load: cache, name and out must not be NULL"));
-  *out = nullptr;
-  auto img = kiln::runtime::load_image(*cache, name, target ? target : "");
-  if (!img)
-    return fail(img.error());
-  *out = img.take().release();
-  return KILN_OK;
+  return kiln::runtime::c_entry("kiln_image_load", [&]() -> kiln_status {
+    if (!cache || !name || !out)
+      return fail(kiln::make_error(kiln::Code::invalid_argument,
+                                   "kiln_image_load: cache, name and out must not be NULL"));
+    *out = nullptr;
+    auto img = kiln::runtime::load_image(*cache, name, target ? target : "");
+    if (!img)
+      return fail(img.error());
+    *out = img.take().release();
+    return KILN_OK;
+  });
 }
 
 kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) {
-  if (!image || !entry || !out) [[unlikely]]
-    return fail(kiln::make_error(kiln::Code::invalid_argument,
-                                 "kiln_image_lookup: image, entry and out must not be NULL"));
-  auto it = image->symbols.find(std::string_view(entry));
-  if (it == image->symbols.end()) [[unlikely]] {
-    *out = nullptr;
-    return fail(kiln::make_error(kiln::Code::not_found, std::string("no function '") + entry +
-                                                            "' in the image of closure " +
-                                                            image->closure.hex()));
-  }
-  *out = it->second;
-  return KILN_OK;
+  return kiln::runtime::c_entry("kiln_image_lookup", [&]() -> kiln_status {
+    if (!image || !entry || !out) [[unlikely]]
+      return fail(kiln::make_error(kiln::Code::invalid_argument,
+                                   "kiln_image_lookup: image, entry and out must not be NULL"));
+    auto it = image->symbols.find(std::string_view(entry));
+    if (it == image->symbols.end()) [[unlikely]] {
+      *out = nullptr;
+      return fail(kiln::make_error(kiln::Code::not_found, std::string("no function '") + entry +
+                                                              "' in the image of closure " +
+                                                              image->closure.hex()));
+    }
+    *out = it->second;
+    return KILN_OK;
+  });
 }
 
 void* kiln_image_module(kiln_image* image) {
@@ -111,9 +131,11 @@ Result<void*> Image::lookup(std::string_view entry) const {
   return it->second;
 }
 
-Result<Cache> Cache::open(const std::string& path) {
+Result<Cache> Cache::open(const std::string& path) { return open(path, 0); }
+
+Result<Cache> Cache::open(const std::string& path, unsigned flags) {
   kiln_cache* c = nullptr;
-  kiln_status st = kiln_cache_open(path.empty() ? nullptr : path.c_str(), &c);
+  kiln_status st = kiln_cache_open_flags(path.empty() ? nullptr : path.c_str(), flags, &c);
   if (st != KILN_OK)
     return make_error(static_cast<Code>(st), t_last_error);
   return Cache(c);

@@ -1,5 +1,6 @@
 // The C API (kiln.h) and the C++ API (kiln.hpp) over a whole cache rather
 // than one image: verification.
+#include "runtime/c_entry.h"
 #include "runtime/handles.h"
 #include "runtime/loader.h"
 #include "storage/local/verify.h"
@@ -7,23 +8,25 @@
 #include <kiln/kiln.hpp>
 
 extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
-  if (problems)
-    *problems = 0;
-  if (!cache || !cache->storage) {
-    kiln::runtime::set_last_error("kiln_cache_verify: cache is NULL");
-    return KILN_INVALID_ARGUMENT;
-  }
-  auto rep = kiln::storage::verify_cache(cache->storage->local());
-  if (!rep) {
-    kiln::runtime::set_last_error(rep.error().message);
-    return static_cast<kiln_status>(rep.error().code);
-  }
-  if (problems)
-    *problems = rep->problems.size();
-  if (rep->ok())
-    return KILN_OK;
-  kiln::runtime::set_last_error(rep->problems.front().message);
-  return KILN_CORRUPT;
+  return kiln::runtime::c_entry("kiln_cache_verify", [&]() -> kiln_status {
+    if (problems)
+      *problems = 0;
+    if (!cache || !cache->storage) {
+      kiln::runtime::set_last_error("kiln_cache_verify: cache is NULL");
+      return KILN_INVALID_ARGUMENT;
+    }
+    auto rep = kiln::storage::verify_cache(cache->storage->local());
+    if (!rep) {
+      kiln::runtime::set_last_error(rep.error().message);
+      return static_cast<kiln_status>(rep.error().code);
+    }
+    if (problems)
+      *problems = rep->problems.size();
+    if (rep->ok())
+      return KILN_OK;
+    kiln::runtime::set_last_error(rep->problems.front().message);
+    return KILN_CORRUPT;
+  });
 }
 
 namespace kiln {

@@ -1,5 +1,6 @@
 #include "runtime/loader.h"
 
+#include "core/check.h"
 #include "core/target.h"
 #include "image/image.h"
 #include "runtime/backends.h"
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
 
 namespace kiln::runtime {
 
@@ -59,24 +61,50 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   } else {
     target = std::string(target_arg);
   }
-  KILN_TRY_ASSIGN(auto key, resolve(storage, name, target));
-  auto closure = storage.get_closure(key);
+  // The name, its closure, the members and a stored image, read in one
+  // transaction: a gc in another process between separate reads would
+  // leave a closure without members, which reads as damage. Only what the
+  // local cache lacks goes through storage (the remote tier).
+  // Whether NVIDIA code goes through the driver's JIT decides which image
+  // arch to read. Without a driver that is unknown, but a root the cache
+  // lacks is still not_found, not unavailable: report the driver only once
+  // the closure is there.
+  Result<bool> jit = false;
+  if (core::target_kind(target) == core::TargetKind::nvptx)
+    jit = cuda_needs_jit(target);
+  bool jit_image = jit && *jit;
+  std::string arch = jit_image ? std::string() : core::image_arch(target);
+  Hash128 key;
+  Result<core::ClosureRecord> closure = make_error(Code::internal, "unread");
+  std::optional<std::string> stored_image;
+  auto local = store.read_root(std::string(name), target, arch);
+  if (local) {
+    key = local->closure.key;
+    closure = std::move(local->closure);
+    stored_image = std::move(local->image);
+  } else if (local.error().code == Code::not_found) {
+    KILN_TRY_ASSIGN(auto k, resolve(storage, name, target));
+    key = k;
+    closure = storage.get_closure(key);
+  } else {
+    closure = local.error();
+  }
   if (!closure)
     return closure.error().context("loading '" + std::string(name) + "'");
   if (closure->target != target)
     return make_error(Code::invalid_argument, "closure " + key.hex() + " is for target " +
                                                   closure->target + ", not " + target);
+  if (!jit)
+    return jit.error().context("loading '" + std::string(name) + "'");
 
   Result<std::string> bytes = make_error(Code::internal, "no image");
   bool linked = false;
-  if (core::target_kind(target) == core::TargetKind::nvptx) {
+  if (stored_image && core::check_image(*stored_image, *closure)) {
+    bytes = std::move(*stored_image);
+  } else if (jit_image) {
     // A cubin for another major (or another 'a' arch) does not run here; its
     // PTX may, through the driver's JIT.
-    auto jit = cuda_needs_jit(target);
-    if (!jit)
-      return jit.error().context("loading '" + std::string(name) + "'");
-    bytes = *jit ? cuda_jit_image(store, *closure, &linked)
-                 : image::fetch_or_link(storage, *closure, &linked);
+    bytes = cuda_jit_image(store, *closure, &linked);
   } else {
     bytes = image::fetch_or_link(storage, *closure, &linked);
   }

@@ -1,3 +1,5 @@
+// Bundles: closures with their jobs, images and names as one checksummed,
+// compressed file (encode, decode), decoded as hostile input.
 #include "storage/bundle.h"
 
 #include "storage/local/statement.h"
@@ -16,18 +18,24 @@
 // strings and vectors allocate whatever a prefix claims before reading a
 // byte, so a few bytes could ask for gigabytes. These, preferred by
 // overload resolution for the bundle's input archive, refuse a length
-// longer than what is left of the payload, and grow vectors only as their
-// elements actually decode.
+// longer than the bytes left in the payload (read from the stream's
+// position), and grow vectors only as their elements actually decode. The
+// payload itself is capped before it is decompressed.
 namespace kiln::storage {
 namespace {
-thread_local uint64_t* g_decode_budget = nullptr; // bytes not yet claimed by strings
+// The payload being decoded on this thread, and its size.
+thread_local std::istream* g_decoding = nullptr;
+thread_local uint64_t g_decoding_size = 0;
 
-void claim(uint64_t n, bool consume) {
-  if (g_decode_budget && n > *g_decode_budget)
+// A length prefix of `n` bytes or elements (each at least one byte).
+void claim(uint64_t n) {
+  if (!g_decoding)
+    return;
+  std::streamoff at = g_decoding->tellg();
+  uint64_t left = at < 0 || uint64_t(at) > g_decoding_size ? 0 : g_decoding_size - uint64_t(at);
+  if (n > left)
     throw cereal::Exception("a length of " + std::to_string(n) + " exceeds the " +
-                            std::to_string(*g_decode_budget) + " bytes left");
-  if (g_decode_budget && consume)
-    *g_decode_budget -= n;
+                            std::to_string(left) + " bytes left");
 }
 } // namespace
 } // namespace kiln::storage
@@ -37,7 +45,7 @@ namespace cereal {
 inline void load(PortableBinaryInputArchive& ar, std::string& s) {
   size_type n = 0;
   ar(make_size_tag(n));
-  kiln::storage::claim(n, true);
+  kiln::storage::claim(n);
   s.resize(size_t(n));
   ar(binary_data(s.data(), size_t(n)));
 }
@@ -45,7 +53,7 @@ inline void load(PortableBinaryInputArchive& ar, std::string& s) {
 template <class T> void load(PortableBinaryInputArchive& ar, std::vector<T>& v) {
   size_type n = 0;
   ar(make_size_tag(n));
-  kiln::storage::claim(n, false); // every element takes at least one byte
+  kiln::storage::claim(n); // every element takes at least one byte
   v.clear();
   for (size_type i = 0; i < n; ++i)
     ar(v.emplace_back());
@@ -83,8 +91,9 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
 constexpr size_t kHeader = 8 + 4 + 8 + 16;
-// A bundle that claims more than this is damaged or hostile.
-constexpr uint64_t kMaxPayload = uint64_t(1) << 34;
+// A bundle's payload is decoded in memory: one that claims more than this is
+// damaged or hostile (zstd_decompress also bounds it by the packed size).
+constexpr uint64_t kMaxPayload = uint64_t(1) << 32;
 
 void put_le(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i)
@@ -168,17 +177,19 @@ Result<BundleData> decode_bundle(std::string_view bytes) {
     return make_error(Code::corrupt, "bundle fails its checksum (damaged or truncated)");
   if (raw_size > kMaxPayload)
     return make_error(Code::corrupt, "bundle claims an implausible size");
-  auto payload = zstd_decompress(packed, size_t(raw_size));
+  auto payload = zstd_decompress(packed, size_t(raw_size), size_t(kMaxPayload));
   if (!payload)
     return payload.error().context("bundle");
   BundleData data;
-  uint64_t budget = payload->size();
-  struct Budget {
-    explicit Budget(uint64_t* b) { g_decode_budget = b; }
-    ~Budget() { g_decode_budget = nullptr; }
-  } scope(&budget);
   try {
     std::istringstream is(*payload);
+    struct Decoding {
+      Decoding(std::istream& is, uint64_t size) {
+        g_decoding = &is;
+        g_decoding_size = size;
+      }
+      ~Decoding() { g_decoding = nullptr; }
+    } scope(is, payload->size());
     cereal::PortableBinaryInputArchive ar(is);
     ar(data);
     if (is.peek() != std::char_traits<char>::eof())

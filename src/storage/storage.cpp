@@ -23,9 +23,9 @@ Storage::~Storage() = default;
 
 Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,
                                                const std::string& remote_url,
-                                               bool remote_read_only) {
+                                               bool remote_read_only, OpenMode mode) {
   KILN_TRY_ASSIGN(auto remote, remote::configured(remote_url, remote_read_only));
-  KILN_TRY_ASSIGN(auto store, Store::open(path));
+  KILN_TRY_ASSIGN(auto store, Store::open(path, mode));
   return std::make_unique<Storage>(std::move(store), std::move(remote));
 }
 

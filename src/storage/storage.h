@@ -41,10 +41,11 @@ public:
 
   /// Opens the local cache at `path` with the remote configured by
   /// `remote_url`, else $KILN_REMOTE (remote::configured): a bad remote URL
-  /// is reported before the cache is opened.
+  /// is reported before the cache is opened. `mode`: Store::open's.
   static Result<std::unique_ptr<Storage>> open(const std::string& path,
                                                const std::string& remote_url = "",
-                                               bool remote_read_only = false);
+                                               bool remote_read_only = false,
+                                               OpenMode mode = OpenMode::automatic);
 
   /// The local cache, for what only it holds (usage, settings, gc, memos).
   Store& local() { return *local_; }

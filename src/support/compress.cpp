@@ -1,8 +1,20 @@
+// zstd compression of stored blobs, with every claimed size checked before
+// the output is allocated.
 #include "support/compress.h"
 
 #include <zstd.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace kiln {
+
+size_t zstd_output_limit(size_t compressed_size, size_t max_output) {
+  size_t by_ratio = compressed_size > (SIZE_MAX - kMaxZstdSlack) / kMaxZstdRatio
+                        ? SIZE_MAX
+                        : compressed_size * kMaxZstdRatio + kMaxZstdSlack;
+  return std::min(by_ratio, max_output);
+}
 
 std::string zstd_compress(std::string_view raw, int level) {
   std::string out(ZSTD_compressBound(raw.size()), '\0');
@@ -12,11 +24,17 @@ std::string zstd_compress(std::string_view raw, int level) {
   return out;
 }
 
-Result<std::string> zstd_decompress(std::string_view compressed, size_t expected_size) {
-  // A stored size is input too: refuse absurd ones before allocating.
-  constexpr size_t kMaxBlob = size_t(1) << 32;
-  if (expected_size > kMaxBlob)
-    return make_error(Code::corrupt, "blob claims " + std::to_string(expected_size) + " bytes");
+Result<std::string> zstd_decompress(std::string_view compressed, size_t expected_size,
+                                    size_t max_output) {
+  // A stored size and a frame's header are input too: both must agree and
+  // stay within what the compressed bytes could plausibly hold before
+  // anything is allocated.
+  size_t limit = zstd_output_limit(compressed.size(), max_output);
+  if (expected_size > limit)
+    return make_error(Code::corrupt, "blob claims " + std::to_string(expected_size) +
+                                         " bytes from " + std::to_string(compressed.size()) +
+                                         " compressed (at most " + std::to_string(limit) +
+                                         " allowed)");
   unsigned long long size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size != expected_size)
     return make_error(Code::corrupt, "compressed blob has a bad zstd header or size");

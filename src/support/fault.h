@@ -12,6 +12,7 @@
 //   dlopen:kiln-link  loading the linker library fails
 //   dlopen:cuda, dlopen:hip, dlopen:nvjitlink   loading a vendor library fails
 //   link:host, link:amdgpu, link:nvjitlink      a link step fails
+//   thread-start      a compile worker thread fails to start
 // e.g. KILN_FAULT=sqlite-write:3  KILN_FAULT=disk-full:2+,dlopen:kiln-link
 #pragma once
 

@@ -316,4 +316,15 @@ TEST_CASE("C API: unknown root and unknown function are KILN_NOT_FOUND") {
   kiln_image_release(image);
 }
 
+TEST_CASE("both tools' --help document the exit statuses") {
+  for (const fs::path& tool : {precompile_bin(), inspect_bin()}) {
+    CAPTURE(tool);
+    RunResult r = run({tool.string(), "--help"});
+    REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+    CHECK(r.out.find("Exit status: 0 success; 1 ") != std::string::npos);
+    CHECK(r.out.find("2 usage or input error") != std::string::npos);
+    CHECK(r.out.find("--read-only") != std::string::npos);
+  }
+}
+
 TEST_SUITE_END();

@@ -185,4 +185,34 @@ TEST_CASE("bad input leaves an existing cache exactly as it was") {
   CHECK(image.fn<I32Fn>("dia_root")(5) == 1026);
 }
 
+TEST_CASE("an unusable cache or toolchain exits 1; usage and input errors exit 2") {
+  TempDir scratch;
+  // Not an SQLite database: corrupt, for both tools.
+  Cache junk;
+  { std::ofstream(junk.db(), std::ios::binary) << std::string(4096, 'x'); }
+  RunResult pre = precompile(junk, {data("nested.ll")});
+  CHECK_MESSAGE(pre.exit_code == 1, describe(pre));
+  CHECK(pre.err.find("not a Kiln cache") != std::string::npos);
+  RunResult ls = inspect(junk, {"ls"});
+  CHECK_MESSAGE(ls.exit_code == 1, describe(ls));
+
+  Cache cache;
+  json j = precompile_ok(cache, {data("nested.ll")});
+  // A write to a read-only cache: the cache is unusable for it.
+  RunResult ro = inspect(cache, {"--read-only", "gc", "--max-size", "1"});
+  CHECK_MESSAGE(ro.exit_code == 1, describe(ro));
+  // Not in the cache: 1.
+  RunResult missing = inspect(cache, {"show", "no_such_root"});
+  CHECK_MESSAGE(missing.exit_code == 1, describe(missing));
+  // Usage and input: 2.
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--no-such-flag", "ls"}, {"explain", "zz", "zz"},
+        {"gc", "--max-size", "lots"}, {"config", "no_such_setting", "1"}}) {
+    RunResult r = inspect(cache, args);
+    CHECK_MESSAGE(r.exit_code == 2, args[0] << ": " << describe(r));
+  }
+  RunResult flag = precompile(cache, {"--shard", "0/0", data("nested.ll")});
+  CHECK_MESSAGE(flag.exit_code == 2, describe(flag));
+}
+
 TEST_SUITE_END();

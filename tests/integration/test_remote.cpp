@@ -5,117 +5,44 @@
 // and not propagated, and three shards fill the tier for everyone.
 #include "harness.hpp"
 
+#include "../unit/fixtures/env.hpp"
+#include "../unit/fixtures/redis.hpp"
+
 #include <doctest/doctest.h>
 
 #if KILN_TEST_HIREDIS
 #include <hiredis/hiredis.h>
 #endif
 
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 using namespace kiln_it;
+using kiln::test::EnvVar;
 
 namespace {
 
 #if KILN_TEST_HIREDIS
 
-std::string find_redis_server() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  dirs += ":/usr/sbin:/usr/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!dir.empty() && ::access((dir + "/redis-server").c_str(), X_OK) == 0)
-      return dir + "/redis-server";
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
-  return {};
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-/// A redis-server child on 127.0.0.1:<free port>, no persistence.
-class Redis {
+/// The shared redis-server, with a hiredis connection of the test's own for
+/// looking inside it.
+class Redis : public kiln::test::RedisServer {
 public:
-  explicit Redis(std::vector<std::string> extra = {}) {
-    std::string bin = find_redis_server();
-    if (bin.empty())
-      return;
-    port_ = free_port();
-    std::vector<std::string> args{bin,        "--port",       std::to_string(port_),
-                                  "--bind",   "127.0.0.1",    "--save",
-                                  "",         "--appendonly", "no",
-                                  "--daemonize", "no",        "--dir",
-                                  dir_.path().string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (std::string& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::freopen("/dev/null", "w", stdout);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    for (int i = 0; i < 100; ++i) {
-      if (redisReply* r = command("PING")) {
-        bool up = r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR;
-        freeReplyObject(r);
-        if (up)
-          return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL("redis-server did not answer PING on port " << port_);
-  }
+  using RedisServer::RedisServer;
   ~Redis() { kill(); }
 
-  bool running() const { return pid_ > 0; }
-  std::string url(const std::string& options = "") const {
-    return "redis://127.0.0.1:" + std::to_string(port_) + options;
-  }
   void kill() {
     if (ctx_) {
       redisFree(ctx_);
       ctx_ = nullptr;
     }
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
+    stop();
   }
   /// One command on the test's own connection; the caller frees the reply.
   template <class... A> redisReply* command(const char* fmt, A... args) {
     if (!ctx_) {
       timeval tv{2, 0};
-      ctx_ = redisConnectWithTimeout("127.0.0.1", port_, tv);
+      ctx_ = redisConnectWithTimeout("127.0.0.1", port(), tv);
       if (!ctx_ || ctx_->err) {
         if (ctx_)
           redisFree(ctx_);
@@ -145,17 +72,7 @@ public:
   }
 
 private:
-  TempDir dir_;
-  int port_ = 0;
-  pid_t pid_ = -1;
   redisContext* ctx_ = nullptr;
-};
-
-/// Sets an environment variable for the scope (children inherit it).
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const std::string& v) : name(n) { ::setenv(n, v.c_str(), 1); }
-  ~ScopedEnv() { ::unsetenv(name.c_str()); }
 };
 
 json precompile_json(const Cache& cache, const std::vector<std::string>& args) {
@@ -188,12 +105,6 @@ RunResult probe(const Cache& cache, const std::string& name, const std::string& 
   return run({KILN_LOAD_PROBE, cache.db().string(), name, arg});
 }
 
-#define NEED_REDIS(server)                                                                        \
-  if (!(server).running()) {                                                                     \
-    MESSAGE("skipped: redis-server is not installed (Debian package redis-server)");              \
-    return;                                                                                      \
-  }
-
 #endif
 
 } // namespace
@@ -204,7 +115,7 @@ TEST_SUITE("integration.remote") {
 
 TEST_CASE("two caches share work through Redis: the second compiles nothing") {
   Redis redis;
-  NEED_REDIS(redis);
+  KILN_NEED_REDIS(redis);
   Cache a, b;
   json first = precompile_json(a, {"--remote", redis.url(), KILN_EXAMPLES "/deferred.ll"});
   size_t jobs = first["jobs"].size();
@@ -232,7 +143,7 @@ TEST_CASE("two caches share work through Redis: the second compiles nothing") {
   // image all come from Redis; no linker is loaded.
   Cache c;
   precompile_json(a, {"--remote", redis.url(), data("nested.ll")});
-  ScopedEnv env("KILN_REMOTE", redis.url());
+  EnvVar env("KILN_REMOTE", redis.url());
   RunResult r = probe(c, "nest_a", "5");
   REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
   CHECK(r.out == "result=345 llvm=0 linker=0\n");
@@ -241,7 +152,7 @@ TEST_CASE("two caches share work through Redis: the second compiles nothing") {
 
 TEST_CASE("read-only consumers fetch but never write") {
   Redis redis;
-  NEED_REDIS(redis);
+  KILN_NEED_REDIS(redis);
   Cache a, b;
   json first = precompile_json(a, {"--remote", redis.url("?read_only=1"), data("nested.ll")});
   CHECK(count_status(first, "compiled") == first["jobs"].size());
@@ -262,7 +173,7 @@ TEST_CASE("read-only consumers fetch but never write") {
 
 TEST_CASE("a dead Redis: everything still succeeds locally, with one notice") {
   Redis redis;
-  NEED_REDIS(redis);
+  KILN_NEED_REDIS(redis);
   Cache a, b;
   precompile_json(a, {"--remote", redis.url(), KILN_EXAMPLES "/deferred.ll"});
   std::string url = redis.url("?timeout_ms=300");
@@ -279,7 +190,7 @@ TEST_CASE("a dead Redis: everything still succeeds locally, with one notice") {
   CHECK(s < 60);
   CHECK(stats(b)["remote_errors"].get<long long>() >= 1);
   // A loader in the same situation loads from the local cache.
-  ScopedEnv env("KILN_REMOTE", url);
+  EnvVar env("KILN_REMOTE", url);
   precompile_json(b, {"--remote", "off", data("nested.ll")});
   RunResult p = probe(b, "nest_a", "5");
   REQUIRE_MESSAGE(p.exit_code == 0, describe(p));
@@ -294,7 +205,7 @@ TEST_CASE("a dead Redis: everything still succeeds locally, with one notice") {
 
 TEST_CASE("a slow Redis costs the timeout once, then the run goes on locally") {
   Redis redis;
-  NEED_REDIS(redis);
+  KILN_NEED_REDIS(redis);
   Cache a;
   // CLIENT PAUSE holds every other client's commands for 20 s: the
   // precompile's calls time out after 300 ms.
@@ -316,7 +227,7 @@ TEST_CASE("a slow Redis costs the timeout once, then the run goes on locally") {
 
 TEST_CASE("a corrupted remote value is rejected and not propagated") {
   Redis redis;
-  NEED_REDIS(redis);
+  KILN_NEED_REDIS(redis);
   Cache a, b, c;
   json first = precompile_json(a, {"--remote", redis.url(), data("nested.ll")});
   std::string victim = first["jobs"][0]["key"];
@@ -359,7 +270,7 @@ TEST_CASE("a corrupted remote value is rejected and not propagated") {
 
 TEST_CASE("three shards fill the tier; then nothing is compiled anywhere") {
   Redis redis;
-  NEED_REDIS(redis);
+  KILN_NEED_REDIS(redis);
   Cache s1, s2, s3, full, loader;
   std::map<std::string, int> compiled_by;
   size_t jobs = 0;
@@ -396,7 +307,7 @@ TEST_CASE("three shards fill the tier; then nothing is compiled anywhere") {
   precompile_json(s1, {"--remote", redis.url(), "--shard", "1/3", data("nested.ll")});
   precompile_json(s2, {"--remote", redis.url(), "--shard", "2/3", data("nested.ll")});
   precompile_json(s3, {"--remote", redis.url(), "--shard", "3/3", data("nested.ll")});
-  ScopedEnv env("KILN_REMOTE", redis.url());
+  EnvVar env("KILN_REMOTE", redis.url());
   RunResult p = probe(loader, "nest_a", "5");
   REQUIRE_MESSAGE(p.exit_code == 0, describe(p));
   CHECK(p.out.rfind("result=345 llvm=0", 0) == 0);
@@ -404,7 +315,7 @@ TEST_CASE("three shards fill the tier; then nothing is compiled anywhere") {
 
 TEST_CASE("credentials never appear; TLS URLs and bad shards are refused clearly") {
   Redis redis({"--requirepass", "s3cret-pw"});
-  NEED_REDIS(redis);
+  KILN_NEED_REDIS(redis);
   Cache a;
   std::string port = redis.url().substr(redis.url().rfind(':') + 1);
   // Wrong password: the server refuses AUTH; the notice names the server only.

@@ -14,7 +14,8 @@ class Options(ctypes.Structure):
                 ("entries", ctypes.POINTER(ctypes.c_char_p)), ("entry_count", ctypes.c_size_t),
                 ("targets", ctypes.POINTER(ctypes.c_char_p)), ("target_count", ctypes.c_size_t),
                 ("opt_level", ctypes.c_int), ("debug", ctypes.c_int),
-                ("jobs", ctypes.c_uint), ("link_images", ctypes.c_int)]
+                ("jobs", ctypes.c_uint), ("link_images", ctypes.c_int),
+                ("must_hit", ctypes.c_int)]
 
 
 class ErrorInfo(ctypes.Structure):

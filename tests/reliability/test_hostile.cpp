@@ -1,5 +1,6 @@
-// Regression tests for what the fuzzers (tests/fuzz) found or forced, run
-// through the real CLIs: each input is refused with a clear message.
+// Regression tests for what the fuzzers (tests/fuzz) found or forced, and
+// hostile sizes, run through the real CLIs: each input is refused with a
+// clear message, never by running out of memory.
 #include "common.hpp"
 
 #include <doctest/doctest.h>
@@ -32,6 +33,14 @@ std::string envelope(const std::string& payload) {
   put_le(out, h.hi, 8);
   put_le(out, h.lo, 8);
   return out + packed;
+}
+
+// A zstd frame whose header claims `claimed` content bytes (single segment,
+// 8-byte content size) and holds one empty last raw block.
+std::string frame_claiming(uint64_t claimed) {
+  std::string f = {'\x28', '\xb5', '\x2f', '\xfd', '\xe0'};
+  put_le(f, claimed, 8);
+  return f + std::string("\x01\x00\x00", 3);
 }
 
 } // namespace
@@ -96,6 +105,35 @@ TEST_CASE("a bundle whose lengths claim more than it holds is refused without al
     CHECK(r.err.find("exceeds") != std::string::npos);
     CHECK(r.err.find("bundle") != std::string::npos);
   }
+}
+
+TEST_CASE("a bundle whose zstd frame claims gigabytes is refused before decompressing") {
+  TempDir dir;
+  const uint64_t claimed = uint64_t(3) << 30;
+  std::string packed = frame_claiming(claimed);
+  kiln::Hash128 h = kiln::hash128(packed);
+  std::string bundle = "KILNBNDL";
+  put_le(bundle, 1, 4);
+  put_le(bundle, claimed, 8);
+  put_le(bundle, h.hi, 8);
+  put_le(bundle, h.lo, 8);
+  bundle += packed;
+  fs::path file = dir.path() / "frame.kiln";
+  {
+    std::ofstream f(file, std::ios::binary);
+    f << bundle;
+  }
+  Cache cache;
+  // 512 MiB of address space: enough for Kiln, not for what is claimed.
+  RunResult r = run({"/bin/sh", "-c", "ulimit -v 524288; exec \"$@\"", "sh",
+                     inspect_bin().string(), "--cache", cache.db().string(), "import",
+                     file.string()});
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("bundle") != std::string::npos);
+  CHECK(r.err.find("blob claims 3221225472 bytes from 16 compressed (at most " +
+                   std::to_string(kiln::zstd_output_limit(16)) + " allowed)") !=
+        std::string::npos);
 }
 
 } // TEST_SUITE

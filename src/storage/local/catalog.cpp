@@ -109,13 +109,14 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::
     if (job.error().code != Code::not_found)
       return job.error();
     if (auto closure = store.get_closure(key))
-      return Found(RootDetail{"", closure->target, closure.take()});
+      return Found(RootDetail{"", closure->target, closure.take(), ""});
   }
   KILN_TRY_ASSIGN(auto names, store.names_for(what));
   for (const NameRecord &n : names)
     if (target.empty() || n.target == target) {
       KILN_TRY_ASSIGN(auto closure, store.get_closure(n.closure));
-      return Found(RootDetail{n.name, n.target, std::move(closure)});
+      auto unit = store.name_unit(n.name, n.target);
+      return Found(RootDetail{n.name, n.target, std::move(closure), unit ? unit.take() : ""});
     }
   return make_error(Code::not_found,
                     "no job, closure or root named '" + what + "' in cache '" + store.path() + "'");

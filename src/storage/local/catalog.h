@@ -51,6 +51,7 @@ struct RootDetail {
   std::string name;
   std::string target;
   ClosureRecord closure;
+  std::string unit; ///< input file names the name came from; empty if unknown
 };
 
 /// A job key, a closure key, or a root name for `target` (empty: its first

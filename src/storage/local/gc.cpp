@@ -1,5 +1,6 @@
-// Eviction: gc per a policy (storage/local/gc.h), and the policy read from
-// command-line text.
+// Eviction: gc per a policy (storage/local/gc.h), the policy read from
+// command-line text, and the job leases that keep a running precompile's
+// jobs out of gc's reach until its closures are recorded.
 #include "storage/local/gc.h"
 
 #include "storage/local/statement.h"
@@ -48,15 +49,29 @@ Result<GcReport> Store::gc(const GcOptions& options) {
     auto page_size = count("PRAGMA page_size");
     return pages && free_pages && page_size ? (*pages - *free_pages) * *page_size : 0;
   };
+  // A lapsed lease is a precompile that crashed or ran past its term.
+  {
+    auto lapsed = prepare("DELETE FROM job_leases WHERE expires_at <= ?1");
+    if (!lapsed)
+      return fail(lapsed.error());
+    Bound b(*lapsed);
+    b.i64(1, now_seconds());
+    if (b.step() != SQLITE_DONE)
+      return fail(db_error("cannot drop lapsed leases"));
+  }
   // Jobs that no closure uses (their root failed, or its closure went) go
-  // first: nothing can load them.
+  // first: nothing can load them. A leased job is a running precompile's,
+  // whose closure is not recorded yet.
+#define KILN_UNLEASED(job) "NOT EXISTS (SELECT 1 FROM job_leases l WHERE l.job_key = " job ")"
   auto orphans = count("SELECT count(*) FROM jobs WHERE NOT EXISTS "
-                       "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key)");
+                       "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key) AND "
+                       KILN_UNLEASED("jobs.key"));
   if (!orphans)
     return fail(orphans.error());
   if (*orphans > 0 && (options.max_size >= 0 || options.older_than >= 0)) {
     if (Status s = exec("DELETE FROM jobs WHERE NOT EXISTS "
-                        "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key)");
+                        "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key) AND "
+                        KILN_UNLEASED("jobs.key"));
         !s)
       return fail(s.error());
     rep.evicted_jobs += *orphans;
@@ -67,7 +82,10 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   // so the order is the same in every process.
   std::vector<std::pair<std::string, int64_t>> order;
   {
-    auto all = prepare("SELECT key, last_used FROM closures ORDER BY last_used, key");
+    // A closure rooted at a leased job is a running precompile's: it is
+    // about to name it (after linking its image), or has just found it.
+    auto all = prepare("SELECT key, last_used FROM closures WHERE " KILN_UNLEASED("root_job")
+                       " ORDER BY last_used, key");
     if (!all)
       return fail(all.error());
     Bound b(*all);
@@ -82,7 +100,9 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
   auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
   auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS "
-                         "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1)");
+                         "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1) AND "
+                         KILN_UNLEASED("?1"));
+#undef KILN_UNLEASED
   for (auto* p : {&members, &images, &del_names, &del_closure, &del_job})
     if (!*p)
       return fail(p->error());
@@ -134,6 +154,32 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   if (!rep.evicted_closures.empty() || rep.evicted_jobs > 0)
     (void)exec(options.vacuum ? "VACUUM" : "PRAGMA incremental_vacuum");
   return rep;
+}
+
+Status Store::lease_jobs(const std::string& holder, const std::vector<Hash128>& keys,
+                        int64_t expires_at) {
+  std::lock_guard lock(mu_);
+  return transaction([&]() -> Status {
+    KILN_TRY_ASSIGN(auto s, prepare("INSERT OR REPLACE INTO job_leases(job_key, holder, "
+                                    "expires_at) VALUES (?1, ?2, ?3)"));
+    for (const Hash128& k : keys) {
+      Bound b(s);
+      b.text(1, k.hex()).text(2, holder).i64(3, expires_at);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot lease job " + k.hex());
+    }
+    return Status::ok();
+  });
+}
+
+Status Store::release_leases(const std::string& holder) {
+  std::lock_guard lock(mu_);
+  KILN_TRY_ASSIGN(auto s, prepare("DELETE FROM job_leases WHERE holder = ?1"));
+  Bound b(s);
+  b.text(1, holder);
+  if (b.step() != SQLITE_DONE)
+    return db_error("cannot release the leases of " + holder);
+  return Status::ok();
 }
 
 } // namespace kiln::storage

@@ -4,7 +4,8 @@
 // jobs no closure uses first (nothing can load them), then closures least
 // recently used first, each with its images and names and the jobs no
 // remaining closure uses; ties in one-second recency are broken by key, so
-// every process evicts in the same order.
+// every process evicts in the same order. A job a running precompile holds a
+// lease on (Store::lease_jobs), and a closure rooted at one, is never evicted.
 #pragma once
 
 #include "support/hash.h"

@@ -203,17 +203,64 @@ OpenFiles& open_files() {
   return *f;
 }
 
+bool read_only_requested() {
+  const char* v = std::getenv("KILN_READ_ONLY");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// An open for writing refused for want of permission, not for a fault.
+bool unwritable(int err) { return err == EACCES || err == EROFS || err == EPERM; }
+
+bool side_files_present(const std::string& path) {
+  return ::access((path + "-wal").c_str(), F_OK) == 0 &&
+         ::access((path + "-shm").c_str(), F_OK) == 0;
+}
+
+// Whether SQLite can create or write the -wal and -shm files beside `path`.
+bool side_files_writable(const std::string& path, const std::string& dir) {
+  if (::access(dir.c_str(), W_OK) == 0)
+    return true;
+  for (const char* ext : {"-wal", "-shm"})
+    if (::access((path + ext).c_str(), W_OK) != 0)
+      return false;
+  return true;
+}
+
+// A path as the path of an SQLite URI: '?', '#' and '%' escaped.
+std::string uri_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '?' || c == '#' || c == '%') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", unsigned(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 int schema_version() { return kMigrations[sizeof kMigrations / sizeof kMigrations[0] - 1].version; }
 
+Error Store::read_only_error(const std::string& what) const {
+  return make_error(Code::unavailable, "cache '" + path_ + "' is read-only (" + read_only_reason_ +
+                                           "): cannot " + what);
+}
+
 Error Store::db_error(const std::string& what) const {
   int rc = sqlite3_errcode(db_);
+  if ((rc & 0xff) == SQLITE_READONLY)
+    return read_only_error(what + " (" + sqlite3_errmsg(db_) + ")");
   Code code = (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) ? Code::corrupt : Code::internal;
   return make_error(code, "cache '" + path_ + "': " + what + ": " + sqlite3_errmsg(db_));
 }
 
 Status Store::exec(const char* sql) {
+  if (read_only_ && std::strncmp(sql, "BEGIN IMMEDIATE", 15) == 0)
+    return read_only_error("write to it");
   char* msg = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
     std::string m = msg ? msg : "unknown error";
@@ -246,11 +293,24 @@ Store::~Store() {
     open_files().count.erase(file_id_);
 }
 
-Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mode) {
   std::unique_ptr<Store> st(new Store());
   st->path_ = path;
-  if (auto slash = path.rfind('/'); slash != std::string::npos && slash > 0)
-    KILN_TRY(make_dirs(path.substr(0, slash)));
+  std::string dir = ".";
+  if (auto slash = path.rfind('/'); slash != std::string::npos)
+    dir = slash == 0 ? "/" : path.substr(0, slash);
+  if (mode == OpenMode::read_only) {
+    st->read_only_ = true;
+    st->read_only_reason_ = "opened read-only";
+  } else if (mode == OpenMode::automatic && read_only_requested()) {
+    st->read_only_ = true;
+    st->read_only_reason_ = "KILN_READ_ONLY is set";
+  }
+  if (!st->read_only_ && dir != "." && dir != "/")
+    if (Status made = make_dirs(dir); !made) {
+      if (mode == OpenMode::read_write || ::access(path.c_str(), F_OK) != 0)
+        return made.error();
+    }
 
   {
     // Closing any descriptor of a file drops every POSIX lock this process
@@ -259,21 +319,51 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     // and the connection's registration happen under one lock.
     std::lock_guard lock(open_files().mu);
     struct stat before;
-    bool ours = ::stat(path.c_str(), &before) == 0 &&
+    bool exists = ::stat(path.c_str(), &before) == 0;
+    bool ours = exists &&
                 open_files().count.count({uint64_t(before.st_dev), uint64_t(before.st_ino)});
-    if (!ours) {
+    if (!st->read_only_ && !ours) {
       // Create a new cache file with owner-only permissions: it holds code
       // that will be run by whoever loads from it.
       int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-      if (fd < 0)
-        return make_error(Code::invalid_argument,
-                          "cannot open cache '" + path + "': " + std::strerror(errno));
-      ::close(fd);
-      KILN_TRY(check_file(path));
+      int err = errno;
+      if (fd < 0 && mode == OpenMode::automatic && exists && unwritable(err)) {
+        st->read_only_ = true;
+        st->read_only_reason_ = std::string("the file is not writable: ") + std::strerror(err);
+      } else if (fd < 0) {
+        return make_error(Code::unavailable,
+                          "cannot open cache '" + path + "': " + std::strerror(err));
+      } else {
+        ::close(fd);
+      }
     }
+    // A writable file in a directory that cannot take the WAL's side files
+    // (another user's directory, a read-only mount) is read as it is.
+    if (!st->read_only_ && mode == OpenMode::automatic && !side_files_writable(path, dir)) {
+      st->read_only_ = true;
+      st->read_only_reason_ = "its directory is not writable";
+    }
+    if (st->read_only_ && !exists)
+      return make_error(Code::not_found, "no cache at '" + path + "' (" + st->read_only_reason_ +
+                                             ": nothing is created)");
+    if (!ours)
+      KILN_TRY(check_file(path));
     const char* vfs = faults_planned() ? fault_vfs()->zName : nullptr;
-    int rc = sqlite3_open_v2(path.c_str(), &st->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                             vfs);
+    int rc;
+    if (st->read_only_) {
+      // With the WAL's side files present, even unwritable, SQLite reads a
+      // WAL database read-only and sees what the WAL holds. Without them it
+      // would create them, or fail where it cannot: immutable, it reads the
+      // database file alone (all there is without a WAL), takes no lock and
+      // creates nothing.
+      bool immutable = !side_files_present(path);
+      std::string uri = "file:" + uri_path(path) + "?mode=ro" + (immutable ? "&immutable=1" : "");
+      rc = sqlite3_open_v2(uri.c_str(), &st->db_,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, vfs);
+    } else {
+      rc = sqlite3_open_v2(path.c_str(), &st->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                           vfs);
+    }
     if (rc != SQLITE_OK)
       return st->db_error("cannot open");
     struct stat now;
@@ -324,10 +414,25 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
                       "'" + path +
                           "' is an SQLite database but not a Kiln cache; refusing to use it");
   if (user_version > schema_version())
-    return make_error(Code::invalid_argument,
+    return make_error(Code::unavailable,
                       "cache '" + path + "' has schema version " + std::to_string(user_version) +
                           ", newer than this Kiln's " + std::to_string(schema_version()) +
                           "; use a newer Kiln or another cache");
+  if (st->read_only_) {
+    if (objects == 0)
+      return make_error(Code::not_found, "cache '" + path + "' is empty (" +
+                                             st->read_only_reason_ + ": nothing is created)");
+    if (user_version < schema_version())
+      return make_error(Code::unavailable,
+                        "cache '" + path + "' has schema version " + std::to_string(user_version) +
+                            ", older than this Kiln's " + std::to_string(schema_version()) +
+                            ", and is read-only (" + st->read_only_reason_ +
+                            "): it cannot be migrated; open it once writable to migrate it");
+    if (!network_fs_kind(path).empty())
+      KILN_TRY(st->exec("PRAGMA mmap_size=0"));
+    KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
+    return st;
+  }
 
   // WAL keeps its index in shared memory (an mmap'd -shm file), which
   // network file systems do not keep coherent between machines (and which
@@ -487,6 +592,8 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
 }
 
 Status Store::transaction(const std::function<Status()>& body) {
+  if (read_only_)
+    return read_only_error("write to it");
   KILN_TRY(exec("BEGIN IMMEDIATE"));
   Status s = body();
   if (s)
@@ -627,6 +734,24 @@ Result<std::string> Store::get_artifact(const Hash128& job, const std::string& f
 Status Store::insert_closure_rows(const ClosureRecord& closure,
                                  const std::vector<NameRecord>& names, int64_t now) {
   std::string hex = closure.key.hex();
+  // A job a concurrent gc evicted would fail the foreign key with a message
+  // naming no job: say which one went.
+  KILN_TRY_ASSIGN(auto has, prepare("SELECT 1 FROM jobs WHERE key = ?1"));
+  auto present = [&](const Hash128& job, const std::string& what) -> Status {
+    Bound b(has);
+    b.text(1, job.hex());
+    int rc = b.step();
+    if (rc == SQLITE_ROW)
+      return Status::ok();
+    if (rc != SQLITE_DONE)
+      return db_error("cannot look up job " + job.hex());
+    return make_error(Code::not_found, what + " job " + job.hex() +
+                                           " is no longer in cache '" + path_ +
+                                           "' (evicted by a gc since it was stored or found)");
+  };
+  KILN_TRY(present(closure.root_job, "root"));
+  for (const ClosureMember& mem : closure.members)
+    KILN_TRY(present(mem.job, "member '" + mem.symbol + "'"));
   // A closure precompiled again counts as used now.
   KILN_TRY_ASSIGN(auto c,
                   prepare("INSERT INTO closures(key, root_job, target, created_at, last_used) "
@@ -647,11 +772,14 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert closure member " + mem.symbol);
   }
+  // A name that keeps its closure keeps its unit; one that moves (an import,
+  // a fetch) no longer knows where it came from.
   KILN_TRY_ASSIGN(
       auto n,
       prepare("INSERT INTO names(name, target, closure_key, updated_at) VALUES (?1, ?2, ?3, "
               "?4) ON CONFLICT(name, target) DO UPDATE SET closure_key = excluded.closure_key, "
-              "updated_at = excluded.updated_at"));
+              "updated_at = excluded.updated_at, unit = CASE WHEN closure_key = "
+              "excluded.closure_key THEN unit ELSE '' END"));
   for (const NameRecord &nr : names) {
     Bound b(n);
     b.text(1, nr.name).text(2, nr.target).text(3, nr.closure.hex()).i64(4, now);
@@ -669,8 +797,81 @@ Status Store::put_closure(const ClosureRecord& closure, const std::vector<NameRe
   return s;
 }
 
-Result<ClosureRecord> Store::get_closure(const Hash128& key) {
+Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
+                                                         const std::string& unit) {
   std::lock_guard lock(mu_);
+  std::optional<NameMove> moved;
+  Status s = transaction([&]() -> Status {
+    KILN_TRY_ASSIGN(auto has, prepare("SELECT 1 FROM closures WHERE key = ?1"));
+    {
+      Bound b(has);
+      b.text(1, name.closure.hex());
+      int rc = b.step();
+      if (rc == SQLITE_DONE)
+        return make_error(Code::not_found, "closure " + name.closure.hex() +
+                                               " is no longer in cache '" + path_ +
+                                               "' (evicted by a gc since it was stored)");
+      if (rc != SQLITE_ROW)
+        return db_error("cannot look up closure " + name.closure.hex());
+    }
+    KILN_TRY_ASSIGN(auto old, prepare("SELECT closure_key, unit FROM names WHERE name = ?1 AND "
+                                      "target = ?2"));
+    {
+      Bound b(old);
+      b.text(1, name.name).text(2, name.target);
+      int rc = b.step();
+      if (rc == SQLITE_ROW && b.col_text(0) != name.closure.hex())
+        moved = NameMove{name.name,   name.target, key_of(b.col_text(0)), b.col_text(1),
+                         name.closure, unit};
+      else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_error("cannot resolve name " + name.name);
+    }
+    KILN_TRY_ASSIGN(
+        auto set,
+        prepare("INSERT INTO names(name, target, closure_key, updated_at, unit) VALUES (?1, ?2, "
+                "?3, ?4, ?5) ON CONFLICT(name, target) DO UPDATE SET closure_key = "
+                "excluded.closure_key, updated_at = excluded.updated_at, unit = excluded.unit"));
+    Bound b(set);
+    b.text(1, name.name).text(2, name.target).text(3, name.closure.hex());
+    b.i64(4, now_seconds()).text(5, unit);
+    if (b.step() != SQLITE_DONE)
+      return db_error("cannot record name " + name.name);
+    return Status::ok();
+  });
+  if (!s)
+    return s.error().context("pointing name '" + name.name + "' at closure " +
+                             name.closure.hex());
+  return moved;
+}
+
+Result<std::string> Store::name_unit(const std::string& name, const std::string& target) {
+  std::lock_guard lock(mu_);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT unit FROM names WHERE name = ?1 AND target = ?2"));
+  Bound b(s);
+  b.text(1, name).text(2, target);
+  int rc = b.step();
+  if (rc == SQLITE_ROW)
+    return b.col_text(0);
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no root named '" + name + "' for target " + target +
+                                           " in cache '" + path_ + "'");
+  return db_error("cannot read name " + name);
+}
+
+Status Store::read_transaction(const std::function<Status()>& body) {
+  // Already inside one (a caller's write transaction): it is the snapshot.
+  if (!sqlite3_get_autocommit(db_))
+    return body();
+  KILN_TRY(exec("BEGIN"));
+  Status s = body();
+  // Ending a read transaction cannot lose anything: a failed COMMIT is
+  // rolled back and the reads stand.
+  if (!exec("COMMIT"))
+    (void)exec("ROLLBACK");
+  return s;
+}
+
+Result<ClosureRecord> Store::read_closure_rows(const Hash128& key) {
   std::string hex = key.hex();
   ClosureRecord out;
   out.key = key;
@@ -698,6 +899,64 @@ Result<ClosureRecord> Store::get_closure(const Hash128& key) {
     return db_error("cannot read the members of closure " + hex);
   if (out.members.empty())
     return make_error(Code::corrupt, "closure " + hex + " has no members whose jobs are present");
+  return out;
+}
+
+Result<ClosureRecord> Store::get_closure(const Hash128& key) {
+  std::lock_guard lock(mu_);
+  Result<ClosureRecord> out = make_error(Code::internal, "unread");
+  KILN_TRY(read_transaction([&]() -> Status {
+    out = read_closure_rows(key);
+    return Status::ok();
+  }));
+  return out;
+}
+
+Result<Store::RootRead> Store::read_root(const std::string& name, const std::string& target,
+                                         const std::string& arch) {
+  std::lock_guard lock(mu_);
+  Result<RootRead> out = make_error(Code::internal, "unread");
+  KILN_TRY(read_transaction([&]() -> Status {
+    KILN_TRY_ASSIGN(auto by_name,
+                    prepare("SELECT closure_key FROM names WHERE name = ?1 AND target = ?2"));
+    std::optional<Hash128> key;
+    {
+      Bound b(by_name);
+      b.text(1, name).text(2, target);
+      int rc = b.step();
+      if (rc == SQLITE_ROW)
+        key = key_of(b.col_text(0));
+      else if (rc != SQLITE_DONE)
+        return db_error("cannot resolve name " + name);
+    }
+    if (!key && is_hash128_hex(name))
+      key = *parse_hash128(name);
+    if (!key) {
+      out = make_error(Code::not_found, "no root named '" + name + "' for target " + target +
+                                            " in cache '" + path_ + "'");
+      return Status::ok();
+    }
+    auto closure = read_closure_rows(*key);
+    if (!closure) {
+      out = closure.error();
+      return Status::ok();
+    }
+    RootRead r{closure.take(), std::nullopt};
+    if (!arch.empty()) {
+      KILN_TRY_ASSIGN(auto img, prepare("SELECT raw_size, checksum, data FROM images WHERE "
+                                        "closure_key = ?1 AND arch = ?2 ORDER BY created_at "
+                                        "DESC, linker DESC LIMIT 1"));
+      Bound b(img);
+      b.text(1, key->hex()).text(2, arch);
+      // A damaged image counts as absent here: the caller links anew.
+      if (auto bytes = step_blob(b, "image of closure " + key->hex() + " for " + arch))
+        r.image = bytes.take();
+      else if (bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt)
+        return bytes.error();
+    }
+    out = std::move(r);
+    return Status::ok();
+  }));
   return out;
 }
 
@@ -762,6 +1021,12 @@ Status Store::insert_image_row(const ImageRecord& image, const std::string& pack
 }
 
 Status Store::put_image(const ImageKey& key, const std::string& format, const std::string& bytes) {
+  if (read_only_) {
+    // Kept for this connection's loads: the next process relinks it again.
+    std::lock_guard lock(mu_);
+    memory_images_[{key.closure, key.arch, key.linker}] = {++memory_seq_, bytes};
+    return Status::ok();
+  }
   ImageRecord image{key, format, bytes};
   std::string packed = zstd_compress(bytes);
   std::lock_guard lock(mu_);
@@ -770,6 +1035,8 @@ Status Store::put_image(const ImageKey& key, const std::string& format, const st
 
 Result<std::string> Store::get_image(const ImageKey& key) {
   std::lock_guard lock(mu_);
+  if (auto mem = memory_image(key.closure, key.arch, &key.linker))
+    return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
                           "arch = ?2 AND linker = ?3"));
@@ -780,12 +1047,44 @@ Result<std::string> Store::get_image(const ImageKey& key) {
 
 Result<std::string> Store::get_image_any_linker(const Hash128& closure, const std::string& arch) {
   std::lock_guard lock(mu_);
+  if (auto mem = memory_image(closure, arch, nullptr))
+    return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
                           "arch = ?2 ORDER BY created_at DESC, linker DESC LIMIT 1"));
   Bound b(s);
   b.text(1, closure.hex()).text(2, arch);
   return step_blob(b, "image of closure " + closure.hex() + " for " + arch);
+}
+
+std::optional<std::string> Store::memory_image(const Hash128& closure, const std::string& arch,
+                                               const std::string* linker) {
+  const std::pair<uint64_t, std::string>* best = nullptr;
+  for (const auto& [k, v] : memory_images_)
+    if (std::get<0>(k) == closure && std::get<1>(k) == arch &&
+        (!linker || std::get<2>(k) == *linker) && (!best || v.first > best->first))
+      best = &v;
+  if (!best)
+    return std::nullopt;
+  return best->second;
+}
+
+Status Store::check_closure_recorded(const ClosureRecord& closure,
+                                     const std::vector<NameRecord>& names) {
+  // A precompile whose every root is already recorded as it would record it
+  // succeeds on a read-only cache; anything new is a write it cannot make.
+  if (auto have = get_closure(closure.key); !have) {
+    if (have.error().code != Code::not_found)
+      return have.error();
+    return read_only_error("record closure " + closure.key.hex());
+  }
+  for (const NameRecord& n : names) {
+    auto have = resolve_name(n.name, n.target);
+    if (!have || *have != n.closure)
+      return read_only_error("record name '" + n.name + "' (" + n.target + ") for closure " +
+                             n.closure.hex());
+  }
+  return Status::ok();
 }
 
 } // namespace kiln::storage

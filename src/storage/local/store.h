@@ -15,10 +15,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,16 @@ class Bound;
 /// newer ones are refused.
 int schema_version();
 
+/// How Store::open treats writing.
+enum class OpenMode {
+  /// Read-write, creating the file; read-only instead when $KILN_READ_ONLY
+  /// is set (not "0"), or when the file or its directory is not writable
+  /// (another user's cache, a read-only mount).
+  automatic,
+  read_write, ///< read-write, creating the file; an unwritable one fails
+  read_only,  ///< never writes, never creates
+};
+
 /// One connection to a cache file. Thread-safe: every call takes the
 /// store's lock. Several processes may open the same file at once.
 class Store {
@@ -53,12 +65,25 @@ public:
   /// 0700, a new file 0600) and migrates it to the current schema.
   /// A file that is not a Kiln cache, or a newer schema, is refused
   /// unmodified.
-  static Result<std::unique_ptr<Store>> open(const std::string& path);
+  ///
+  /// Read-only: SQLite opens the file read-only (immutable, without locks,
+  /// when its directory cannot take the WAL's side files); nothing is ever
+  /// written or migrated, so an older schema is refused; a write fails as
+  /// `unavailable`, except that counters and recency are dropped and a
+  /// relinked image is kept in memory for this connection's life.
+  static Result<std::unique_ptr<Store>> open(const std::string& path,
+                                             OpenMode mode = OpenMode::automatic);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   const std::string& path() const { return path_; }
+  /// True if opened read-only (asked for, or the file was not writable).
+  bool read_only() const { return read_only_; }
+  /// Why it is read-only ("" when it is not).
+  const std::string& read_only_reason() const { return read_only_reason_; }
+  /// The error a write to a read-only cache gets.
+  Error read_only_error(const std::string& what) const;
 
   /// For a process that mostly reads (the loader): closing does not
   /// checkpoint the WAL and pay its fsyncs; the next writer's checkpoint, or
@@ -82,11 +107,49 @@ public:
   Result<std::string> get_artifact(const Hash128& job, const std::string& format);
 
   /// Records a closure (idempotent) and, in the same transaction, points
-  /// each (name, target) at it.
+  /// each (name, target) at it. A member job that is not in the cache (a
+  /// gc evicted it) is `not_found`, naming the job.
   Status put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names);
+  /// A closure with its members, read in one transaction.
   Result<ClosureRecord> get_closure(const Hash128& key);
   /// The closure a root name currently names for `target`.
   Result<Hash128> resolve_name(const std::string& name, const std::string& target);
+
+  /// A name moved from one closure to another by point_name.
+  struct NameMove {
+    std::string name;
+    std::string target;
+    Hash128 old_closure;
+    std::string old_unit; ///< empty if unknown (recorded before units were)
+    Hash128 new_closure;
+    std::string new_unit;
+  };
+  /// Points (name, target) at `name.closure`, recording the unit (input file
+  /// names) it came from; the closure must be stored. The previous target,
+  /// when it was another closure, is returned.
+  Result<std::optional<NameMove>> point_name(const NameRecord& name, const std::string& unit);
+  /// The unit the name's current closure came from; not_found if no such
+  /// name, empty if unknown.
+  Result<std::string> name_unit(const std::string& name, const std::string& target);
+
+  /// What a load needs, read in one transaction so that a concurrent gc
+  /// cannot remove a part between reads: the closure a name (else a 32-hex
+  /// closure key) names for `target`, its members, and its newest stored
+  /// image for `arch` if any (unchecked; empty `arch`: none is read).
+  struct RootRead {
+    ClosureRecord closure;
+    std::optional<std::string> image;
+  };
+  /// not_found if neither the name nor the closure is here.
+  Result<RootRead> read_root(const std::string& name, const std::string& target,
+                             const std::string& arch);
+
+  /// Protects the jobs `keys` (stored or not yet) from gc until
+  /// `expires_at` or release_leases(holder): a running precompile's jobs,
+  /// between being stored or found and their closure being recorded.
+  Status lease_jobs(const std::string& holder, const std::vector<Hash128>& keys,
+                    int64_t expires_at);
+  Status release_leases(const std::string& holder);
   /// Every target a name is precompiled for.
   Result<std::vector<NameRecord>> names_for(const std::string& name);
   Result<std::vector<NameRecord>> list_names();
@@ -148,12 +211,23 @@ private:
                          const std::vector<std::string>& packed, const std::vector<JobRef>& refs);
   Status insert_closure_rows(const ClosureRecord& closure, const std::vector<NameRecord>& names,
                              int64_t now);
+  /// The closure row and its members (Code::corrupt if it has none); call
+  /// inside a transaction, with the lock held.
+  Result<ClosureRecord> read_closure_rows(const Hash128& key);
+  /// Runs `body` in a read transaction (one snapshot of the file). Call with
+  /// the lock held.
+  Status read_transaction(const std::function<Status()>& body);
   Status insert_image_row(const ImageRecord& image, const std::string& packed);
   Result<int64_t> count(const char* sql);
   /// Runs `body` in a write transaction: committed if it succeeds, else rolled
   /// back. Call with the lock held.
   Status transaction(const std::function<Status()>& body);
   Status exec(const char* sql);
+  /// Read-only put_closure: succeeds only if nothing would change.
+  Status check_closure_recorded(const ClosureRecord& closure, const std::vector<NameRecord>& names);
+  /// Read-only: an image stored in memory, newest first; nullopt if none.
+  std::optional<std::string> memory_image(const Hash128& closure, const std::string& arch,
+                                          const std::string* linker);
   Result<sqlite3_stmt*> prepare(const char* sql);
   Error db_error(const std::string& what) const;
   Status migrate();
@@ -166,6 +240,13 @@ private:
   sqlite3* db_ = nullptr;
   std::pair<uint64_t, uint64_t> file_id_{}; ///< (device, inode) while registered as open
   bool registered_ = false;
+  bool read_only_ = false;
+  std::string read_only_reason_;
+  /// Read-only: images linked by this process, by (closure, arch, linker),
+  /// with the order they were put in (the newest wins).
+  std::map<std::tuple<Hash128, std::string, std::string>, std::pair<uint64_t, std::string>>
+      memory_images_;
+  uint64_t memory_seq_ = 0;
   std::mutex mu_;
   std::vector<std::pair<const char*, sqlite3_stmt*>> stmts_;
 };

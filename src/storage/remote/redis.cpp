@@ -11,6 +11,10 @@ namespace kiln::storage::remote {
 
 namespace {
 
+// The largest value get accepts: far above any stored job, closure or image,
+// far below what would exhaust a loading process's memory.
+constexpr size_t kMaxValueBytes = size_t(256) << 20;
+
 Error bad_url(const std::string& why) {
   // The URL itself is never echoed: it may carry a password.
   return make_error(Code::invalid_argument, "remote cache URL: " + why);
@@ -210,14 +214,33 @@ Status RedisBackend::connect() {
 
 Result<std::optional<std::string>> RedisBackend::get(const std::string& key) {
   KILN_TRY(connect());
-  Reply r(redisCommand(ctx_, "GET %b", key.data(), key.size()));
-  if (!r.r)
+  // hiredis reads a whole reply into memory, so a plain GET would take a
+  // value of any size. GETRANGE reads at most one byte past the maximum,
+  // which tells a value that is too large; EXISTS, in the same round trip,
+  // tells a missing key from an empty value.
+  if (redisAppendCommand(ctx_, "EXISTS %b", key.data(), key.size()) != REDIS_OK ||
+      redisAppendCommand(ctx_, "GETRANGE %b 0 %lld", key.data(), key.size(),
+                         static_cast<long long>(kMaxValueBytes)) != REDIS_OK)
     return failure(std::string("GET: ") + ctx_->errstr);
-  if (r.r->type == REDIS_REPLY_NIL)
+  void* raw = nullptr;
+  if (redisGetReply(ctx_, &raw) != REDIS_OK)
+    return failure(std::string("GET: ") + ctx_->errstr);
+  Reply exists(raw);
+  raw = nullptr;
+  if (redisGetReply(ctx_, &raw) != REDIS_OK)
+    return failure(std::string("GET: ") + ctx_->errstr);
+  Reply r(raw);
+  for (const Reply* reply : {&exists, &r})
+    if (reply->r->type == REDIS_REPLY_ERROR)
+      return failure("GET refused: " + server_text(reply->r));
+  if (exists.r->type != REDIS_REPLY_INTEGER || r.r->type != REDIS_REPLY_STRING)
+    return failure("GET: unexpected reply type");
+  if (exists.r->integer == 0)
     return std::optional<std::string>();
-  if (r.r->type != REDIS_REPLY_STRING)
-    return failure(r.r->type == REDIS_REPLY_ERROR ? "GET refused: " + server_text(r.r)
-                                                  : std::string("GET: unexpected reply type"));
+  if (r.r->len > kMaxValueBytes)
+    return make_error(Code::corrupt, "GET: the value of a key is larger than the " +
+                                         std::to_string(kMaxValueBytes) +
+                                         "-byte maximum; refused");
   return std::optional<std::string>(std::string(r.r->str, r.r->len));
 }
 

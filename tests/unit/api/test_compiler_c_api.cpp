@@ -4,17 +4,23 @@
 // defaults, compile-or-load's hit and miss through both APIs, statistics, and
 // the fields of errors: compile-or-load passes on the fields of where an
 // error arose and names the root it was loading, error_info is a copy of the
-// fields, and the C API's last error carries them.
-#include "ir_fixtures.hpp"
-
+// fields, and the C API's last error carries them. Must-hit mode through
+// both APIs, and the guard that turns an exception at a C entry point into
+// KILN_INTERNAL.
+#include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
+#include "fixtures/ir.hpp"
+#include "runtime/c_entry.h"
 #include "support/fault.h"
 
 #include <kiln/jit.hpp>
 #include <kiln/kiln_compiler.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,13 +30,9 @@ using namespace kiln::test;
 namespace {
 
 struct Fixture {
-  TempDir dir = [] {
-    auto d = TempDir::create("kiln-api-errors");
-    REQUIRE(d);
-    return d.take();
-  }();
+  TempDir dir = temp_dir("kiln-api-errors");
   Cache cache = [this] {
-    auto c = Cache::open(dir.path() + "/kiln.db");
+    auto c = Cache::open(cache_file(dir));
     REQUIRE(c);
     return c.take();
   }();
@@ -125,14 +127,10 @@ namespace {
 
 // A cache opened through the C API, closed at the end of the scope.
 struct CCache {
-  TempDir dir = [] {
-    auto d = TempDir::create("kiln-c-api");
-    REQUIRE(d);
-    return d.take();
-  }();
+  TempDir dir = temp_dir("kiln-c-api");
   kiln_cache* cache = [this] {
     kiln_cache* c = nullptr;
-    REQUIRE(kiln_cache_open((dir.path() + "/kiln.db").c_str(), &c) == KILN_OK);
+    REQUIRE(kiln_cache_open(cache_file(dir).c_str(), &c) == KILN_OK);
     REQUIRE(c);
     return c;
   }();
@@ -153,6 +151,22 @@ struct CResult {
 
 // Bytes with nothing after them: the API must not read a terminator.
 std::vector<char> unterminated(const std::string& s) { return {s.begin(), s.end()}; }
+
+// The default options with kBase, unterminated, as their one source.
+struct BaseOptions {
+  std::vector<char> bytes = unterminated(kBase);
+  kiln_source src{"unit.ll", bytes.data(), bytes.size()};
+  kiln_compile_options options = [this] {
+    kiln_compile_options o;
+    kiln_compile_options_init(&o);
+    o.sources = &src;
+    o.source_count = 1;
+    return o;
+  }();
+  BaseOptions() = default;
+  BaseOptions(const BaseOptions&) = delete; // the options point into it
+  BaseOptions& operator=(const BaseOptions&) = delete;
+};
 
 std::vector<kiln_job_info> jobs_of(const kiln_compile_result* r) {
   std::vector<kiln_job_info> out(kiln_compile_result_job_count(r));
@@ -197,6 +211,7 @@ TEST_CASE("C API: kiln_compile_options_init sets the defaults") {
   CHECK(o.debug == 0);
   CHECK(o.jobs == 0u);
   CHECK(o.link_images == 1);
+  CHECK(o.must_hit == (must_hit_from_environment() ? 1 : 0));
   kiln_compile_options_init(nullptr); // nothing to fill: no crash
 }
 
@@ -509,12 +524,8 @@ TEST_CASE("compile_or_load: what kiln::compile stored is a hit") {
 
 TEST_CASE("C API: kiln_compile_or_load misses, then hits, and takes its root as arguments") {
   CCache c;
-  std::vector<char> bytes = unterminated(kBase);
-  kiln_source src{"unit.ll", bytes.data(), bytes.size()};
-  kiln_compile_options o;
-  kiln_compile_options_init(&o);
-  o.sources = &src;
-  o.source_count = 1;
+  BaseOptions base;
+  kiln_compile_options& o = base.options;
 
   kiln_image* image = nullptr;
   CResult miss;
@@ -604,4 +615,164 @@ TEST_CASE("stats: what the cache holds; an empty handle is refused") {
   REQUIRE_FALSE(compiled);
   CHECK(compiled.error().code == Code::invalid_argument);
   CHECK(stats(moved)->jobs == 3);
+}
+
+namespace {
+
+// kBase computing something else: another module hash for the same entry.
+std::string changed_base() {
+  std::string ir = kBase;
+  size_t at = ir.find("mul i32 %y, 3");
+  REQUIRE(at != std::string::npos);
+  ir.replace(at, 13, "mul i32 %y, 5");
+  return ir;
+}
+
+} // namespace
+
+TEST_CASE("must-hit: KILN_MUST_HIT is the default of every API's must-hit option") {
+  {
+    EnvVar on("KILN_MUST_HIT", "1");
+    CHECK(must_hit_from_environment());
+    CHECK(CompileRequest{}.must_hit);
+    CHECK(JitOptions{}.must_hit);
+    kiln_compile_options o;
+    kiln_compile_options_init(&o);
+    CHECK(o.must_hit == 1);
+  }
+  {
+    EnvVar off("KILN_MUST_HIT", "0");
+    CHECK_FALSE(must_hit_from_environment());
+    CHECK_FALSE(CompileRequest{}.must_hit);
+    kiln_compile_options o;
+    kiln_compile_options_init(&o);
+    CHECK(o.must_hit == 0);
+  }
+}
+
+TEST_CASE("must-hit: C compile-or-load loads what is cached and refuses to compile a miss") {
+  CCache c;
+  BaseOptions base;
+  kiln_compile_options& o = base.options;
+  o.must_hit = 1;
+
+  // Nothing cached yet: refused, naming the job and that nothing is near it.
+  kiln_image* image = nullptr;
+  CResult refused;
+  CHECK(kiln_compile_or_load(c.cache, &o, "f", "host", &image, &refused.r) == KILN_NOT_FOUND);
+  CHECK(image == nullptr);
+  CHECK(refused.r == nullptr);
+  const kiln_error_info* e = kiln_compile_last_error();
+  CHECK(e->status == KILN_NOT_FOUND);
+  CHECK(std::string(e->entry) == "f");
+  std::string job = e->job;
+  CHECK(job.size() == 32);
+  CHECK_MESSAGE(last_message().find("must-hit: job 'f' for target host (key " + job +
+                                    ") is not cached and would be compiled; no cached job for "
+                                    "entry 'f' on any target") != std::string::npos,
+                last_message());
+  CHECK(std::string(kiln_last_error()) == last_message());
+
+  // Compiled without must-hit, it is then a hit under it.
+  o.must_hit = 0;
+  REQUIRE_MESSAGE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, nullptr) == KILN_OK,
+                  last_message());
+  kiln_image_release(image);
+  o.must_hit = 1;
+  image = nullptr;
+  CResult hit;
+  REQUIRE_MESSAGE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, &hit.r) == KILN_OK,
+                  last_message());
+  REQUIRE(image);
+  CHECK(call_c(image, "f", 2) == 9);
+  kiln_image_release(image);
+  CHECK(jobs_of(hit.r)[0].status == KILN_JOB_CACHED);
+
+  // A changed unit misses; the message names the input as what differs.
+  std::vector<char> changed = unterminated(changed_base());
+  kiln_source csrc{"unit.ll", changed.data(), changed.size()};
+  o.sources = &csrc;
+  image = nullptr;
+  CHECK(kiln_compile_or_load(c.cache, &o, "f", "host", &image, nullptr) == KILN_NOT_FOUND);
+  CHECK(image == nullptr);
+  CHECK_MESSAGE(last_message().find(") differs in the input (module hash): module_hash ") !=
+                    std::string::npos,
+                last_message());
+}
+
+TEST_CASE("must-hit: C++ compile and compile-or-load name the differing options") {
+  Fixture f;
+  std::vector<Source> sources{{"unit.ll", kBase}};
+  REQUIRE(compile_or_load(f.cache, sources, "f", "host"));
+  JitOptions o3;
+  o3.opt_level = 3;
+  o3.must_hit = true;
+  auto r = compile_or_load(f.cache, sources, "f", "host", o3);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == Code::not_found);
+  CHECK_MESSAGE(r.error().message.find(") differs in options: opt_level 3 wanted, 2 cached") !=
+                    std::string::npos,
+                r.error().message);
+
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("unit.ll", kBase)};
+  req.entries = {"f"};
+  req.opt_level = 3;
+  req.must_hit = true;
+  auto compiled = compile(f.cache, req);
+  REQUIRE_FALSE(compiled);
+  CHECK(compiled.error().code == Code::not_found);
+  CHECK(compiled.error().job.size() == 32);
+  req.opt_level = 2;
+  auto cached = compile(f.cache, req);
+  REQUIRE_MESSAGE(cached, cached.error().message);
+  REQUIRE(cached->jobs.size() == 1);
+  CHECK(cached->jobs[0].status == JobStatus::cached);
+}
+
+TEST_CASE("c_entry: an exception thrown by an entry point's body is KILN_INTERNAL, reported") {
+  std::string reported;
+  auto report = [&](const std::string& m) { reported = m; };
+  CHECK(runtime::c_entry("kiln_x", [] { return KILN_NOT_FOUND; }, report) == KILN_NOT_FOUND);
+  CHECK(reported.empty());
+
+  CHECK(runtime::c_entry("kiln_x", []() -> kiln_status { throw std::bad_alloc(); }, report) ==
+        KILN_INTERNAL);
+  CHECK(reported == "kiln_x: internal error: out of memory");
+  CHECK(runtime::c_entry("kiln_y", []() -> kiln_status { throw std::runtime_error("boom"); },
+                         report) == KILN_INTERNAL);
+  CHECK(reported == "kiln_y: internal error: boom");
+  CHECK(runtime::c_entry("kiln_z", []() -> kiln_status { throw 7; }, report) == KILN_INTERNAL);
+  CHECK(reported == "kiln_z: internal error: unknown exception");
+
+  // A report that itself throws still leaves the status.
+  auto throwing = [](const std::string&) { throw std::bad_alloc(); };
+  CHECK(runtime::c_entry("kiln_x", []() -> kiln_status { throw std::bad_alloc(); }, throwing) ==
+        KILN_INTERNAL);
+
+  // Without a report of its own, the message is kiln_last_error's.
+  CHECK(runtime::c_entry("kiln_w", []() -> kiln_status { throw std::length_error("long"); }) ==
+        KILN_INTERNAL);
+  CHECK(std::string(kiln_last_error()) == "kiln_w: internal error: long");
+}
+
+TEST_CASE("compile: a compile worker that cannot start fails the run instead of ending it") {
+  Fixture f;
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("nested.ll", data_file("nested.ll"))};
+  req.entries = {"nest_a"};
+  req.jobs = 2;
+  fault::set_plan("thread-start");
+  auto r = compile(f.cache, req);
+  fault::set_plan("");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == Code::internal);
+  CHECK_MESSAGE(r.error().message.rfind("cannot start compile worker 1 of 2: ", 0) == 0,
+                r.error().message);
+  CHECK(r.error().message.find("thread-start") != std::string::npos);
+
+  // Without the fault the same request compiles.
+  auto ok = compile(f.cache, req);
+  REQUIRE_MESSAGE(ok, ok.error().message);
+  CHECK(ok->ok());
 }

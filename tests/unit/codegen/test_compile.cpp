@@ -2,8 +2,8 @@
 // of target gets (a host object, PTX and a cubin, finished AMD bitcode), that
 // finishing names the job by its deferred symbol, that optimization and
 // debug info change the code as asked, and that failures name the job.
-#include "codegen/job_fixtures.hpp"
 #include "codegen/ptxas.h"
+#include "fixtures/jobs.hpp"
 #include "support/elf.h"
 
 #include <llvm/IR/Function.h>

@@ -2,10 +2,10 @@
 // which library a job's callees need, fingerprints that follow the library's
 // bytes and nothing else, libdevice and the ROCm device libraries found (or a
 // clear error), and linking them into a job with the AMD control constants.
-#include "child_process.hpp"
 #include "codegen/device_libs.h"
-#include "codegen/job_fixtures.hpp"
 #include "codegen/ptxas.h"
+#include "fixtures/jobs.hpp"
+#include "fixtures/process.hpp"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -177,9 +177,8 @@ TEST_CASE("device libs: the libdevice fingerprint follows its bytes and not its 
   REQUIRE_FALSE(files.empty());
   std::string original = files.back(); // ptxas, if present, comes first
   REQUIRE(original.find("libdevice") != std::string::npos);
-  auto dir = TempDir::create("kiln-libdevice-test");
-  REQUIRE(dir);
-  std::string same = dir->path() + "/same.bc", changed = dir->path() + "/changed.bc";
+  TempDir dir = temp_dir("kiln-libdevice-test");
+  std::string same = dir.path() + "/same.bc", changed = dir.path() + "/changed.bc";
   std::string bytes = read_path(original);
   REQUIRE(write_file_atomic(same, bytes));
   REQUIRE(write_file_atomic(changed, bytes + std::string(4, '\0')));

@@ -2,9 +2,9 @@
 // (src/codegen/ptxas.cpp): its version text, a small PTX assembled into a
 // relocatable cubin, ptxas's own message for bad PTX, and what a ptxas that
 // is missing or switched off gives.
-#include "child_process.hpp"
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
+#include "fixtures/process.hpp"
 #include "support/elf.h"
 
 #include <doctest/doctest.h>

@@ -1,13 +1,15 @@
 // Unit tests for the checks of what Kiln is handed back (src/core/check.cpp):
 // images against their closure, bundles whole, closures against their keys.
 #include "core/check.h"
-#include "core/keys.h"
+
+#include "fixtures/records.hpp"
 #include "support/files.h"
 
 #include <doctest/doctest.h>
 
 using namespace kiln;
 using namespace kiln::core;
+using namespace kiln::test;
 
 namespace {
 
@@ -26,39 +28,6 @@ ClosureRecord closure_defining(const std::string& symbol, const std::string& tar
   c.target = target;
   c.members.push_back({symbol, c.root_job, "root"});
   return c;
-}
-
-// A job whose stored components hash to its key, as a precompile stores it.
-BundleData::Job consistent_job(const std::string& entry) {
-  JobRecord j;
-  j.entry = entry;
-  j.target = "host";
-  j.triple = "x86_64-unknown-linux-gnu";
-  j.cpu = "x86-64";
-  j.features = "+sse2";
-  j.options = "-O2";
-  j.module_hash = hash128("module of " + entry);
-  j.toolchain = "kiln-artifacts 1; llvm 22";
-  auto c = components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu, j.features,
-                         j.options, j.toolchain);
-  REQUIRE(c);
-  j.symbol = deferred_symbol(c->identity);
-  j.key = job_key(*c);
-  return {j, {{"obj", "object bytes"}}, {}};
-}
-
-BundleData consistent_bundle() {
-  BundleData b;
-  b.jobs.push_back(consistent_job("root"));
-  const JobRecord& r = b.jobs[0].record;
-  ClosureRecord c;
-  c.root_job = r.key;
-  c.target = "host";
-  c.members.push_back({r.symbol, r.key, ""});
-  c.key = closure_key(r.key, {{r.symbol, r.key}});
-  b.closures.push_back(c);
-  b.names.push_back({"root", "host", c.key});
-  return b;
 }
 
 } // namespace
@@ -138,12 +107,12 @@ TEST_CASE("check_bundle accepts a consistent bundle and names each kind of damag
 }
 
 TEST_CASE("job_key_of recomputes a stored job's key; malformed options are corrupt") {
-  BundleData::Job j = consistent_job("f");
-  auto k = job_key_of(j.record);
+  JobRecord j = consistent_job("f");
+  auto k = job_key_of(j);
   REQUIRE(k);
-  CHECK(*k == j.record.key);
-  j.record.options = "-O9";
-  auto bad = job_key_of(j.record);
+  CHECK(*k == j.key);
+  j.options = "-O9";
+  auto bad = job_key_of(j);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == Code::corrupt);
 }

@@ -1,6 +1,6 @@
 // Unit tests for Kiln's keys (src/core/keys.cpp): job keys, deferred symbols,
 // closure keys.
-#include "ir_fixtures.hpp"
+#include "fixtures/ir.hpp"
 
 #include <kiln/compiler.hpp>
 

@@ -2,8 +2,8 @@
 // include/kiln/compiler.hpp): Plan's job graph, cycles, runs into a cache, and
 // the fields of what Plan::create reports (those of where an error arose, and
 // the entry and target it was planning).
-#include "ir_fixtures.hpp"
-#include "storage/local/store.h"
+#include "fixtures/cache.hpp"
+#include "fixtures/ir.hpp"
 
 #include <kiln/compiler.hpp>
 
@@ -127,9 +127,8 @@ TEST_CASE("Plan: a self-recursive deferred reference is one job") {
 }
 
 TEST_CASE("Plan::run compiles into a cache; a second run finds every job cached") {
-  auto dir = TempDir::create("kiln-plan-test");
-  REQUIRE(dir);
-  std::string cache = dir->path() + "/kiln.db";
+  TestCache c = empty_cache("kiln-plan-test");
+  std::string cache = c.path();
   std::string ir = data_file("nested.ll");
 
   Plan first = must_plan(request_for("nested.ll", ir, {"nest_a"}));
@@ -170,15 +169,14 @@ TEST_CASE("Plan::run compiles into a cache; a second run finds every job cached"
   CHECK(progress.back().done == 3);
 
   // The cache holds the jobs once each, and the root's name resolves.
-  auto st = storage::Store::open(cache);
-  REQUIRE(st);
-  auto jobs = (*st)->list_jobs();
+  auto st = open_store(cache);
+  auto jobs = st->list_jobs();
   REQUIRE(jobs);
   CHECK(jobs->size() == 3);
-  auto named = (*st)->resolve_name("nest_a", "host");
+  auto named = st->resolve_name("nest_a", "host");
   REQUIRE(named);
   CHECK(named->hex() == r1->roots[0].closure);
-  auto closure = (*st)->get_closure(*named);
+  auto closure = st->get_closure(*named);
   REQUIRE(closure);
   CHECK(closure->members.size() == 3);
 }

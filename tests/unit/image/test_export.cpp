@@ -6,62 +6,30 @@
 
 #include "core/check.h"
 #include "core/target.h"
+#include "fixtures/cache.hpp"
 #include "image/image.h"
 #include "storage/storage.h"
-#include "support/files.h"
-
-#include <kiln/compiler.hpp>
 
 #include <doctest/doctest.h>
 
-#include <memory>
 #include <string>
-#include <sys/stat.h>
 
 using namespace kiln;
+using namespace kiln::test;
 
 namespace {
 
 // A cache holding nested.ll's nest_a for the host: its jobs and closure, no image.
-struct Fixture {
-  TempDir dir;
-  std::unique_ptr<storage::Store> store;
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-Fixture compiled() {
-  auto dir = TempDir::create("kiln-export-test");
-  REQUIRE(dir);
-  Fixture f{dir.take(), nullptr};
-  auto ir = read_file(std::string(KILN_TEST_DATA) + "/nested.ll");
-  REQUIRE(ir);
-  CompileRequest req;
-  req.inputs = {SourceInput::memory("nested.ll", *ir)};
-  req.entries = {"nest_a"};
-  req.link_images = false;
-  req.remote = "off";
-  req.jobs = 2;
-  auto plan = Plan::create(req);
-  REQUIRE(plan);
-  auto report = plan->run(f.path());
-  INFO((report ? std::string() : report.error().message));
-  REQUIRE(report);
-  REQUIRE(report->ok());
-  auto store = storage::Store::open(f.path());
-  REQUIRE(store);
-  f.store = store.take();
+TestCache compiled() {
+  TestCache f = nested_cache("kiln-export-test", /*link_images=*/false);
+  f.open();
   return f;
-}
-
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
 }
 
 } // namespace
 
 TEST_CASE("export_image links a closure that has no image, stores it, and writes it") {
-  Fixture f = compiled();
+  TestCache f = compiled();
   auto key = f.store->resolve_name("nest_a", "host");
   REQUIRE(key);
   auto before = f.store->images_of(*key);
@@ -90,7 +58,7 @@ TEST_CASE("export_image links a closure that has no image, stores it, and writes
 }
 
 TEST_CASE("export_image writes the stored image as it is, by name or by closure key") {
-  Fixture f = compiled();
+  TestCache f = compiled();
   auto key = f.store->resolve_name("nest_a", "host");
   REQUIRE(key);
   auto closure = f.store->get_closure(*key);
@@ -120,7 +88,7 @@ TEST_CASE("export_image writes the stored image as it is, by name or by closure 
 }
 
 TEST_CASE("export_image of a root that is not there writes nothing") {
-  Fixture f = compiled();
+  TestCache f = compiled();
   std::string file = f.dir.path() + "/missing.so";
 
   auto unknown = image::export_image(*f.store, "nest_z", "host", file);
@@ -134,11 +102,11 @@ TEST_CASE("export_image of a root that is not there writes nothing") {
   auto no_closure = image::export_image(*f.store, hash128("no closure").hex(), "host", file);
   REQUIRE_FALSE(no_closure);
   CHECK(no_closure.error().code == Code::not_found);
-  CHECK_FALSE(exists(file));
+  CHECK_FALSE(path_exists(file));
 
   // A directory that does not exist: the image is made, the write fails, no file.
   auto unwritable = image::export_image(*f.store, "nest_a", "host",
                                         f.dir.path() + "/no/such/dir/out.so");
   REQUIRE_FALSE(unwritable);
-  CHECK_FALSE(exists(f.dir.path() + "/no/such/dir/out.so"));
+  CHECK_FALSE(path_exists(f.dir.path() + "/no/such/dir/out.so"));
 }

@@ -4,11 +4,11 @@
 // same path.
 #include "core/check.h"
 #include "core/target.h"
+#include "fixtures/cache.hpp"
 #include "image/image.h"
-#include "ir_fixtures.hpp"
 #include "storage/storage.h"
 
-#include <kiln/compiler.hpp>
+#include <doctest/doctest.h>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -23,28 +23,14 @@ struct Fixture {
 };
 
 Fixture compiled() {
-  auto dir = TempDir::create("kiln-image-test");
-  REQUIRE(dir);
-  CompileRequest req;
-  req.inputs = {SourceInput::memory("nested.ll", data_file("nested.ll"))};
-  req.entries = {"nest_a"};
-  req.link_images = false;
-  req.remote = "off";
-  req.jobs = 2;
-  auto plan = Plan::create(req);
-  REQUIRE(plan);
-  std::string path = dir->path() + "/kiln.db";
-  auto report = plan->run(path);
-  REQUIRE(report);
-  REQUIRE(report->ok());
-  auto store = storage::Store::open(path);
-  REQUIRE(store);
-  auto st = std::make_unique<storage::Storage>(store.take());
+  TestCache c = nested_cache("kiln-image-test", /*link_images=*/false);
+  c.open();
+  auto st = std::make_unique<storage::Storage>(std::move(c.store));
   auto key = st->resolve_name("nest_a", "host");
   REQUIRE(key);
   auto closure = st->get_closure(*key);
   REQUIRE(closure);
-  return {dir.take(), std::move(st), closure.take()};
+  return {std::move(c.dir), std::move(st), closure.take()};
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 // Unit tests for job extraction (src/ir/extract.cpp): canonical job modules,
 // kiln_deferred lowering, and the errors a bad reference gets, with their
 // fields (the entry and, where the IR has one, the debug location).
-#include "ir_fixtures.hpp"
+#include "fixtures/ir.hpp"
 
 #include <kiln/compiler.hpp>
 

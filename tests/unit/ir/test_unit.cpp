@@ -1,7 +1,7 @@
 // Unit tests for ingest (src/ir/unit.cpp): parsing and linking a unit, and
 // the fields of its errors (a parse error carries its input, line and column,
 // a link error its input).
-#include "ir_fixtures.hpp"
+#include "fixtures/ir.hpp"
 
 #include <kiln/compiler.hpp>
 

@@ -2,8 +2,8 @@
 // link::link_amdgpu_image): a closure's finished bitcode linked at IR level,
 // compiled once for the device and made an HSACO by lld, and the errors of
 // inputs that cannot be linked.
-#include "codegen/target.h"
-#include "link/closure_fixtures.hpp"
+#include "fixtures/cache.hpp"
+#include "fixtures/ir.hpp"
 #include "link/plugin.h"
 #include "support/fault.h"
 
@@ -17,25 +17,14 @@
 using namespace kiln;
 using namespace kiln::test;
 
-namespace {
-
-core::TargetDesc gfx942() {
-  auto t = codegen::resolve_target("gfx942");
-  REQUIRE(t);
-  return *t;
-}
-
-} // namespace
-
 TEST_CASE("AMDGPU link: a closure's bitcode becomes an HSACO defining every member") {
-  core::TargetDesc t = gfx942();
+  core::TargetDesc t = resolved("gfx942");
   // The kernel and its members: nested, self-recursive, a three-cycle.
   for (const auto& [root, members] :
        std::vector<std::pair<std::string, size_t>>{{"k_nested", 3}, {"k_fact", 2}, {"k_cycle", 4}}) {
     CAPTURE(root);
-    auto dir = TempDir::create("kiln-amdgpu-link-test");
-    REQUIRE(dir);
-    Compiled c = compile_closure(*dir, "gpu_amdgpu.ll", root, "gfx942", "bc");
+    TempDir dir = temp_dir("kiln-amdgpu-link-test");
+    ClosureArtifacts c = compile_closure(dir, "gpu_amdgpu.ll", root, "gfx942", "bc");
     REQUIRE(c.blobs.size() == members);
     CHECK(c.symbols.size() == members);
     for (const std::string& bc : c.blobs)
@@ -59,7 +48,7 @@ TEST_CASE("AMDGPU link: a closure's bitcode becomes an HSACO defining every memb
 }
 
 TEST_CASE("AMDGPU link: inputs that are not bitcode or do not link fail naming them") {
-  core::TargetDesc t = gfx942();
+  core::TargetDesc t = resolved("gfx942");
   auto none = link::link_amdgpu_image({}, {}, t.cpu, t.features);
   REQUIRE_FALSE(none);
   CHECK(none.error().code == Code::internal);
@@ -72,9 +61,8 @@ TEST_CASE("AMDGPU link: inputs that are not bitcode or do not link fail naming t
         0);
 
   // The same job twice defines its symbol twice: the IR link refuses it.
-  auto dir = TempDir::create("kiln-amdgpu-link-test");
-  REQUIRE(dir);
-  Compiled c = compile_closure(*dir, "gpu_amdgpu.ll", "k_nested", "gfx942", "bc");
+  TempDir dir = temp_dir("kiln-amdgpu-link-test");
+  ClosureArtifacts c = compile_closure(dir, "gpu_amdgpu.ll", "k_nested", "gfx942", "bc");
   REQUIRE_FALSE(c.blobs.empty());
   auto twice =
       link::link_amdgpu_image({c.blobs[0], c.blobs[0]}, {c.names[0], "again"}, t.cpu, t.features);

@@ -1,9 +1,9 @@
 // Unit tests for nvJitLink, dlopen'd (src/link/nvjitlink.cpp): a closure's
 // NVIDIA pieces (PTX or relocatable cubins) linked into one cubin defining
 // every member, errors naming the architecture, or a clear reason why not.
-#include "child_process.hpp"
 #include "codegen/ptxas.h"
-#include "link/closure_fixtures.hpp"
+#include "fixtures/cache.hpp"
+#include "fixtures/process.hpp"
 #include "link/nvjitlink.h"
 #include "support/fault.h"
 
@@ -14,35 +14,22 @@
 using namespace kiln;
 using namespace kiln::test;
 
-TEST_CASE("nvJitLink links a closure's sm_90 code into a cubin, or says why it cannot") {
-  auto fp = link::nvjitlink_fingerprint();
-  if (!fp) {
-    CHECK(fp.error().code == Code::unavailable);
-    CHECK(fp.error().message.find("nvJitLink") != std::string::npos);
-    MESSAGE("nvJitLink is not installed: " << fp.error().message);
-    return;
-  }
-  CHECK(fp->rfind("nvJitLink ", 0) == 0);
-  auto dir = TempDir::create("kiln-nvjitlink-test");
-  REQUIRE(dir);
-  Compiled c = compile_closure(*dir, "gpu_nvptx.ll", "k_fact", "sm_90", "ptx");
+namespace {
+
+// A closure's sm_90 code (PTX, or relocatable cubins unless `ptx`) linked by
+// nvJitLink: an ELF file for the CUDA machine.
+ElfInfo linked_cubin(const ClosureArtifacts& c, bool ptx) {
   std::vector<link::NvInput> in;
   for (size_t i = 0; i < c.blobs.size(); ++i)
-    in.push_back({c.names[i], c.blobs[i], true});
+    in.push_back({c.names[i], c.blobs[i], ptx});
   auto cubin = link::nvjitlink_cubin(in, "sm_90");
   INFO((cubin ? std::string() : cubin.error().message));
   REQUIRE(cubin);
   auto elf = read_elf(*cubin);
   REQUIRE(elf);
   CHECK(elf->machine == kElfMachineCuda);
-
-  // A broken input is refused with nvJitLink's own log in the message.
-  auto bad = link::nvjitlink_cubin({{"broken", ".version 99.9\n garbage", true}}, "sm_90");
-  REQUIRE_FALSE(bad);
-  CHECK(bad.error().message.find("broken") != std::string::npos);
+  return elf.take();
 }
-
-namespace {
 
 bool have_nvjitlink() {
   auto fp = link::nvjitlink_fingerprint();
@@ -54,11 +41,28 @@ bool have_nvjitlink() {
 
 } // namespace
 
+TEST_CASE("nvJitLink links a closure's sm_90 code into a cubin, or says why it cannot") {
+  auto fp = link::nvjitlink_fingerprint();
+  if (!fp) {
+    CHECK(fp.error().code == Code::unavailable);
+    CHECK(fp.error().message.find("nvJitLink") != std::string::npos);
+    MESSAGE("nvJitLink is not installed: " << fp.error().message);
+    return;
+  }
+  CHECK(fp->rfind("nvJitLink ", 0) == 0);
+  TempDir dir = temp_dir("kiln-nvjitlink-test");
+  linked_cubin(compile_closure(dir, "gpu_nvptx.ll", "k_fact", "sm_90", "ptx"), true);
+
+  // A broken input is refused with nvJitLink's own log in the message.
+  auto bad = link::nvjitlink_cubin({{"broken", ".version 99.9\n garbage", true}}, "sm_90");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("broken") != std::string::npos);
+}
+
 TEST_CASE("nvJitLink: the cubin defines every member, from PTX or from relocatable cubins") {
   if (!have_nvjitlink())
     return;
-  auto dir = TempDir::create("kiln-nvjitlink-test");
-  REQUIRE(dir);
+  TempDir dir = temp_dir("kiln-nvjitlink-test");
   std::vector<std::string> formats{"ptx"};
   if (!codegen::ptxas_path().empty())
     formats.push_back("cubin");
@@ -66,19 +70,11 @@ TEST_CASE("nvJitLink: the cubin defines every member, from PTX or from relocatab
     MESSAGE("relocatable cubins skipped: no ptxas");
   for (const std::string& format : formats) {
     CAPTURE(format);
-    Compiled c = compile_closure(*dir, "gpu_nvptx.ll", "k_cycle", "sm_90", format);
+    ClosureArtifacts c = compile_closure(dir, "gpu_nvptx.ll", "k_cycle", "sm_90", format);
     REQUIRE(c.blobs.size() == 4); // the kernel and the three-cycle
-    std::vector<link::NvInput> in;
-    for (size_t i = 0; i < c.blobs.size(); ++i)
-      in.push_back({c.names[i], c.blobs[i], format == "ptx"});
-    auto cubin = link::nvjitlink_cubin(in, "sm_90");
-    INFO((cubin ? std::string() : cubin.error().message));
-    REQUIRE(cubin);
-    auto elf = read_elf(*cubin);
-    REQUIRE(elf);
-    CHECK(elf->machine == kElfMachineCuda);
-    CHECK(elf->type == 2); // ET_EXEC: loadable as is
-    std::set<std::string> defined = defined_symbols(*elf);
+    ElfInfo elf = linked_cubin(c, format == "ptx");
+    CHECK(elf.type == 2); // ET_EXEC: loadable as is
+    std::set<std::string> defined = defined_symbols(elf);
     for (const std::string& s : c.symbols)
       CHECK_MESSAGE(defined.count(s), s);
   }

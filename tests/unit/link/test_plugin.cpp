@@ -2,8 +2,8 @@
 // src/link/lld/host_link.cpp): a closure's host objects linked into one shared
 // object, lld's own diagnostics, and what a linker library that is switched
 // off or missing gives. Real linking of real objects, compiled here.
-#include "child_process.hpp"
-#include "link/closure_fixtures.hpp"
+#include "fixtures/cache.hpp"
+#include "fixtures/process.hpp"
 #include "link/plugin.h"
 #include "support/fault.h"
 
@@ -14,9 +14,8 @@ using namespace kiln;
 using namespace kiln::test;
 
 TEST_CASE("lld links a closure's host objects into one shared object defining every member") {
-  auto dir = TempDir::create("kiln-link-test");
-  REQUIRE(dir);
-  Compiled c = compile_closure(*dir, "nested.ll", "nest_a", "host", "obj");
+  TempDir dir = temp_dir("kiln-link-test");
+  ClosureArtifacts c = compile_closure(dir, "nested.ll", "nest_a", "host", "obj");
   REQUIRE(c.blobs.size() == 3);
   auto image = link::link_host_image(c.blobs, c.names);
   INFO((image ? std::string() : image.error().message));
@@ -43,9 +42,8 @@ TEST_CASE("lld refuses objects that are not objects, with its own diagnostics") 
 }
 
 TEST_CASE("lld: a symbol defined twice fails naming the first input and the symbol") {
-  auto dir = TempDir::create("kiln-link-test");
-  REQUIRE(dir);
-  Compiled c = compile_closure(*dir, "nested.ll", "nest_a", "host", "obj");
+  TempDir dir = temp_dir("kiln-link-test");
+  ClosureArtifacts c = compile_closure(dir, "nested.ll", "nest_a", "host", "obj");
   REQUIRE_FALSE(c.blobs.empty());
   auto image = link::link_host_image({c.blobs[0], c.blobs[0]}, {c.names[0], "copy"});
   REQUIRE_FALSE(image);

@@ -6,20 +6,17 @@
 // per process, so that last case runs in a fresh process of this program.
 #include "memo/memo.h"
 
-#include "support/files.h"
-#include "support/process.h"
-
-#include <kiln/compiler.hpp>
+#include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
+#include "fixtures/process.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cstdlib>
-#include <limits.h>
-#include <optional>
 #include <string>
-#include <unistd.h>
 
 using namespace kiln;
+using namespace kiln::test;
 
 namespace {
 
@@ -27,16 +24,7 @@ constexpr const char* kMissingLibrary = "/nonexistent/kiln/libkiln-compiler.so.0
 constexpr const char* kChildCase = "on_demand child: a memo miss without the compiler library";
 constexpr const char* kMarkerVar = "KILN_TEST_ON_DEMAND_MARKER";
 
-CompileRequest nested_request() {
-  auto ir = read_file(std::string(KILN_TEST_DATA) + "/nested.ll");
-  REQUIRE(ir);
-  CompileRequest req;
-  req.inputs = {SourceInput::memory("nested.ll", *ir)};
-  req.entries = {"nest_a"};
-  req.remote = "off";
-  req.jobs = 2;
-  return req;
-}
+CompileRequest nested_request() { return data_request("nested.ll", {"nest_a"}); }
 
 std::string status_of(const CompileReport& rep) {
   std::string out;
@@ -48,36 +36,6 @@ std::string status_of(const CompileReport& rep) {
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
-
-std::string self_path() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  REQUIRE(n > 0);
-  return std::string(buf, size_t(n));
-}
-
-// Sets or clears an environment variable for one scope.
-class EnvVar {
-public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 } // namespace
 
@@ -116,9 +74,8 @@ TEST_CASE("on_demand: a report is ok unless a job failed or a root has an error"
 }
 
 TEST_CASE("on_demand: the first request compiles, the same request again is a memo hit") {
-  auto dir = TempDir::create("kiln-on-demand-test");
-  REQUIRE(dir);
-  std::string cache = dir->path() + "/kiln.db";
+  TestCache c = empty_cache("kiln-on-demand-test");
+  std::string cache = c.path();
   CompileRequest req = nested_request();
 
   auto first = compile_on_demand(req, cache);
@@ -161,9 +118,8 @@ TEST_CASE("on_demand: the first request compiles, the same request again is a me
 
 TEST_CASE("on_demand: a compiler library that cannot be loaded fails only a memo miss, "
           "naming its path") {
-  auto dir = TempDir::create("kiln-on-demand-test");
-  REQUIRE(dir);
-  std::string marker = dir->path() + "/child-passed";
+  TempDir dir = temp_dir("kiln-on-demand-test");
+  std::string marker = dir.path() + "/child-passed";
   EnvVar library("KILN_COMPILER_LIBRARY", kMissingLibrary);
   EnvVar mark(kMarkerVar, marker.c_str());
   auto child = run_process({self_path(), "--no-skip", std::string("--test-case=") + kChildCase});
@@ -183,9 +139,8 @@ TEST_CASE("on_demand child: a memo miss without the compiler library" * doctest:
   REQUIRE(marker);
   REQUIRE(library);
   REQUIRE(std::string(library) == kMissingLibrary);
-  auto dir = TempDir::create("kiln-on-demand-child");
-  REQUIRE(dir);
-  std::string cache = dir->path() + "/kiln.db";
+  TestCache c = empty_cache("kiln-on-demand-child");
+  std::string cache = c.path();
   CompileRequest req = nested_request();
 
   // kiln::compile (linked into this program) leaves the memo.

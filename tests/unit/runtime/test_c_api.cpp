@@ -4,10 +4,8 @@
 // functions run, an unknown root or function is not_found, each status has
 // its name, errors are per thread, and a closed handle leaves its usage in
 // the cache.
-#include "storage/local/store.h"
-#include "support/files.h"
+#include "fixtures/cache.hpp"
 
-#include <kiln/compiler.hpp>
 #include <kiln/kiln.h>
 #include <kiln/kiln.hpp>
 
@@ -17,39 +15,13 @@
 #include <thread>
 
 using namespace kiln;
+using namespace kiln::test;
 
 namespace {
 
 // nested.ll's nest_a (nest_a(x) = ((x + 100) + 10) * 3) precompiled for the
 // host; with `link` its image is stored too.
-struct Compiled {
-  TempDir dir;
-  std::string closure; ///< 32 hex
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-Compiled compiled(bool link) {
-  auto dir = TempDir::create("kiln-c-api-test");
-  REQUIRE(dir);
-  Compiled c{dir.take(), ""};
-  auto ir = read_file(std::string(KILN_TEST_DATA) + "/nested.ll");
-  REQUIRE(ir);
-  CompileRequest req;
-  req.inputs = {SourceInput::memory("nested.ll", *ir)};
-  req.entries = {"nest_a"};
-  req.link_images = link;
-  req.remote = "off";
-  req.jobs = 2;
-  auto plan = Plan::create(req);
-  REQUIRE(plan);
-  auto report = plan->run(c.path());
-  INFO((report ? std::string() : report.error().message));
-  REQUIRE(report);
-  REQUIRE(report->ok());
-  REQUIRE(report->roots.size() == 1);
-  c.closure = report->roots[0].closure;
-  return c;
-}
+TestCache compiled(bool link) { return nested_cache("kiln-c-api-test", link); }
 
 kiln_cache* open_ok(const std::string& path) {
   kiln_cache* cache = nullptr;
@@ -71,7 +43,7 @@ using IntFn = int (*)(int);
 } // namespace
 
 TEST_CASE("c_api: NULL arguments are invalid_argument and say which call") {
-  Compiled c = compiled(false);
+  TestCache c = compiled(false);
   kiln_cache* cache = open_ok(c.path());
 
   CHECK(kiln_cache_open(c.path().c_str(), nullptr) == KILN_INVALID_ARGUMENT);
@@ -106,7 +78,7 @@ TEST_CASE("c_api: NULL arguments are invalid_argument and say which call") {
 }
 
 TEST_CASE("c_api: a root loads by name and by closure key, and its functions run") {
-  Compiled c = compiled(false);
+  TestCache c = compiled(false);
   kiln_cache* cache = open_ok(c.path());
 
   kiln_image* by_name = nullptr;
@@ -126,7 +98,7 @@ TEST_CASE("c_api: a root loads by name and by closure key, and its functions run
   CHECK(reinterpret_cast<IntFn>(cfn)(7) == 21);
 
   kiln_image* by_key = nullptr;
-  REQUIRE(kiln_image_load(cache, c.closure.c_str(), "host", &by_key) == KILN_OK);
+  REQUIRE(kiln_image_load(cache, c.root_closure().c_str(), "host", &by_key) == KILN_OK);
   void* b = nullptr;
   REQUIRE(kiln_image_lookup(by_key, "nest_b", &b) == KILN_OK);
   CHECK(reinterpret_cast<IntFn>(b)(0) == 30);
@@ -148,7 +120,7 @@ TEST_CASE("c_api: a root loads by name and by closure key, and its functions run
 }
 
 TEST_CASE("c_api: an unknown root or function is not_found, naming it") {
-  Compiled c = compiled(true);
+  TestCache c = compiled(true);
   kiln_cache* cache = open_ok(c.path());
 
   kiln_image* img = reinterpret_cast<kiln_image*>(0x1);
@@ -167,11 +139,10 @@ TEST_CASE("c_api: an unknown root or function is not_found, naming it") {
   CHECK(kiln_image_lookup(img, "nest_d", &fn) == KILN_NOT_FOUND);
   CHECK(fn == nullptr);
   CHECK(contains(last_error(), "'nest_d'"));
-  CHECK(contains(last_error(), c.closure));
+  CHECK(contains(last_error(), c.root_closure()));
   // Deferred symbols are the image's own business, not entries.
-  auto store = storage::Store::open(c.path());
-  REQUIRE(store);
-  auto closure = (*store)->get_closure(*parse_hash128(c.closure));
+  auto store = open_store(c.path());
+  auto closure = store->get_closure(*parse_hash128(c.root_closure()));
   REQUIRE(closure);
   CHECK(kiln_image_lookup(img, closure->members[0].symbol.c_str(), &fn) == KILN_NOT_FOUND);
 
@@ -180,9 +151,8 @@ TEST_CASE("c_api: an unknown root or function is not_found, naming it") {
 }
 
 TEST_CASE("c_api: a file that is not a cache is refused by kiln_cache_open") {
-  auto dir = TempDir::create("kiln-c-api-test");
-  REQUIRE(dir);
-  std::string junk = dir->path() + "/junk.db";
+  TempDir dir = temp_dir("kiln-c-api-test");
+  std::string junk = dir.path() + "/junk.db";
   REQUIRE(write_file_atomic(junk, std::string(8192, 'j')));
   kiln_cache* cache = reinterpret_cast<kiln_cache*>(0x1);
   CHECK(kiln_cache_open(junk.c_str(), &cache) == KILN_CORRUPT);
@@ -227,7 +197,7 @@ TEST_CASE("c_api: kiln_last_error is this thread's own") {
 }
 
 TEST_CASE("c_api: the C++ API loads, looks up typed functions and reports as the C API does") {
-  Compiled c = compiled(true);
+  TestCache c = compiled(true);
   auto cache = Cache::open(c.path());
   REQUIRE(cache);
   auto img = cache->load("nest_a", "host");
@@ -236,7 +206,7 @@ TEST_CASE("c_api: the C++ API loads, looks up typed functions and reports as the
   auto fn = img->function<int(int)>("nest_a");
   REQUIRE(fn);
   CHECK((*fn)(1) == 333);
-  auto by_key = cache->load(c.closure, "host");
+  auto by_key = cache->load(c.root_closure(), "host");
   REQUIRE(by_key);
   CHECK(std::string(kiln_image_target(by_key->raw())) == "host");
 
@@ -258,7 +228,7 @@ TEST_CASE("c_api: the C++ API loads, looks up typed functions and reports as the
 }
 
 TEST_CASE("c_api: closing a cache records its loads: stored images are hits, links are misses") {
-  Compiled c = compiled(false);
+  TestCache c = compiled(false);
   kiln_cache* cache = open_ok(c.path());
   for (int i = 0; i < 3; ++i) {
     kiln_image* img = nullptr;
@@ -267,12 +237,9 @@ TEST_CASE("c_api: closing a cache records its loads: stored images are hits, lin
   }
   kiln_cache_close(cache);
 
-  auto store = storage::Store::open(c.path());
-  REQUIRE(store);
-  auto st = (*store)->stats();
-  REQUIRE(st);
-  CHECK(st->counters.loads == 3);
-  CHECK(st->counters.image_misses == 1); // the first load linked the image
-  CHECK(st->counters.image_hits == 2);
-  CHECK(st->images == 1);
+  storage::Stats st = stats_ok(*open_store(c.path()));
+  CHECK(st.counters.loads == 3);
+  CHECK(st.counters.image_misses == 1); // the first load linked the image
+  CHECK(st.counters.image_hits == 2);
+  CHECK(st.images == 1);
 }

@@ -3,20 +3,17 @@
 // the reason, never a crash.
 #include "runtime/cuda/cuda_loader.h"
 
+#include "fixtures/records.hpp"
 #include "runtime/cuda/cuda_select.h"
-#include "support/hash.h"
 
 #include <doctest/doctest.h>
 
 using namespace kiln;
 using namespace kiln::runtime;
+using namespace kiln::test;
 
 TEST_CASE("the CUDA loader refuses what it cannot load as unavailable, naming the closure") {
-  core::ClosureRecord c;
-  c.key = hash128("cuda-loader-test");
-  c.root_job = hash128("job");
-  c.target = "sm_90";
-  c.members = {{"k", c.root_job, "k"}};
+  core::ClosureRecord c = lone_closure("cuda-loader-test", "sm_90");
   SymbolMap symbols;
   auto mod = load_cuda_image("not a cubin", c, symbols);
   REQUIRE_FALSE(mod);

@@ -2,20 +2,17 @@
 // test_cuda_loader.cpp.
 #include "runtime/hip/hip_loader.h"
 
+#include "fixtures/records.hpp"
 #include "runtime/hip/hip_select.h"
-#include "support/hash.h"
 
 #include <doctest/doctest.h>
 
 using namespace kiln;
 using namespace kiln::runtime;
+using namespace kiln::test;
 
 TEST_CASE("the HIP loader refuses what it cannot load as unavailable, naming the closure") {
-  core::ClosureRecord c;
-  c.key = hash128("hip-loader-test");
-  c.root_job = hash128("job");
-  c.target = "gfx942";
-  c.members = {{"k", c.root_job, "k"}};
+  core::ClosureRecord c = lone_closure("hip-loader-test", "gfx942");
   SymbolMap symbols;
   auto mod = load_hip_image("not a code object", c, symbols);
   REQUIRE_FALSE(mod);

@@ -3,7 +3,7 @@
 // dlopen refuses is reported, not crashed on.
 #include "runtime/host/host_loader.h"
 
-#include "support/hash.h"
+#include "fixtures/records.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,6 +13,7 @@
 
 using namespace kiln;
 using namespace kiln::runtime;
+using namespace kiln::test;
 
 namespace {
 
@@ -45,14 +46,7 @@ std::string bytes_of(const Elf64_Ehdr& eh) {
   return std::string(reinterpret_cast<const char*>(&eh), sizeof eh);
 }
 
-core::ClosureRecord closure() {
-  core::ClosureRecord c;
-  c.key = hash128("host-loader-test");
-  c.root_job = hash128("job");
-  c.target = "host";
-  c.members = {{"k", c.root_job, "k"}};
-  return c;
-}
+core::ClosureRecord closure() { return lone_closure("host-loader-test", "host"); }
 
 // The load's error, which must be `corrupt` with `words` in its message.
 void check_refused(const std::string& bytes, const std::string& words) {

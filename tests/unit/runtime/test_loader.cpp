@@ -2,29 +2,27 @@
 // load without a target picks, and a GPU load on a machine without the GPU.
 #include "runtime/loader.h"
 
+#include "fixtures/cache.hpp"
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/hip/hip_select.h"
-#include "support/files.h"
-#include "support/hash.h"
 
 #include <doctest/doctest.h>
 
 using namespace kiln;
 using namespace kiln::runtime;
+using namespace kiln::test;
 
 namespace {
 
 // A cache holding one root, "k", precompiled for `target` (its job and
 // closure; no image).
 struct OneRoot {
-  TempDir dir = TempDir::create("kiln-loader-test").take();
+  TestCache file = open_cache("kiln-loader-test");
   kiln_cache cache;
   core::ClosureRecord closure;
 
   explicit OneRoot(const std::string& target) {
-    auto store = storage::Store::open(dir.path() + "/kiln.db");
-    REQUIRE(store);
-    cache.storage = std::make_unique<storage::Storage>(store.take());
+    cache.storage = std::make_unique<storage::Storage>(std::move(file.store));
     storage::Store& local = cache.storage->local();
     core::JobRecord job;
     job.key = hash128("loader-test job " + target);

@@ -5,77 +5,19 @@
 // format a user names, and which key components two jobs differ in.
 #include "storage/local/catalog.h"
 
-#include "core/keys.h"
-#include "storage/local/store.h"
-#include "support/files.h"
-
-#include <kiln/compiler.hpp>
+#include "fixtures/cache.hpp"
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
-
-struct TestCache {
-  TempDir dir;
-  std::unique_ptr<Store> store;
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-TestCache open_cache() {
-  auto d = TempDir::create("kiln-catalog-test");
-  REQUIRE(d);
-  TestCache c{d.take(), nullptr};
-  auto s = Store::open(c.path());
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  c.store = s.take();
-  return c;
-}
-
-// A job whose stored components hash to its key, as a precompile stores it.
-JobRecord consistent_job(const std::string& entry, const std::string& target = "host",
-                         const std::string& options = "-O2") {
-  JobRecord j;
-  j.entry = entry;
-  j.target = target;
-  j.triple = target == "host" ? "x86_64-unknown-linux-gnu" : "nvptx64-nvidia-cuda";
-  j.cpu = target == "host" ? "x86-64" : target;
-  j.features = target == "host" ? "+sse2" : "+ptx84";
-  j.options = options;
-  j.module_hash = hash128("module of " + entry);
-  j.toolchain = "kiln-artifacts 1; llvm 22";
-  auto c = core::components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu,
-                               j.features, j.options, j.toolchain);
-  REQUIRE(c);
-  j.symbol = core::deferred_symbol(c->identity);
-  j.key = core::job_key(*c);
-  return j;
-}
-
-ClosureRecord closure_of(const JobRecord& root, const std::vector<JobRecord>& others = {}) {
-  ClosureRecord c;
-  c.root_job = root.key;
-  c.target = root.target;
-  core::ClosureMap map{{root.symbol, root.key}};
-  c.members = {{root.symbol, root.key, ""}};
-  for (const JobRecord& o : others) {
-    map.push_back({o.symbol, o.key});
-    c.members.push_back({o.symbol, o.key, ""});
-  }
-  std::sort(c.members.begin(), c.members.end(),
-            [](const ClosureMember& a, const ClosureMember& b) { return a.symbol < b.symbol; });
-  c.key = core::closure_key(root.key, map);
-  return c;
-}
 
 /// Roots "alpha" (host: alpha → beta; and sm_90), "gamma" (host) and a
 /// job no closure holds.
@@ -316,19 +258,7 @@ TEST_CASE("catalog: closure_graph gives a root's members and deferred edges") {
 
 TEST_CASE("catalog: closure_graph of a real precompile follows its deferred chain") {
   TestCache c = open_cache();
-  auto ir = read_file(std::string(KILN_TEST_DATA) + "/nested.ll");
-  REQUIRE(ir);
-  CompileRequest req;
-  req.inputs = {SourceInput::memory("nested.ll", *ir)};
-  req.entries = {"nest_a"};
-  req.link_images = false;
-  req.remote = "off";
-  req.jobs = 2;
-  auto plan = Plan::create(req);
-  REQUIRE(plan);
-  auto report = plan->run(c.path());
-  REQUIRE(report);
-  REQUIRE(report->ok());
+  precompile(data_request("nested.ll", {"nest_a"}, {}, /*link_images=*/false), c.path());
 
   auto g = closure_graph(*c.store, "nest_a", "host");
   INFO((g ? std::string() : g.error().message));

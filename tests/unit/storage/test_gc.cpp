@@ -3,21 +3,24 @@
 // key, jobs no closure uses first, the keep list, a dry run that changes
 // nothing, jobs a surviving closure shares kept, the size target met by
 // evicting only what it needs, the age limit, and the cache's own limit when
-// the policy has none.
+// the policy has none; leases that keep a running precompile's jobs and
+// closures; put_closure over a vanished job; names that record their unit
+// and report a move; read_root's one-transaction read; the migration that
+// brings leases and units to an existing cache.
 #include "storage/local/gc.h"
 
-#include "storage/local/store.h"
+#include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
+
 #include "support/files.h"
-#include "support/hash.h"
 
 #include <doctest/doctest.h>
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <ctime>
-#include <memory>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -25,25 +28,9 @@
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
-
-struct TestCache {
-  TempDir dir;
-  std::unique_ptr<Store> store;
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-TestCache open_cache() {
-  auto d = TempDir::create("kiln-gc-test");
-  REQUIRE(d);
-  TestCache c{d.take(), nullptr};
-  auto s = Store::open(c.path());
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  c.store = s.take();
-  return c;
-}
 
 // Bytes zstd cannot shrink, so a job's size in the file is known.
 std::string incompressible(size_t n, uint64_t seed) {
@@ -110,29 +97,6 @@ GcReport gc_ok(Store& store, const GcPolicy& policy) {
 }
 
 int64_t now() { return int64_t(std::time(nullptr)); }
-
-// Sets or clears an environment variable for one scope.
-class EnvVar {
-public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 } // namespace
 
@@ -415,4 +379,166 @@ TEST_CASE("gc: collect_garbage gives a policy without limits the cache's own lim
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == Code::invalid_argument);
   CHECK(has_closure(*c.store, b.key));
+}
+
+TEST_CASE("gc: leased jobs, and closures rooted at them, survive until the lease goes") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a");
+  put_job(*c.store, job("stored"));
+  // A lease may name a job nobody has stored yet.
+  REQUIRE(c.store->lease_jobs("run1", {job("stored").key, job("a").key, job("later").key},
+                              now() + 3600));
+  put_job(*c.store, job("later"));
+  GcPolicy policy;
+  policy.max_size = 0;
+  GcReport held = gc_ok(*c.store, policy);
+  CHECK(held.evicted_closures.empty());
+  CHECK(held.evicted_jobs == 0);
+  CHECK(has_job(*c.store, "stored"));
+  CHECK(has_job(*c.store, "later"));
+  CHECK(has_closure(*c.store, a.key));
+
+  REQUIRE(c.store->release_leases("run1"));
+  GcReport freed = gc_ok(*c.store, policy);
+  CHECK(freed.evicted_closures == std::vector<Hash128>{a.key});
+  CHECK(freed.evicted_jobs == 3);
+  CHECK_FALSE(has_job(*c.store, "stored"));
+}
+
+TEST_CASE("gc: a lapsed lease (a crashed precompile) protects nothing") {
+  TestCache c = open_cache();
+  put_job(*c.store, job("orphan"));
+  REQUIRE(c.store->lease_jobs("crashed", {job("orphan").key}, now() - 1));
+  GcPolicy policy;
+  policy.max_size = 0;
+  CHECK(gc_ok(*c.store, policy).evicted_jobs == 1);
+  CHECK_FALSE(has_job(*c.store, "orphan"));
+}
+
+TEST_CASE("gc: put_closure over an evicted member job names the job") {
+  TestCache c = open_cache();
+  JobRecord root = job("root"), gone = job("gone");
+  put_job(*c.store, root);
+  ClosureRecord cl;
+  cl.key = hash128("closure over a vanished job");
+  cl.root_job = root.key;
+  cl.target = "host";
+  cl.members = {{root.symbol, root.key, ""}, {gone.symbol, gone.key, ""}};
+  Status s = c.store->put_closure(cl, {{"root", "host", cl.key}});
+  REQUIRE_FALSE(s);
+  CHECK(s.error().code == Code::not_found);
+  CHECK(s.error().message.find(gone.key.hex()) != std::string::npos);
+  CHECK(s.error().message.find("no longer in cache") != std::string::npos);
+  CHECK(s.error().message.find("FOREIGN KEY") == std::string::npos);
+  CHECK_FALSE(has_closure(*c.store, cl.key));
+  CHECK_FALSE(c.store->resolve_name("root", "host"));
+}
+
+TEST_CASE("names: point_name records the unit and reports a move to another closure") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a"), b = put_root(*c.store, "b");
+  // put_root named "a" without a unit.
+  auto unknown = c.store->name_unit("a", "host");
+  REQUIRE(unknown);
+  CHECK(unknown->empty());
+  auto same = c.store->point_name({"a", "host", a.key}, "a.ll");
+  REQUIRE(same);
+  CHECK_FALSE(same->has_value()); // the same closure: not a move
+  CHECK(*c.store->name_unit("a", "host") == "a.ll");
+
+  auto moved = c.store->point_name({"a", "host", b.key}, "b.ll, c.ll");
+  REQUIRE(moved);
+  REQUIRE(moved->has_value());
+  const Store::NameMove& m = **moved;
+  CHECK(m.name == "a");
+  CHECK(m.target == "host");
+  CHECK(m.old_closure == a.key);
+  CHECK(m.old_unit == "a.ll");
+  CHECK(m.new_closure == b.key);
+  CHECK(m.new_unit == "b.ll, c.ll");
+  CHECK(*c.store->resolve_name("a", "host") == b.key);
+  CHECK(*c.store->name_unit("a", "host") == "b.ll, c.ll");
+
+  auto fresh = c.store->point_name({"new", "host", b.key}, "n.ll");
+  REQUIRE(fresh);
+  CHECK_FALSE(fresh->has_value()); // a new name moves nothing
+  CHECK(c.store->name_unit("missing", "host").error().code == Code::not_found);
+
+  // A closure gc took is named clearly, and the name stays where it was.
+  auto gone = c.store->point_name({"a", "host", hash128("no such closure")}, "x.ll");
+  REQUIRE_FALSE(gone);
+  CHECK(gone.error().code == Code::not_found);
+  CHECK(*c.store->resolve_name("a", "host") == b.key);
+
+  // put_closure re-pointing a name (an import) forgets the unit; keeping its
+  // closure keeps it.
+  REQUIRE(c.store->put_closure(b, {{"new", "host", b.key}}));
+  CHECK(*c.store->name_unit("new", "host") == "n.ll");
+  REQUIRE(c.store->put_closure(a, {{"new", "host", a.key}}));
+  CHECK(c.store->name_unit("new", "host")->empty());
+}
+
+TEST_CASE("names: read_root reads name, closure, members and image together") {
+  TestCache c = open_cache();
+  ClosureRecord a = put_root(*c.store, "a");
+  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
+  auto r = c.store->read_root("a", "host", "x86_64-linux");
+  REQUIRE(r);
+  CHECK(r->closure.key == a.key);
+  REQUIRE(r->closure.members.size() == 1);
+  CHECK(r->closure.members[0].entry == "a");
+  REQUIRE(r->image.has_value());
+  CHECK(*r->image == "image bytes");
+
+  auto no_arch = c.store->read_root("a", "host", "");
+  REQUIRE(no_arch);
+  CHECK_FALSE(no_arch->image.has_value());
+  auto by_key = c.store->read_root(a.key.hex(), "host", "sm_90");
+  REQUIRE(by_key);
+  CHECK(by_key->closure.key == a.key);
+  CHECK_FALSE(by_key->image.has_value());
+
+  CHECK(c.store->read_root("a", "sm_90", "").error().code == Code::not_found);
+  CHECK(c.store->read_root("nobody", "host", "").error().code == Code::not_found);
+  CHECK(c.store->read_root(hash128("x").hex(), "host", "").error().code == Code::not_found);
+}
+
+TEST_CASE("names: a schema-3 cache gains leases and name units at open, keeping its names") {
+  TestCache c = empty_cache("kiln-migrate-4");
+  std::string path = c.path();
+  {
+    std::string sql;
+    for (const char* f : {"0001_initial.sql", "0002_lifecycle.sql", "0003_memos.sql"}) {
+      auto text = kiln::read_file(std::string(KILN_SOURCE_DIR) + "/schema/" + f);
+      REQUIRE(text);
+      sql += *text;
+    }
+    std::string j(32, 'a'), cl(32, 'c');
+    sql += "PRAGMA application_id=1263094862; PRAGMA user_version=3;"
+           "INSERT INTO jobs VALUES ('" + j + "', 'f', 'sym', 'host', 't', 'c', '', '-O2', '" +
+           std::string(32, 'b') + "', 'tc', 1.0, 0);"
+           "INSERT INTO closures VALUES ('" + cl + "', '" + j + "', 'host', 0, 0);"
+           "INSERT INTO closure_members VALUES ('" + cl + "', 'sym', '" + j + "');"
+           "INSERT INTO names VALUES ('f', 'host', '" + cl + "', 0);";
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    INFO((err ? err : ""));
+    sqlite3_free(err);
+    sqlite3_close(db);
+    REQUIRE(rc == SQLITE_OK);
+  }
+  auto st = Store::open(path);
+  REQUIRE_MESSAGE(st, st.error().message);
+  Store& store = **st;
+  Hash128 cl = *parse_hash128(std::string(32, 'c'));
+  CHECK(*store.resolve_name("f", "host") == cl);
+  auto unit = store.name_unit("f", "host");
+  REQUIRE(unit);
+  CHECK(unit->empty());
+  REQUIRE(store.point_name({"f", "host", cl}, "f.ll"));
+  CHECK(*store.name_unit("f", "host") == "f.ll");
+  CHECK(store.lease_jobs("run", {cl}, now() + 60));
+  CHECK(store.release_leases("run"));
 }

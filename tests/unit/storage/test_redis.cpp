@@ -7,61 +7,24 @@
 #include "storage/remote/redis.h"
 #include "storage/storage.h"
 
+#include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
+#include "fixtures/process.hpp"
+#include "fixtures/redis.hpp"
 #include "storage/bundle.h"
-#include "support/files.h"
 
 #include <doctest/doctest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
 using namespace kiln;
 using namespace kiln::storage;
 using namespace kiln::storage::remote;
+using namespace kiln::test;
 
 namespace {
-
-std::string find_redis_server() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = std::string(path ? path : "") + ":/usr/sbin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    std::string dir =
-        dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!dir.empty() && ::access((dir + "/redis-server").c_str(), X_OK) == 0)
-      return dir + "/redis-server";
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
-  return {};
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 RedisConfig config_for(int port, int timeout_ms = 2000) {
   RedisConfig c;
@@ -69,129 +32,6 @@ RedisConfig config_for(int port, int timeout_ms = 2000) {
   c.port = port;
   c.timeout_ms = timeout_ms;
   return c;
-}
-
-/// A redis-server child on 127.0.0.1:<free port>, no persistence; stopped
-/// with the object.
-class Server {
-public:
-  explicit Server(std::vector<std::string> extra = {}, std::string password = "") {
-    std::string bin = find_redis_server();
-    if (bin.empty())
-      return;
-    auto dir = TempDir::create("kiln-redis-test");
-    REQUIRE(dir);
-    dir_.emplace(dir.take());
-    port_ = free_port();
-    std::vector<std::string> args{bin,     "--port",        std::to_string(port_), "--bind",
-                                  "127.0.0.1", "--save",    "",                    "--appendonly",
-                                  "no",    "--daemonize",   "no",                  "--dir",
-                                  dir_->path()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (std::string& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      std::freopen("/dev/null", "w", stdout);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    RedisConfig c = config_for(port_);
-    c.password = password;
-    for (int i = 0; i < 100; ++i) {
-      RedisBackend probe(c);
-      if (probe.get("kiln-test:probe"))
-        return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL("redis-server did not answer on port " << port_);
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
-
-  bool running() const { return pid_ > 0; }
-  int port() const { return port_; }
-
-  /// One inline command on a connection of its own; the first reply line.
-  std::string command(const std::string& line) const {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(uint16_t(port_));
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    std::string out = line + "\r\n";
-    REQUIRE(::write(fd, out.data(), out.size()) == ssize_t(out.size()));
-    std::string reply;
-    char c;
-    while (::read(fd, &c, 1) == 1 && c != '\n')
-      reply += c;
-    ::close(fd);
-    return reply;
-  }
-
-private:
-  std::optional<TempDir> dir_;
-  int port_ = 0;
-  pid_t pid_ = -1;
-};
-
-#define NEED_REDIS(server)                                                                        \
-  if (!(server).running()) {                                                                     \
-    MESSAGE("skipped: redis-server is not installed (Debian package redis-server)");              \
-    return;                                                                                      \
-  }
-
-/// Sets (or, with nullptr, unsets) an environment variable for the scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-/// What the block writes on stderr.
-template <class F> std::string stderr_of(F&& f) {
-  std::fflush(stderr);
-  int saved = ::dup(2);
-  std::FILE* tmp = std::tmpfile();
-  REQUIRE(tmp);
-  ::dup2(::fileno(tmp), 2);
-  f();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::string out;
-  std::rewind(tmp);
-  for (int c; (c = std::fgetc(tmp)) != EOF;)
-    out += char(c);
-  std::fclose(tmp);
-  return out;
 }
 
 } // namespace
@@ -255,9 +95,9 @@ TEST_CASE("parse_redis_url: errors say what is wrong and never echo the credenti
 }
 
 TEST_CASE("configured: the URL, else $KILN_REMOTE; off; read-only by flag or environment") {
-  ScopedEnv no_ro("KILN_REMOTE_READ_ONLY", nullptr);
+  EnvVar no_ro("KILN_REMOTE_READ_ONLY", nullptr);
   {
-    ScopedEnv none("KILN_REMOTE", nullptr);
+    EnvVar none("KILN_REMOTE", nullptr);
     auto r = configured("");
     REQUIRE(r);
     CHECK_FALSE(r->backend);
@@ -266,7 +106,7 @@ TEST_CASE("configured: the URL, else $KILN_REMOTE; off; read-only by flag or env
     CHECK_FALSE(off->backend);
   }
   {
-    ScopedEnv env("KILN_REMOTE", "redis://u:pw@from-env:5/2?prefix=env");
+    EnvVar env("KILN_REMOTE", "redis://u:pw@from-env:5/2?prefix=env");
     auto r = configured("");
     REQUIRE(r);
     REQUIRE(r->backend);
@@ -281,13 +121,13 @@ TEST_CASE("configured: the URL, else $KILN_REMOTE; off; read-only by flag or env
     auto off = configured("off");
     REQUIRE(off);
     CHECK_FALSE(off->backend);
-    ScopedEnv ro("KILN_REMOTE_READ_ONLY", "1");
+    EnvVar ro("KILN_REMOTE_READ_ONLY", "1");
     auto r2 = configured("");
     REQUIRE(r2);
     CHECK(r2->options.read_only);
   }
   {
-    ScopedEnv env("KILN_REMOTE", "memcached://h");
+    EnvVar env("KILN_REMOTE", "memcached://h");
     auto bad = configured("");
     REQUIRE_FALSE(bad);
     CHECK(bad.error().message == "KILN_REMOTE: remote cache URL: must start with redis://");
@@ -298,8 +138,8 @@ TEST_CASE("configured: the URL, else $KILN_REMOTE; off; read-only by flag or env
 }
 
 TEST_CASE("RedisBackend: get, put, remove, TTL and database selection") {
-  Server server;
-  NEED_REDIS(server);
+  RedisServer server;
+  KILN_NEED_REDIS(server);
   RedisBackend db0(config_for(server.port()));
   auto miss = db0.get("k");
   REQUIRE(miss);
@@ -332,8 +172,8 @@ TEST_CASE("RedisBackend: get, put, remove, TTL and database selection") {
 }
 
 TEST_CASE("RedisBackend: AUTH with the right password works; a wrong one is refused, unechoed") {
-  Server server({"--requirepass", "s3cret-pw"}, "s3cret-pw");
-  NEED_REDIS(server);
+  RedisServer server({"--requirepass", "s3cret-pw"});
+  KILN_NEED_REDIS(server);
   RedisConfig wrong = config_for(server.port());
   wrong.user = "default";
   wrong.password = "wr0ng-pw";
@@ -367,8 +207,8 @@ TEST_CASE("RedisBackend: a dead server and a silent one are errors that say why"
   CHECK(r.error().code == Code::unavailable);
   CHECK(r.error().message == "Connection refused");
 
-  Server server;
-  NEED_REDIS(server);
+  RedisServer server;
+  KILN_NEED_REDIS(server);
   RedisBackend slow(config_for(server.port(), 200));
   REQUIRE(slow.put("k", "v")); // connected before the pause
   REQUIRE(server.command("CLIENT PAUSE 3000") == "+OK\r");
@@ -381,12 +221,11 @@ TEST_CASE("RedisBackend: a dead server and a silent one are errors that say why"
 }
 
 TEST_CASE("Storage over Redis: publishes under the prefix with the TTL; fails open, once") {
-  Server server;
-  NEED_REDIS(server);
-  auto dir = TempDir::create("kiln-redis-storage");
-  REQUIRE(dir);
-  std::string url = "redis://127.0.0.1:" + std::to_string(server.port()) + "?prefix=team&ttl=600";
-  auto opened = Storage::open(dir->path() + "/kiln.db", url);
+  RedisServer server;
+  KILN_NEED_REDIS(server);
+  TempDir dir = temp_dir("kiln-redis-storage");
+  std::string url = server.url("?prefix=team&ttl=600");
+  auto opened = Storage::open(cache_file(dir), url);
   REQUIRE(opened);
   Storage& s = **opened;
   REQUIRE(s.has_remote());
@@ -407,7 +246,7 @@ TEST_CASE("Storage over Redis: publishes under the prefix with the TTL; fails op
 
   // A dead server: one notice naming it (no credentials), then local only.
   int port = free_port();
-  auto dead = Storage::open(dir->path() + "/other.db",
+  auto dead = Storage::open(dir.path() + "/other.db",
                             "redis://u:s3cret@127.0.0.1:" + std::to_string(port));
   REQUIRE(dead);
   std::string err = stderr_of([&] {

@@ -2,40 +2,18 @@
 // a memo round trips its roots and toolchain dependencies, a later one
 // replaces it, an absent one is not_found, what cannot be written unambiguously
 // is not memoised, and a damaged row is corrupt.
-#include "storage/local/store.h"
-
-#include "support/files.h"
-#include "support/hash.h"
+#include "fixtures/cache.hpp"
 
 #include <doctest/doctest.h>
 
-#include <sqlite3.h>
-
-#include <memory>
 #include <string>
 #include <vector>
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
-
-struct TestCache {
-  TempDir dir;
-  std::unique_ptr<Store> store;
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-TestCache open_cache() {
-  auto d = TempDir::create("kiln-memo-store-test");
-  REQUIRE(d);
-  TestCache c{d.take(), nullptr};
-  auto s = Store::open(c.path());
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  c.store = s.take();
-  return c;
-}
 
 Store::Memo memo_of(std::vector<Store::MemoRoot> roots, std::vector<std::string> deps) {
   Store::Memo m;
@@ -69,19 +47,6 @@ void check_absent(Store& store, const Hash128& key) {
   CHECK(m.error().message.find(key.hex()) != std::string::npos);
 }
 
-// Writes straight into the cache file, as another writer or a bad disk might.
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
-  char* msg = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
-  std::string err = msg ? msg : "";
-  sqlite3_free(msg);
-  sqlite3_close(db);
-  INFO(sql << ": " << err);
-  REQUIRE(rc == SQLITE_OK);
-}
-
 } // namespace
 
 TEST_CASE("request memos: put then get round trips roots and deps; absent is not_found") {
@@ -106,10 +71,8 @@ TEST_CASE("request memos: put then get round trips roots and deps; absent is not
   CHECK(empty.deps.empty());
 
   // It is in the file, not only in this connection.
-  c.store.reset();
-  auto reopened = Store::open(c.path());
-  REQUIRE(reopened);
-  check_same(get_ok(**reopened, key), m);
+  c.open();
+  check_same(get_ok(*c.store, key), m);
 }
 
 TEST_CASE("request memos: a later memo under the same key replaces the earlier one") {
@@ -149,11 +112,10 @@ TEST_CASE("request memos: a malformed root line is corrupt, naming the memo") {
   c.store.reset();
   for (const char* roots : {"f\thost\tnot-a-key\n", "f without tabs\n", "f\thost\n"}) {
     CAPTURE(roots);
-    raw_exec(c.dir.path() + "/kiln.db", "UPDATE memos SET roots = '" + std::string(roots) +
-                                            "' WHERE key = '" + key.hex() + "'");
-    auto s = Store::open(c.path());
-    REQUIRE(s);
-    auto m = (*s)->get_memo(key);
+    CHECK(raw_exec(c.path(), "UPDATE memos SET roots = '" + std::string(roots) +
+                                 "' WHERE key = '" + key.hex() + "'") == 1);
+    auto s = open_store(c.path());
+    auto m = s->get_memo(key);
     REQUIRE_FALSE(m);
     CHECK(m.error().code == Code::corrupt);
     CHECK(m.error().message.find(key.hex()) != std::string::npos);

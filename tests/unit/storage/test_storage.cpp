@@ -8,23 +8,20 @@
 
 #include "core/keys.h"
 #include "core/target.h"
+#include "fixtures/cache.hpp"
+#include "fixtures/process.hpp"
 #include "storage/bundle.h"
-#include "support/files.h"
-#include "support/hash.h"
-
-#include <kiln/compiler.hpp>
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
 
@@ -77,30 +74,16 @@ remote::Remote memory_remote(const std::shared_ptr<Shared>& shared, remote::Opti
 /// A cache holding nested.ll's nest_a for the host: three jobs, one
 /// closure, its name and its image. Compiled once per test process.
 struct Source {
-  TempDir dir;
-  std::string path;
+  TestCache cache;
   Hash128 closure;
   std::vector<Hash128> jobs;
 };
 
 Source make_source() {
-  auto dir = TempDir::create("kiln-storage-source");
-  REQUIRE(dir);
-  std::string path = dir->path() + "/kiln.db";
-  CompileRequest req;
-  req.inputs.push_back(SourceInput::file(std::string(KILN_TEST_DATA) + "/nested.ll"));
-  req.entries = {"nest_a"};
-  req.remote = "off";
-  auto rep = compile(req, path);
-  INFO((rep ? std::string() : rep.error().message));
-  REQUIRE(rep);
-  REQUIRE(rep->ok());
-  REQUIRE(rep->roots.size() == 1);
-  REQUIRE(rep->roots[0].image);
-  Source s{dir.take(), path, *parse_hash128(rep->roots[0].closure), {}};
-  for (const JobReport& j : rep->jobs)
+  Source s{nested_cache("kiln-storage-source"), {}, {}};
+  s.closure = *parse_hash128(s.cache.root_closure());
+  for (const JobReport& j : s.cache.report.jobs)
     s.jobs.push_back(*parse_hash128(j.key));
-  REQUIRE(s.jobs.size() == 3);
   return s;
 }
 
@@ -109,31 +92,11 @@ const Source& source() {
   return s;
 }
 
-std::unique_ptr<Store> open_store(const std::string& path) {
-  auto s = Store::open(path);
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  return s.take();
-}
-
-/// A fresh, empty local cache.
-struct Empty {
-  TempDir dir;
-  std::string path;
-};
-
-Empty empty_cache() {
-  auto dir = TempDir::create("kiln-storage-test");
-  REQUIRE(dir);
-  std::string path = dir->path() + "/kiln.db";
-  return {dir.take(), path};
-}
-
 const std::string kArch = core::image_arch("host");
 
 /// Publishes the source's jobs, closure, name and (if `image`) image.
 void publish_source(const std::shared_ptr<Shared>& shared, bool jobs = true, bool image = true) {
-  Storage a(open_store(source().path), memory_remote(shared));
+  Storage a(open_store(source().cache.path()), memory_remote(shared));
   if (jobs)
     for (const Hash128& j : source().jobs)
       a.publish_job(j);
@@ -148,25 +111,6 @@ void publish_source(const std::shared_ptr<Shared>& shared, bool jobs = true, boo
     a.publish_image({core::image_key(source().closure, kArch, "lld test"),
                      core::image_format(core::TargetKind::host), **bytes});
   }
-}
-
-/// What the block writes on stderr.
-template <class F> std::string stderr_of(F&& f) {
-  std::fflush(stderr);
-  int saved = ::dup(2);
-  std::FILE* tmp = std::tmpfile();
-  REQUIRE(tmp);
-  ::dup2(::fileno(tmp), 2);
-  f();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::string out;
-  std::rewind(tmp);
-  for (int c; (c = std::fgetc(tmp)) != EOF;)
-    out += char(c);
-  std::fclose(tmp);
-  return out;
 }
 
 size_t count(const std::string& haystack, const std::string& needle) {
@@ -189,8 +133,8 @@ TEST_SUITE("storage") {
 
 TEST_CASE("Storage: remote keys are <prefix>:v<bundle version>:<kind>:<id>; names are hashed") {
   auto shared = std::make_shared<Shared>();
-  Empty e = empty_cache();
-  Storage plain(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage plain(open_store(e.path()), memory_remote(shared));
   CHECK(plain.remote_key("job", "00ff") == "kiln:v1:job:00ff");
   // The name id of existing remote contents: hash128(target '\0' name).
   CHECK(Storage::name_id("nest_a", "host") == hash128(std::string("host") + '\0' + "nest_a").hex());
@@ -199,7 +143,7 @@ TEST_CASE("Storage: remote keys are <prefix>:v<bundle version>:<kind>:<id>; name
 
   remote::Options team;
   team.prefix = "team";
-  Storage prefixed(open_store(e.path), memory_remote(shared, team));
+  Storage prefixed(open_store(e.path()), memory_remote(shared, team));
   CHECK(prefixed.remote_key("closure", "ab") == "team:v1:closure:ab");
 }
 
@@ -212,8 +156,8 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   CHECK(shared->values.count("kiln:v1:name:" + Storage::name_id("nest_a", "host")));
   CHECK(shared->values.count("kiln:v1:image:" + source().closure.hex() + ":" + kArch));
 
-  Empty e = empty_cache();
-  Storage b(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage b(open_store(e.path()), memory_remote(shared));
   REQUIRE(b.has_remote());
   // A name brings its closure and every member job.
   auto key = b.resolve_name("nest_a", "host");
@@ -223,7 +167,7 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   auto local_name = b.local().resolve_name("nest_a", "host");
   REQUIRE(local_name);
   CHECK(*local_name == source().closure);
-  auto src = open_store(source().path);
+  auto src = open_store(source().cache.path());
   for (const Hash128& j : source().jobs) {
     auto has = b.local().has_job(j, {"obj"});
     REQUIRE(has);
@@ -256,8 +200,8 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
 TEST_CASE("Storage: find_job says where a job was found; a miss asks the remote once") {
   auto shared = std::make_shared<Shared>();
   publish_source(shared);
-  Empty e = empty_cache();
-  Storage b(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage b(open_store(e.path()), memory_remote(shared));
   const Hash128& job = source().jobs[0];
   auto first = b.find_job(job, {"obj"});
   REQUIRE(first);
@@ -283,8 +227,8 @@ TEST_CASE("Storage: find_job says where a job was found; a miss asks the remote 
 TEST_CASE("Storage: a job that lacks a needed artifact is rejected, not stored") {
   auto shared = std::make_shared<Shared>();
   publish_source(shared);
-  Empty e = empty_cache();
-  Storage b(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage b(open_store(e.path()), memory_remote(shared));
   const Hash128& job = source().jobs[0];
   Result<Found> found = Found::nowhere;
   std::string err = stderr_of([&] { found = b.find_job(job, {"obj", "cubin"}); });
@@ -301,8 +245,8 @@ TEST_CASE("Storage: a job that lacks a needed artifact is rejected, not stored")
 TEST_CASE("Storage: damaged or misplaced remote values are rejected and never stored") {
   auto shared = std::make_shared<Shared>();
   publish_source(shared);
-  Empty e = empty_cache();
-  Storage b(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage b(open_store(e.path()), memory_remote(shared));
   const Hash128& victim = source().jobs[0];
   const Hash128& other = source().jobs[1];
   std::string& value = shared->values.at(b.remote_key("job", victim.hex()));
@@ -353,7 +297,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     CHECK(b.local().get_closure(source().closure).error().code == Code::not_found);
   }
   SUBCASE("an image that fails its checks") {
-    auto closure = open_store(source().path)->get_closure(source().closure);
+    auto closure = open_store(source().cache.path())->get_closure(source().closure);
     REQUIRE(closure);
     BundleData data;
     data.images.push_back({core::image_key(source().closure, kArch, "lld test"), "so",
@@ -392,8 +336,8 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
 TEST_CASE("Storage: a closure whose member jobs nobody published is not stored") {
   auto shared = std::make_shared<Shared>();
   publish_source(shared, /*jobs=*/false, /*image=*/false);
-  Empty e = empty_cache();
-  Storage b(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage b(open_store(e.path()), memory_remote(shared));
   auto key = b.resolve_name("nest_a", "host");
   REQUIRE_FALSE(key);
   CHECK(key.error().code == Code::not_found);
@@ -411,7 +355,7 @@ TEST_CASE("Storage: a closure whose member jobs nobody published is not stored")
 }
 
 TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishes nothing") {
-  auto src = open_store(source().path);
+  auto src = open_store(source().cache.path());
   const Hash128& job = source().jobs[0];
   auto rec = src->get_job(job);
   auto refs = src->job_refs(job);
@@ -425,8 +369,8 @@ TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishe
     auto shared = std::make_shared<Shared>();
     remote::Options o;
     o.ttl = std::chrono::seconds(3600);
-    Empty e = empty_cache();
-    Storage a(open_store(e.path), memory_remote(shared, o));
+    TestCache e = empty_cache();
+    Storage a(open_store(e.path()), memory_remote(shared, o));
     REQUIRE(a.put_job(*rec, {{"obj", *obj}}, *refs));
     CHECK(*a.local().has_job(job, {"obj"}));
     std::string jkey = a.remote_key("job", job.hex());
@@ -449,8 +393,8 @@ TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishe
     int puts = shared->puts;
     remote::Options o;
     o.read_only = true;
-    Empty e = empty_cache();
-    Storage a(open_store(e.path), memory_remote(shared, o));
+    TestCache e = empty_cache();
+    Storage a(open_store(e.path()), memory_remote(shared, o));
     REQUIRE(a.put_job(*rec, {{"obj", *obj}}, *refs));
     CHECK(*a.local().has_job(job, {"obj"})); // stored locally all the same
     a.publish_name({"other", "host", source().closure});
@@ -469,8 +413,8 @@ TEST_CASE("Storage: fail-open: the first failed call disables the remote, with o
   publish_source(shared);
   shared->down = true;
   const int gets = shared->gets, puts = shared->puts;
-  Empty e = empty_cache();
-  Storage b(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage b(open_store(e.path()), memory_remote(shared));
   std::string err = stderr_of([&] {
     auto key = b.resolve_name("nest_a", "host");
     REQUIRE_FALSE(key);
@@ -497,8 +441,8 @@ TEST_CASE("Storage: fail-open: the first failed call disables the remote, with o
 TEST_CASE("Storage: a failed publish disables the remote too") {
   auto shared = std::make_shared<Shared>();
   shared->down = true;
-  Empty e = empty_cache();
-  Storage a(open_store(e.path), memory_remote(shared));
+  TestCache e = empty_cache();
+  Storage a(open_store(e.path()), memory_remote(shared));
   std::string err = stderr_of([&] {
     a.publish_name({"n", "host", source().closure});
     a.publish_name({"m", "host", source().closure});
@@ -510,7 +454,7 @@ TEST_CASE("Storage: a failed publish disables the remote too") {
 }
 
 TEST_CASE("Storage over a store it does not own: local only") {
-  auto src = open_store(source().path);
+  auto src = open_store(source().cache.path());
   Storage local(*src);
   CHECK_FALSE(local.has_remote());
   CHECK(&local.local() == src.get());

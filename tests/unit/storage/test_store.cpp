@@ -2,8 +2,8 @@
 // round trips, idempotent content-addressed writes, corruption detection,
 // refusal of foreign files, and concurrent writers (threads and processes).
 #include "storage/local/store.h"
-#include "support/files.h"
-#include "support/hash.h"
+
+#include "fixtures/cache.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <dlfcn.h>
 #include <fstream>
 #include <set>
 #include <string>
@@ -24,70 +23,29 @@
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
-
-// The unit test binary links libkiln, which links libsqlite3 privately, so
-// the sqlite3_* symbols are in the process but not linkable from here. Reach
-// them through the already-loaded library instead.
-struct Sqlite {
-  decltype(&sqlite3_open_v2) open_v2 = nullptr;
-  decltype(&sqlite3_close) close = nullptr;
-  decltype(&sqlite3_exec) exec = nullptr;
-  decltype(&sqlite3_free) free = nullptr;
-  decltype(&sqlite3_prepare_v2) prepare_v2 = nullptr;
-  decltype(&sqlite3_step) step = nullptr;
-  decltype(&sqlite3_finalize) finalize = nullptr;
-  decltype(&sqlite3_column_int64) column_int64 = nullptr;
-  decltype(&sqlite3_column_text) column_text = nullptr;
-  decltype(&sqlite3_errmsg) errmsg = nullptr;
-
-  static const Sqlite& get() {
-    static const Sqlite api = [] {
-      Sqlite s;
-      void* h = ::dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_GLOBAL);
-      if (!h)
-        return s;
-#define KILN_SQL_SYM(field, name) s.field = reinterpret_cast<decltype(s.field)>(::dlsym(h, #name))
-      KILN_SQL_SYM(open_v2, sqlite3_open_v2);
-      KILN_SQL_SYM(close, sqlite3_close);
-      KILN_SQL_SYM(exec, sqlite3_exec);
-      KILN_SQL_SYM(free, sqlite3_free);
-      KILN_SQL_SYM(prepare_v2, sqlite3_prepare_v2);
-      KILN_SQL_SYM(step, sqlite3_step);
-      KILN_SQL_SYM(finalize, sqlite3_finalize);
-      KILN_SQL_SYM(column_int64, sqlite3_column_int64);
-      KILN_SQL_SYM(column_text, sqlite3_column_text);
-      KILN_SQL_SYM(errmsg, sqlite3_errmsg);
-#undef KILN_SQL_SYM
-      return s;
-    }();
-    return api;
-  }
-  bool ok() const {
-    return open_v2 && close && exec && free && prepare_v2 && step && finalize && column_int64 &&
-           column_text && errmsg;
-  }
-};
 
 // A raw connection to a database file, for inspecting and damaging it.
 class RawDb {
 public:
-  explicit RawDb(const std::string& path, bool create = false) : api_(Sqlite::get()) {
-    REQUIRE(api_.ok());
+  explicit RawDb(const std::string& path, bool create = false) {
     int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = api_.open_v2(path.c_str(), &db_, flags, nullptr);
+    int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     REQUIRE(rc == SQLITE_OK);
   }
-  ~RawDb() { api_.close(db_); }
+  ~RawDb() { sqlite3_close(db_); }
+  RawDb(const RawDb&) = delete;
+  RawDb& operator=(const RawDb&) = delete;
 
   // Runs SQL; returns the error message, empty on success.
   std::string exec(const std::string& sql) {
     char* msg = nullptr;
-    int rc = api_.exec(db_, sql.c_str(), nullptr, nullptr, &msg);
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg);
     std::string out = rc == SQLITE_OK ? "" : (msg ? msg : "error");
     if (msg)
-      api_.free(msg);
+      sqlite3_free(msg);
     return out;
   }
   void must(const std::string& sql) {
@@ -98,43 +56,29 @@ public:
   int64_t scalar(const std::string& sql) {
     sqlite3_stmt* s = nullptr;
     INFO(sql);
-    REQUIRE(api_.prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
     int64_t v = -1;
-    if (api_.step(s) == SQLITE_ROW)
-      v = api_.column_int64(s, 0);
-    api_.finalize(s);
+    if (sqlite3_step(s) == SQLITE_ROW)
+      v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
     return v;
   }
   std::string text(const std::string& sql) {
     sqlite3_stmt* s = nullptr;
     INFO(sql);
-    REQUIRE(api_.prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
     std::string v;
-    if (api_.step(s) == SQLITE_ROW) {
-      const unsigned char* p = api_.column_text(s, 0);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      const unsigned char* p = sqlite3_column_text(s, 0);
       v = p ? reinterpret_cast<const char*>(p) : "";
     }
-    api_.finalize(s);
+    sqlite3_finalize(s);
     return v;
   }
 
 private:
-  const Sqlite& api_;
   sqlite3* db_ = nullptr;
 };
-
-TempDir temp_dir() {
-  auto d = TempDir::create("kiln-cache-test");
-  REQUIRE(d);
-  return d.take();
-}
-
-std::unique_ptr<Store> open_store(const std::string& path) {
-  auto s = Store::open(path);
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  return s.take();
-}
 
 std::string slurp(const std::string& path) {
   auto r = read_file(path);
@@ -177,6 +121,27 @@ Status put_simple(Store& st, int i, double compile_ms = 1.5) {
                     {{"__kiln_deferred_child" + std::to_string(i), "child_" + std::to_string(i)}});
 }
 
+// What concurrent writers of jobs 0 .. distinct - 1 must leave: each job
+// once, with its artifact intact.
+void check_each_job_once(const std::string& path, int distinct) {
+  auto st = open_store(path);
+  auto jobs = st->list_jobs();
+  REQUIRE(jobs);
+  CHECK(int(jobs->size()) == distinct);
+  std::set<Hash128> keys;
+  for (const JobRecord& j : *jobs)
+    keys.insert(j.key);
+  CHECK(int(keys.size()) == int(jobs->size()));
+  CHECK(int(keys.size()) == distinct);
+  for (int i = 0; i < distinct; ++i) {
+    auto art = st->get_artifact(make_job(i).key, "obj");
+    REQUIRE(art);
+    CHECK(*art == object_bytes(i));
+  }
+  RawDb raw(path);
+  CHECK(raw.scalar("SELECT count(*) FROM artifacts") == distinct);
+}
+
 std::string random_bytes(size_t n, uint32_t seed) {
   std::string s(n, '\0');
   uint32_t x = seed;
@@ -190,7 +155,7 @@ std::string random_bytes(size_t n, uint32_t seed) {
 } // namespace
 
 TEST_CASE("Store::open creates a 0600 file in 0700 directories and migrates it") {
-  TempDir dir = temp_dir();
+  TempDir dir = temp_dir("kiln-cache-test");
   std::string path = dir.path() + "/a/b/kiln.db";
   {
     auto st = open_store(path);
@@ -215,8 +180,8 @@ TEST_CASE("Store::open creates a 0600 file in 0700 directories and migrates it")
 }
 
 TEST_CASE("Store reopens an existing cache and keeps its contents") {
-  TempDir dir = temp_dir();
-  std::string path = dir.path() + "/kiln.db";
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
   {
     auto st = open_store(path);
     REQUIRE(put_simple(*st, 1));
@@ -242,8 +207,8 @@ TEST_CASE("Store reopens an existing cache and keeps its contents") {
 }
 
 TEST_CASE("put_job, has_job, get_job, job_refs and get_artifact round trip") {
-  TempDir dir = temp_dir();
-  auto st = open_store(dir.path() + "/kiln.db");
+  TempDir dir = temp_dir("kiln-cache-test");
+  auto st = open_store(cache_file(dir));
   JobRecord j = make_job(7, 12.25);
   std::string obj = object_bytes(7);
   std::string empty_art;
@@ -316,8 +281,8 @@ TEST_CASE("put_job, has_job, get_job, job_refs and get_artifact round trip") {
 }
 
 TEST_CASE("a job put twice is stored once and keeps its first content") {
-  TempDir dir = temp_dir();
-  auto st = open_store(dir.path() + "/kiln.db");
+  TempDir dir = temp_dir("kiln-cache-test");
+  auto st = open_store(cache_file(dir));
   REQUIRE(put_simple(*st, 3, 1.0));
   Status again = put_simple(*st, 3, 99.0);
   INFO((again ? std::string() : again.error().message));
@@ -339,13 +304,13 @@ TEST_CASE("a job put twice is stored once and keeps its first content") {
   REQUIRE(refs);
   CHECK(refs->size() == 1);
 
-  RawDb raw(dir.path() + "/kiln.db");
+  RawDb raw(cache_file(dir));
   CHECK(raw.scalar("SELECT count(*) FROM artifacts") == 1);
 }
 
 TEST_CASE("a damaged artifact is corrupt, never a crash") {
-  TempDir dir = temp_dir();
-  std::string path = dir.path() + "/kiln.db";
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
   Hash128 key = make_job(1).key;
   std::string hex = key.hex();
   {
@@ -354,40 +319,23 @@ TEST_CASE("a damaged artifact is corrupt, never a crash") {
     REQUIRE(put_simple(*st, 2));
   }
 
-  SUBCASE("checksum mismatch") {
+  // Job 1's artifact row, rewritten behind the store's back.
+  auto damage = [&](const std::string& set) {
     RawDb raw(path);
-    raw.must("UPDATE artifacts SET checksum = checksum + 1 WHERE job_key = '" + hex + "'");
-  }
+    raw.must("UPDATE artifacts SET " + set + " WHERE job_key = '" + hex + "'");
+  };
+  SUBCASE("checksum mismatch") { damage("checksum = checksum + 1"); }
   SUBCASE("blob replaced by garbage") {
-    RawDb raw(path);
-    raw.must("UPDATE artifacts SET data = x'deadbeef00112233445566778899aabbccddeeff' "
-             "WHERE job_key = '" + hex + "'");
+    damage("data = x'deadbeef00112233445566778899aabbccddeeff'");
   }
   SUBCASE("blob replaced by random bytes of the same length") {
-    RawDb raw(path);
-    raw.must("UPDATE artifacts SET data = randomblob(length(data)) WHERE job_key = '" + hex + "'");
+    damage("data = randomblob(length(data))");
   }
-  SUBCASE("blob is empty") {
-    RawDb raw(path);
-    raw.must("UPDATE artifacts SET data = x'' WHERE job_key = '" + hex + "'");
-  }
-  SUBCASE("blob truncated") {
-    RawDb raw(path);
-    raw.must("UPDATE artifacts SET data = substr(data, 1, length(data) / 2) WHERE job_key = '" +
-             hex + "'");
-  }
-  SUBCASE("raw size wrong") {
-    RawDb raw(path);
-    raw.must("UPDATE artifacts SET raw_size = raw_size + 1 WHERE job_key = '" + hex + "'");
-  }
-  SUBCASE("raw size negative") {
-    RawDb raw(path);
-    raw.must("UPDATE artifacts SET raw_size = -5 WHERE job_key = '" + hex + "'");
-  }
-  SUBCASE("raw size huge") {
-    RawDb raw(path);
-    raw.must("UPDATE artifacts SET raw_size = 9000000000000000000 WHERE job_key = '" + hex + "'");
-  }
+  SUBCASE("blob is empty") { damage("data = x''"); }
+  SUBCASE("blob truncated") { damage("data = substr(data, 1, length(data) / 2)"); }
+  SUBCASE("raw size wrong") { damage("raw_size = raw_size + 1"); }
+  SUBCASE("raw size negative") { damage("raw_size = -5"); }
+  SUBCASE("raw size huge") { damage("raw_size = 9000000000000000000"); }
 
   auto st = open_store(path);
   auto art = st->get_artifact(key, "obj");
@@ -401,8 +349,8 @@ TEST_CASE("a damaged artifact is corrupt, never a crash") {
 }
 
 TEST_CASE("a file that is not SQLite is refused as corrupt and left unchanged") {
-  TempDir dir = temp_dir();
-  std::string path = dir.path() + "/kiln.db";
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
   std::string bytes;
   SUBCASE("random bytes") { bytes = random_bytes(8192, 42); }
   SUBCASE("text") { bytes = "this is not a database, just some text that happens to be long. " +
@@ -418,7 +366,7 @@ TEST_CASE("a file that is not SQLite is refused as corrupt and left unchanged") 
 }
 
 TEST_CASE("a foreign SQLite database is refused and left unchanged") {
-  TempDir dir = temp_dir();
+  TempDir dir = temp_dir("kiln-cache-test");
   std::string path = dir.path() + "/other.db";
   {
     RawDb raw(path, /*create=*/true);
@@ -438,8 +386,8 @@ TEST_CASE("a foreign SQLite database is refused and left unchanged") {
 }
 
 TEST_CASE("a cache with a newer schema is refused, naming both versions") {
-  TempDir dir = temp_dir();
-  std::string path = dir.path() + "/kiln.db";
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
   {
     auto st = open_store(path);
     REQUIRE(put_simple(*st, 1));
@@ -464,8 +412,8 @@ TEST_CASE("a cache with a newer schema is refused, naming both versions") {
 }
 
 TEST_CASE("closures and names: put, get, resolve, retarget to the latest") {
-  TempDir dir = temp_dir();
-  auto st = open_store(dir.path() + "/kiln.db");
+  TempDir dir = temp_dir("kiln-cache-test");
+  auto st = open_store(cache_file(dir));
   for (int i = 1; i <= 4; ++i)
     REQUIRE(put_simple(*st, i));
   Hash128 j1 = make_job(1).key, j2 = make_job(2).key, j3 = make_job(3).key,
@@ -549,8 +497,8 @@ TEST_CASE("closures and names: put, get, resolve, retarget to the latest") {
 }
 
 TEST_CASE("a closure naming a job that is not stored is refused and leaves nothing") {
-  TempDir dir = temp_dir();
-  auto st = open_store(dir.path() + "/kiln.db");
+  TempDir dir = temp_dir("kiln-cache-test");
+  auto st = open_store(cache_file(dir));
   REQUIRE(put_simple(*st, 1));
   ClosureRecord c;
   c.key = hash128("closure-bad");
@@ -566,8 +514,8 @@ TEST_CASE("a closure naming a job that is not stored is refused and leaves nothi
 }
 
 TEST_CASE("images round trip; a damaged image is corrupt") {
-  TempDir dir = temp_dir();
-  std::string path = dir.path() + "/kiln.db";
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
   ImageKey ik{hash128("closure-1"), "x86_64-linux", "lld 22.1.0"};
   std::string image = random_bytes(20000, 7) + std::string(20000, '\0');
   {
@@ -613,8 +561,8 @@ TEST_CASE("images round trip; a damaged image is corrupt") {
 }
 
 TEST_CASE("eight threads with their own Store write overlapping jobs into one file") {
-  TempDir dir = temp_dir();
-  std::string path = dir.path() + "/kiln.db";
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
   { auto st = open_store(path); }
 
   constexpr int kThreads = 8, kPerThread = 24, kStride = 6; // neighbours overlap by 18
@@ -648,21 +596,8 @@ TEST_CASE("eight threads with their own Store write overlapping jobs into one fi
   CHECK(failures.load() == 0);
 
   int distinct = (kThreads - 1) * kStride + kPerThread;
-  auto st = open_store(path);
-  auto jobs = st->list_jobs();
-  REQUIRE(jobs);
-  CHECK(int(jobs->size()) == distinct);
-  std::set<Hash128> keys;
-  for (const JobRecord& j : *jobs)
-    keys.insert(j.key);
-  CHECK(int(keys.size()) == int(jobs->size()));
-  for (int i = 0; i < distinct; ++i) {
-    auto art = st->get_artifact(make_job(i).key, "obj");
-    REQUIRE(art);
-    CHECK(*art == object_bytes(i));
-  }
+  check_each_job_once(path, distinct);
   RawDb raw(path);
-  CHECK(raw.scalar("SELECT count(*) FROM artifacts") == distinct);
   CHECK(raw.scalar("SELECT count(*) FROM job_refs") == distinct);
 }
 
@@ -670,8 +605,8 @@ TEST_CASE("eight threads opening a fresh cache file at once all succeed") {
   // Each opener sees an empty file and races to migrate it; none may
   // mistake a half-seen migration for a foreign database.
   for (int round = 0; round < 15; ++round) {
-    TempDir dir = temp_dir();
-    std::string path = dir.path() + "/kiln.db";
+    TempDir dir = temp_dir("kiln-cache-test");
+    std::string path = cache_file(dir);
     constexpr int kThreads = 8;
     std::atomic<int> ready{0};
     std::vector<std::string> errors(kThreads);
@@ -703,8 +638,8 @@ TEST_CASE("eight threads opening a fresh cache file at once all succeed") {
 }
 
 TEST_CASE("four forked processes write overlapping jobs into one file") {
-  TempDir dir = temp_dir();
-  std::string path = dir.path() + "/kiln.db";
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
   { auto st = open_store(path); }
 
   constexpr int kChildren = 4, kPerChild = 30, kStride = 10;
@@ -740,27 +675,12 @@ TEST_CASE("four forked processes write overlapping jobs into one file") {
   }
 
   int distinct = (kChildren - 1) * kStride + kPerChild;
-  auto st = open_store(path);
-  auto jobs = st->list_jobs();
-  REQUIRE(jobs);
-  CHECK(int(jobs->size()) == distinct);
-  std::set<Hash128> keys;
-  for (const JobRecord& j : *jobs)
-    keys.insert(j.key);
-  CHECK(int(keys.size()) == distinct);
-  for (int i = 0; i < distinct; ++i) {
-    auto art = st->get_artifact(make_job(i).key, "obj");
-    REQUIRE(art);
-    CHECK(*art == object_bytes(i));
-  }
-  RawDb raw(path);
-  CHECK(raw.scalar("SELECT count(*) FROM artifacts") == distinct);
+  check_each_job_once(path, distinct);
 }
 
 TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping its rows") {
-  auto dir = kiln::TempDir::create("kiln-migrate");
-  REQUIRE(dir);
-  std::string path = dir->path() + "/old.db";
+  TempDir dir = temp_dir("kiln-migrate");
+  std::string path = dir.path() + "/old.db";
   {
     // Build what a schema-1 Kiln wrote: its migration, its header, one job.
     auto v1 = kiln::read_file(std::string(KILN_SOURCE_DIR) + "/schema/0001_initial.sql");

@@ -5,66 +5,25 @@
 // forged in content is refused before anything is written.
 #include "storage/local/transfer.h"
 
+#include "fixtures/cache.hpp"
 #include "storage/bundle.h"
 #include "storage/local/verify.h"
-#include "support/files.h"
-
-#include <kiln/compiler.hpp>
 
 #include <doctest/doctest.h>
 
-#include <memory>
 #include <string>
-#include <sys/stat.h>
-#include <vector>
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
 
-struct TestCache {
-  TempDir dir;
-  std::unique_ptr<Store> store;
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-TestCache open_cache(const char* prefix = "kiln-transfer-test") {
-  auto d = TempDir::create(prefix);
-  REQUIRE(d);
-  TestCache c{d.take(), nullptr};
-  auto s = Store::open(c.path());
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  c.store = s.take();
-  return c;
-}
-
 // nested.ll's nest_a (three jobs) precompiled for the host, with its image.
 TestCache compiled_source() {
-  TestCache c = open_cache("kiln-transfer-source");
-  auto ir = read_file(std::string(KILN_TEST_DATA) + "/nested.ll");
-  REQUIRE(ir);
-  CompileRequest req;
-  req.inputs = {SourceInput::memory("nested.ll", *ir)};
-  req.entries = {"nest_a"};
-  req.remote = "off";
-  req.jobs = 2;
-  auto plan = Plan::create(req);
-  REQUIRE(plan);
-  auto report = plan->run(c.path());
-  INFO((report ? std::string() : report.error().message));
-  REQUIRE(report);
-  REQUIRE(report->ok());
-  REQUIRE(report->roots.size() == 1);
-  REQUIRE(report->roots[0].image);
+  TestCache c = nested_cache("kiln-transfer-source");
+  c.open();
   return c;
-}
-
-Stats stats_ok(Store& store) {
-  auto st = store.stats();
-  REQUIRE(st);
-  return st.take();
 }
 
 void check_empty(Store& store) {
@@ -73,11 +32,6 @@ void check_empty(Store& store) {
   CHECK(st.closures == 0);
   CHECK(st.images == 0);
   CHECK(st.names == 0);
-}
-
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
 }
 
 } // namespace
@@ -162,10 +116,9 @@ TEST_CASE("transfer: export by name or by closure key; a name that names nothing
   TestCache src = compiled_source();
   auto key = src.store->resolve_name("nest_a", "host");
   REQUIRE(key);
-  auto dir = TempDir::create("kiln-transfer-files");
-  REQUIRE(dir);
+  TempDir dir = temp_dir("kiln-transfer-files");
 
-  std::string by_name = dir->path() + "/by-name.kiln", by_key = dir->path() + "/by-key.kiln";
+  std::string by_name = dir.path() + "/by-name.kiln", by_key = dir.path() + "/by-key.kiln";
   auto named = export_bundle(*src.store, by_name, {"nest_a"});
   REQUIRE(named);
   auto keyed = export_bundle(*src.store, by_key, {key->hex()});
@@ -180,16 +133,16 @@ TEST_CASE("transfer: export by name or by closure key; a name that names nothing
   REQUIRE(twice);
   CHECK(twice->closures == 1);
 
-  std::string nothing = dir->path() + "/nothing.kiln";
+  std::string nothing = dir.path() + "/nothing.kiln";
   auto missing = export_bundle(*src.store, nothing, {"nest_z"});
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == Code::not_found);
   CHECK(missing.error().message.find("'nest_z'") != std::string::npos);
-  CHECK_FALSE(exists(nothing));
+  CHECK_FALSE(path_exists(nothing));
 
   // An empty cache exports an empty bundle, which imports as nothing.
   TestCache empty = open_cache();
-  std::string none = dir->path() + "/none.kiln";
+  std::string none = dir.path() + "/none.kiln";
   auto out = export_bundle(*empty.store, none, {});
   REQUIRE(out);
   CHECK(out->closures == 0);

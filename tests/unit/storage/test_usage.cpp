@@ -4,40 +4,20 @@
 // cache's setting, else the default.
 #include "storage/local/usage.h"
 
-#include "storage/local/store.h"
-#include "support/files.h"
-#include "support/hash.h"
+#include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <ctime>
-#include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
-
-struct TestCache {
-  TempDir dir;
-  std::unique_ptr<Store> store;
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-TestCache open_cache() {
-  auto d = TempDir::create("kiln-usage-test");
-  REQUIRE(d);
-  TestCache c{d.take(), nullptr};
-  auto s = Store::open(c.path());
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  c.store = s.take();
-  return c;
-}
 
 JobRecord job(const std::string& entry, const std::string& target) {
   JobRecord j;
@@ -51,7 +31,7 @@ JobRecord job(const std::string& entry, const std::string& target) {
   return j;
 }
 
-ClosureRecord closure_of(const JobRecord& j) {
+ClosureRecord closure_for(const JobRecord& j) {
   ClosureRecord c;
   c.key = hash128("usage-test closure " + j.key.hex());
   c.root_job = j.key;
@@ -59,36 +39,6 @@ ClosureRecord closure_of(const JobRecord& j) {
   c.members = {{j.symbol, j.key, ""}};
   return c;
 }
-
-Stats stats_ok(Store& store) {
-  auto st = store.stats();
-  INFO((st ? std::string() : st.error().message));
-  REQUIRE(st);
-  return st.take();
-}
-
-// Sets or clears an environment variable for one scope.
-class EnvVar {
-public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 } // namespace
 
@@ -126,10 +76,7 @@ TEST_CASE("usage: counters are added to, survive a reopen, and are zeroed") {
     CHECK(got.remote_errors == 10);
   };
   check_sum(stats_ok(*c.store).counters);
-  c.store.reset();
-  auto reopened = Store::open(c.path());
-  REQUIRE(reopened);
-  c.store = reopened.take();
+  c.open();
   check_sum(stats_ok(*c.store).counters);
 
   REQUIRE(c.store->zero_counters());
@@ -156,7 +103,7 @@ TEST_CASE("usage: stats counts rows per kind and jobs per target, and measures b
   REQUIRE(c.store->put_job(h1, {{"obj", text}}, {}));
   REQUIRE(c.store->put_job(h2, {{"obj", text}}, {}));
   REQUIRE(c.store->put_job(g, {{"ptx", text}, {"cubin", "tiny"}}, {}));
-  ClosureRecord ca = closure_of(h1), cg = closure_of(g);
+  ClosureRecord ca = closure_for(h1), cg = closure_for(g);
   REQUIRE(c.store->put_closure(ca, {{"a", "host", ca.key}}));
   REQUIRE(c.store->put_closure(cg, {{"a", "sm_90", cg.key}, {"alias", "sm_90", cg.key}}));
   REQUIRE(c.store->put_image({ca.key, "x86_64-linux", "lld 22"}, "so", text));
@@ -185,7 +132,7 @@ TEST_CASE("usage: touch_closures marks closures used and only ever moves recency
   JobRecord a = job("a", "host"), b = job("b", "host");
   REQUIRE(c.store->put_job(a, {{"obj", "a"}}, {}));
   REQUIRE(c.store->put_job(b, {{"obj", "b"}}, {}));
-  ClosureRecord ca = closure_of(a), cb = closure_of(b);
+  ClosureRecord ca = closure_for(a), cb = closure_for(b);
   REQUIRE(c.store->put_closure(ca, {}));
   REQUIRE(c.store->put_closure(cb, {}));
   REQUIRE(c.store->touch_closures({}, 0));

@@ -3,61 +3,23 @@
 // components, a closure whose key does not match its members and an image a
 // loader would refuse are each reported, by kind and key; and the C and C++
 // APIs report what the library finds.
-#include "storage/local/store.h"
 #include "storage/local/verify.h"
 
-#include "core/keys.h"
-#include "support/files.h"
+#include "fixtures/cache.hpp"
 
 #include <kiln/kiln.h>
 #include <kiln/kiln.hpp>
 
 #include <doctest/doctest.h>
 
-#include <memory>
 #include <string>
 #include <vector>
 
 using namespace kiln;
 using namespace kiln::storage;
+using namespace kiln::test;
 
 namespace {
-
-struct TestCache {
-  TempDir dir;
-  std::unique_ptr<Store> store;
-  std::string path() const { return dir.path() + "/kiln.db"; }
-};
-
-TestCache open_cache() {
-  auto d = TempDir::create("kiln-verify-test");
-  REQUIRE(d);
-  TestCache c{d.take(), nullptr};
-  auto s = Store::open(c.path());
-  INFO((s ? std::string() : s.error().message));
-  REQUIRE(s);
-  c.store = s.take();
-  return c;
-}
-
-// A job whose stored components hash to its key, as a precompile stores it.
-JobRecord consistent_job(const std::string& entry, const std::string& options = "-O2") {
-  JobRecord j;
-  j.entry = entry;
-  j.target = "host";
-  j.triple = "x86_64-unknown-linux-gnu";
-  j.cpu = "x86-64";
-  j.features = "+sse2";
-  j.options = options;
-  j.module_hash = hash128("module of " + entry);
-  j.toolchain = "kiln-artifacts 1; llvm 22";
-  auto c = core::components_of(j.module_hash.hex(), j.entry, j.target, j.triple, j.cpu,
-                               j.features, j.options, j.toolchain);
-  REQUIRE(c);
-  j.symbol = core::deferred_symbol(c->identity);
-  j.key = core::job_key(*c);
-  return j;
-}
 
 void put_job(Store& store, const JobRecord& j, const std::vector<JobRef>& refs = {}) {
   Status s = store.put_job(j, {{"obj", "object of " + j.entry}}, refs);
@@ -76,11 +38,7 @@ Healthy put_healthy(Store& store) {
   Healthy h{consistent_job("root"), consistent_job("child"), {}};
   put_job(store, h.child);
   put_job(store, h.root, {{h.child.symbol, "child"}});
-  h.closure.root_job = h.root.key;
-  h.closure.target = "host";
-  h.closure.members = {{h.root.symbol, h.root.key, ""}, {h.child.symbol, h.child.key, ""}};
-  h.closure.key = core::closure_key(h.root.key, {{h.root.symbol, h.root.key},
-                                                 {h.child.symbol, h.child.key}});
+  h.closure = closure_of(h.root, {h.child});
   Status s = store.put_closure(h.closure, {{"root", "host", h.closure.key}});
   REQUIRE(s);
   return h;

@@ -2,12 +2,14 @@
 // directories, the default cache path.
 #include "support/files.h"
 
+#include "fixtures/env.hpp"
+
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <sys/stat.h>
 
 using namespace kiln;
+using namespace kiln::test;
 
 TEST_CASE("write_file_atomic replaces whole and TempDir cleans up") {
   std::string dir_path;
@@ -31,26 +33,18 @@ TEST_CASE("write_file_atomic replaces whole and TempDir cleans up") {
 }
 
 TEST_CASE("default cache path follows KILN_CACHE, then XDG_CACHE_HOME, then HOME") {
-  const char* old_kiln = std::getenv("KILN_CACHE");
-  const char* old_xdg = std::getenv("XDG_CACHE_HOME");
-  const char* old_home = std::getenv("HOME");
-  std::string saved_kiln = old_kiln ? old_kiln : "", saved_xdg = old_xdg ? old_xdg : "";
-  std::string saved_home = old_home ? old_home : "";
-  ::setenv("KILN_CACHE", "/x/k.db", 1);
-  CHECK(*default_cache_path() == "/x/k.db");
-  ::unsetenv("KILN_CACHE");
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  CHECK(*default_cache_path() == "/xdg/kiln/kiln.db");
-  ::unsetenv("XDG_CACHE_HOME");
-  ::setenv("HOME", "/home/u", 1);
+  // Each variable is put back at the end: later tests in this process must
+  // see the real home again.
+  {
+    EnvVar kiln_cache("KILN_CACHE", "/x/k.db");
+    CHECK(*default_cache_path() == "/x/k.db");
+  }
+  EnvVar no_kiln_cache("KILN_CACHE", nullptr);
+  {
+    EnvVar xdg("XDG_CACHE_HOME", "/xdg");
+    CHECK(*default_cache_path() == "/xdg/kiln/kiln.db");
+  }
+  EnvVar no_xdg("XDG_CACHE_HOME", nullptr);
+  EnvVar home("HOME", "/home/u");
   CHECK(*default_cache_path() == "/home/u/.cache/kiln/kiln.db");
-  if (old_kiln)
-    ::setenv("KILN_CACHE", saved_kiln.c_str(), 1);
-  if (old_xdg)
-    ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
-  // Later tests in this process must see the real home again.
-  if (old_home)
-    ::setenv("HOME", saved_home.c_str(), 1);
-  else
-    ::unsetenv("HOME");
 }

@@ -3,42 +3,22 @@
 // a program that cannot be started, and the $PATH search.
 #include "support/process.h"
 
-#include "support/files.h"
+#include "fixtures/env.hpp"
+#include "fixtures/files.hpp"
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 #include <sys/stat.h>
 
 using namespace kiln;
+using namespace kiln::test;
 
 namespace {
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
-
-// Sets an environment variable for one scope and restores it after.
-class EnvVar {
-public:
-  EnvVar(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 std::string shell() {
   std::string sh = find_in_path("sh");
@@ -91,9 +71,8 @@ TEST_CASE("run_process: a program that cannot be started is unavailable, naming 
 }
 
 TEST_CASE("find_in_path: the first executable of that name in $PATH, else empty") {
-  auto dir = TempDir::create("kiln-process-test");
-  REQUIRE(dir);
-  std::string first = dir->path() + "/first", second = dir->path() + "/second";
+  TempDir dir = temp_dir("kiln-process-test");
+  std::string first = dir.path() + "/first", second = dir.path() + "/second";
   REQUIRE(make_dirs(first));
   REQUIRE(make_dirs(second));
   // Not executable in the first directory: skipped for the second's.

@@ -5,6 +5,7 @@
 #include "exit_status.h"
 
 #include "image/export.h"
+#include "runtime/portable.h"
 #include "storage/local/catalog.h"
 #include "storage/local/gc.h"
 #include "storage/local/store.h"
@@ -386,6 +387,42 @@ int cmd_import(Store& store, const std::string& file, bool as_json) {
   return 0;
 }
 
+// What this machine could load, and for the rest what prevents it.
+int print_portability(const kiln::Result<kiln::runtime::PortabilityReport>& r, bool as_json) {
+  if (!r)
+    return report(r.error());
+  if (as_json) {
+    json closures = json::array();
+    for (const auto& c : r->closures)
+      closures.push_back({{"closure", c.closure.hex()},
+                          {"target", c.target},
+                          {"names", c.names},
+                          {"cpu", c.cpu},
+                          {"loadable", c.loadable},
+                          {"component", c.component},
+                          {"reason", c.reason},
+                          {"missing_features", c.missing},
+                          {"unknown_features", c.unknown}});
+    std::cout << json{{"closures", r->closures.size()},
+                      {"loadable", r->loadable},
+                      {"not_loadable", r->closures.size() - r->loadable},
+                      {"details", closures}}
+                     .dump()
+              << "\n";
+    return 0;
+  }
+  std::printf("%zu of %zu closures load on this machine\n", r->loadable, r->closures.size());
+  for (const auto& c : r->closures) {
+    std::string names;
+    for (const std::string& n : c.names)
+      names += (names.empty() ? "" : ",") + n;
+    std::string verdict = c.loadable ? "loads" : "no: " + c.component + " (" + c.reason + ")";
+    std::printf("  %s  %-16s %-20s %s\n", c.closure.hex().c_str(), c.target.c_str(),
+                names.empty() ? "-" : names.c_str(), verdict.c_str());
+  }
+  return 0;
+}
+
 int cmd_explain(Store& store, const std::string& a, const std::string& b, bool as_json) {
   auto ka = kiln::parse_hash128(a);
   auto kb = kiln::parse_hash128(b);
@@ -488,6 +525,12 @@ int main(int argc, char** argv) {
   CLI::App* imp = app.add_subcommand("import", "add a bundle's contents, after validating all");
   imp->add_option("FILE", file, "bundle file")->required();
   imp->add_flag("--json", as_json, "JSON output");
+  bool check_only = false;
+  imp->add_flag("--check", check_only,
+                "write nothing: report which closures this machine could load, and why not");
+  CLI::App* portable = app.add_subcommand(
+      "check-portable", "which closures this machine could load, and what prevents the rest");
+  portable->add_flag("--json", as_json, "JSON output");
   CLI::App* explain = app.add_subcommand("explain", "which key components of two jobs differ");
   explain->add_option("KEY_A", what, "job key")->required();
   explain->add_option("KEY_B", key_b, "job key")->required();
@@ -510,8 +553,18 @@ int main(int argc, char** argv) {
       return report(d.error());
     cache_path = *d;
   }
+  bool have_cache = ::access(cache_path.c_str(), F_OK) == 0;
+  // A bundle check needs no cache: without one, signing is the environment's.
+  if (imp->parsed() && check_only) {
+    if (!have_cache)
+      return print_portability(kiln::runtime::check_bundle_portable(nullptr, file), as_json);
+    auto ro = kiln::storage::Store::open(cache_path, kiln::storage::OpenMode::read_only);
+    if (!ro)
+      return report(ro.error());
+    return print_portability(kiln::runtime::check_bundle_portable(ro->get(), file), as_json);
+  }
   // Inspecting never creates a cache; importing into a new one does.
-  if (!imp->parsed() && ::access(cache_path.c_str(), F_OK) != 0)
+  if (!imp->parsed() && !have_cache)
     return report(kiln::make_error(kiln::Code::not_found, "no cache at '" + cache_path + "'"));
   auto store = kiln::storage::Store::open(
       cache_path, read_only ? kiln::storage::OpenMode::read_only
@@ -545,6 +598,8 @@ int main(int argc, char** argv) {
     return cmd_export(**store, file, which, as_json);
   if (imp->parsed())
     return cmd_import(**store, file, as_json);
+  if (portable->parsed())
+    return print_portability(kiln::runtime::check_portable(**store), as_json);
   if (explain->parsed())
     return cmd_explain(**store, what, key_b, as_json);
   if (config->parsed())

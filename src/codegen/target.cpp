@@ -5,6 +5,7 @@
 #include "codegen/ptxas.h"
 
 #include <llvm/Config/llvm-config.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
@@ -60,7 +61,9 @@ std::string host_features() {
 } // namespace
 
 const char* accepted_target_specs() {
-  return "host (this machine's CPU); sm_75, sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_90a, "
+  return "host (this machine's CPU); host:CPU with an LLVM CPU name for this machine's "
+         "architecture (portable host code: host:x86-64-v2, host:x86-64-v3, host:x86-64-v4, "
+         "host:haswell, host:neoverse-v1, ...); sm_75, sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_90a, "
          "sm_100[a|f], sm_101[a|f], sm_103[a|f], sm_110[a|f], sm_120[a|f], sm_121[a|f] (NVIDIA); "
          "gfxNNN[:xnack+|:xnack-][:sramecc+|:sramecc-], e.g. gfx90a, gfx942:xnack-, gfx1100 (AMD)";
 }
@@ -120,9 +123,64 @@ Result<TargetDesc> resolve_amdgpu(const std::string& spec) {
   return t;
 }
 
+// "host:CPU": this machine's triple and a named CPU with that CPU's own
+// features (not this machine's), so the code runs on any CPU that has them.
+// Only the ISA features the CPU implies count, closed over what each feature
+// implies; tuning does not change where code runs.
+Result<TargetDesc> resolve_portable_host(const std::string& spec) {
+  init_llvm_targets();
+  std::string cpu = spec.substr(5);
+  llvm::Triple triple(llvm::Triple::normalize(llvm::sys::getProcessTriple()));
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return make_error(Code::unavailable, "no LLVM backend for this machine (" + triple.str() +
+                                             "): " + err)
+        .with_target(spec);
+  // Created for no CPU: an unknown name is reported here, not on stderr.
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
+  const llvm::SubtargetSubTypeKV* proc = nullptr;
+  if (sti)
+    for (const llvm::SubtargetSubTypeKV& p : sti->getAllProcessorDescriptions())
+      if (cpu == p.Key)
+        proc = &p;
+  if (cpu.empty() || !proc)
+    return make_error(Code::invalid_argument, "unknown target '" + spec + "' (no " +
+                                                  triple.getArchName().str() + " CPU named '" +
+                                                  cpu + "'); accepted: " + accepted_target_specs())
+        .with_target(spec);
+  llvm::FeatureBitset bits = proc->Implies.getAsBitset();
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const llvm::SubtargetFeatureKV& f : sti->getAllProcessorFeatures())
+      if (bits.test(f.Value)) {
+        llvm::FeatureBitset with = bits | f.Implies.getAsBitset();
+        if (with != bits) {
+          bits = with;
+          grew = true;
+        }
+      }
+  }
+  std::vector<std::string> feats;
+  for (const llvm::SubtargetFeatureKV& f : sti->getAllProcessorFeatures())
+    if (bits.test(f.Value))
+      feats.push_back("+" + std::string(f.Key));
+  std::sort(feats.begin(), feats.end());
+  TargetDesc t;
+  t.spec = spec;
+  t.kind = TargetKind::host;
+  t.triple = triple.str();
+  t.cpu = cpu;
+  for (const std::string& f : feats)
+    t.features += (t.features.empty() ? "" : ",") + f;
+  return t;
+}
+
 } // namespace
 
 Result<TargetDesc> resolve_target(const std::string& spec) {
+  if (spec.rfind("host:", 0) == 0)
+    return resolve_portable_host(spec);
   if (spec == "host") {
     static const TargetDesc host = [] {
       TargetDesc t;

@@ -1,3 +1,4 @@
+// What a canonical target spec says by itself.
 #include "core/target.h"
 
 namespace kiln::core {
@@ -9,6 +10,12 @@ TargetKind target_kind(std::string_view spec) {
     return TargetKind::amdgpu;
   return TargetKind::host;
 }
+
+std::string_view host_spec_cpu(std::string_view spec) {
+  return spec.substr(0, 5) == "host:" ? spec.substr(5) : std::string_view();
+}
+
+bool is_host_spec(std::string_view spec) { return spec == "host" || spec.substr(0, 5) == "host:"; }
 
 const char* target_kind_name(TargetKind kind) {
   switch (kind) {
@@ -31,7 +38,10 @@ const char* host_arch() {
 }
 
 std::string image_arch(std::string_view spec) {
-  return target_kind(spec) == TargetKind::host ? std::string(host_arch()) : std::string(spec);
+  if (target_kind(spec) != TargetKind::host)
+    return std::string(spec);
+  std::string_view cpu = host_spec_cpu(spec);
+  return cpu.empty() ? std::string(host_arch()) : std::string(host_arch()) + ":" + std::string(cpu);
 }
 
 const char* image_format(TargetKind kind) {

@@ -15,8 +15,15 @@ namespace kiln::core {
 enum class TargetKind { host, nvptx, amdgpu };
 
 /// The kind of a canonical spec, by its form alone: "sm_*" is NVIDIA,
-/// "gfx*" is AMD, anything else the host.
+/// "gfx*" is AMD, anything else ("host", "host:x86-64-v3") the host.
 TargetKind target_kind(std::string_view spec);
+
+/// The CPU of a portable host spec ("x86-64-v3" of "host:x86-64-v3"); empty
+/// for plain "host" (this machine's CPU) and for every other spec.
+std::string_view host_spec_cpu(std::string_view spec);
+
+/// Whether `spec` is "host" or "host:CPU".
+bool is_host_spec(std::string_view spec);
 
 /// "host", "nvidia" or "amd": for messages.
 const char* target_kind_name(TargetKind kind);
@@ -48,8 +55,10 @@ struct CodegenOptions {
 /// host code ("x86_64-linux").
 const char* host_arch();
 
-/// The image key's arch column for a target: the host's machine, or the GPU
-/// target spec itself.
+/// The image key's arch column for a target: the host's machine for plain
+/// "host" ("x86_64-linux"), the machine and CPU for "host:CPU"
+/// ("x86_64-linux:x86-64-v3": images for different CPUs never satisfy each
+/// other), or the GPU target spec itself.
 std::string image_arch(std::string_view spec);
 
 /// The format an image for this kind of target is stored as: "so", "cubin"

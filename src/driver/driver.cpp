@@ -555,7 +555,8 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
     return std::move(*hit);
   KILN_TRY_ASSIGN(auto plan, Plan::create(request));
   KILN_TRY_ASSIGN(auto store, storage::Store::open(cache_path));
-  storage::Storage cache(std::move(store), std::move(remote));
+  KILN_TRY_ASSIGN(auto signing, storage::Storage::signing_of(*store, remote));
+  storage::Storage cache(std::move(store), std::move(remote), std::move(signing));
   auto report = plan.impl_->run(cache);
   if (report && memo) // an optimisation
     (void)memo::memo_record(cache.local(), *memo, *report, plan.toolchain_files());

@@ -5,6 +5,7 @@
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/hip/hip_loader.h"
 #include "runtime/hip/hip_select.h"
+#include "runtime/host/host_cpu.h"
 #include "runtime/host/host_loader.h"
 #include "runtime/host/host_select.h"
 
@@ -14,11 +15,18 @@ namespace kiln::runtime {
 
 namespace {
 
+// GPU code is matched to its device by target spec alone (the image arch
+// and the driver decide); nothing in the root job adds to that.
+Status any_job(const core::JobRecord&) { return Status::ok(); }
+
 // In the order backends() gives them.
 constexpr Backend kBackends[] = {
-    {core::TargetKind::nvptx, "CUDA", load_cuda_image, choose_cuda_target, cuda_device_arch},
-    {core::TargetKind::amdgpu, "HIP", load_hip_image, choose_hip_target, hip_device_arch},
-    {core::TargetKind::host, "host", load_host_image, choose_host_target, host_device_target},
+    {core::TargetKind::nvptx, "CUDA", load_cuda_image, choose_cuda_target, any_job,
+     cuda_device_arch},
+    {core::TargetKind::amdgpu, "HIP", load_hip_image, choose_hip_target, any_job,
+     hip_device_arch},
+    {core::TargetKind::host, "host", load_host_image, choose_host_target, check_host_job,
+     host_device_target},
 };
 
 } // namespace

@@ -30,6 +30,10 @@ struct Backend {
   /// Of the targets a cache has for a root, the one the present device runs
   /// best; empty when none runs or there is no such device.
   Result<std::string> (*choose_target)(const std::vector<std::string>& have);
+  /// ok when code built as `root` (a closure's root job) runs on the
+  /// present device; unavailable with the reason otherwise. Asked before
+  /// the image is fetched or loaded.
+  Status (*check_job)(const core::JobRecord& root);
   /// The present device's target spec ("host", "sm_90",
   /// "gfx942:xnack-:sramecc+"); unavailable when there is no such device.
   Result<std::string> (*device_target)();

@@ -4,6 +4,7 @@
 #include "core/target.h"
 #include "image/image.h"
 #include "runtime/backends.h"
+#include "runtime/host/host_select.h"
 #include "support/hash.h"
 
 #include <algorithm>
@@ -29,7 +30,9 @@ Result<Hash128> resolve(storage::Storage& storage, std::string_view name,
 }
 
 // The target a NULL/empty target means: the best one the cache has for this
-// process's devices (an NVIDIA GPU, then an AMD GPU), else the host.
+// process's devices (an NVIDIA GPU, then an AMD GPU), else the best host
+// build this CPU runs. With none that runs, a host target the cache has, so
+// that the load says why it cannot run.
 Result<std::string> choose_target(storage::Store& store, std::string_view name) {
   std::vector<std::string> have;
   if (is_hash128_hex(name)) {
@@ -38,12 +41,26 @@ Result<std::string> choose_target(storage::Store& store, std::string_view name) 
       return c->target;
   }
   KILN_TRY_ASSIGN(auto names, store.names_for(std::string(name)));
-  for (const core::NameRecord &n : names)
+  std::vector<HostBuild> host_builds;
+  for (const core::NameRecord &n : names) {
     have.push_back(n.target);
+    if (!core::is_host_spec(n.target))
+      continue;
+    // A build whose closure or root job cannot be read is not chosen; a
+    // load naming its target reports the damage.
+    auto c = store.get_closure(n.closure);
+    auto job = c ? store.get_job(c->root_job) : Result<core::JobRecord>(c.error());
+    if (job)
+      host_builds.push_back({n.target, job->features});
+  }
   for (const Backend &b : backends())
-    if (auto t = b.choose_target(have); t && !t->empty())
-      return *t;
-  return std::string("host");
+    if (b.kind != core::TargetKind::host)
+      if (auto t = b.choose_target(have); t && !t->empty())
+        return *t;
+  if (std::string t = choose_host_build(host_builds); !t.empty())
+    return t;
+  KILN_TRY_ASSIGN(auto any_host, choose_host_target(have));
+  return any_host.empty() ? std::string("host") : any_host;
 }
 
 } // namespace
@@ -96,6 +113,17 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
                                                   closure->target + ", not " + target);
   if (!jit)
     return jit.error().context("loading '" + std::string(name) + "'");
+  // Refused before any image is fetched, linked or loaded: host code for a
+  // CPU with features this one lacks would die of SIGILL in the caller.
+  const Backend& backend = backend_for(core::target_kind(target));
+  {
+    auto root = store.get_job(closure->root_job);
+    if (!root)
+      return root.error().context("loading '" + std::string(name) + "'");
+    if (Status runs = backend.check_job(*root); !runs)
+      return runs.error().context("loading '" + std::string(name) + "' (closure " + key.hex() +
+                                  ")");
+  }
 
   Result<std::string> bytes = make_error(Code::internal, "no image");
   bool linked = false;
@@ -114,8 +142,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   auto img = std::make_unique<kiln_image>();
   img->closure = key;
   img->target = target;
-  KILN_TRY_ASSIGN(auto mod,
-                  backend_for(core::target_kind(target)).load(*bytes, *closure, img->symbols));
+  KILN_TRY_ASSIGN(auto mod, backend.load(*bytes, *closure, img->symbols));
   img->module = std::move(mod);
   cache.record_load(key, linked);
   return img;

@@ -1,5 +1,6 @@
 // Bundles: closures with their jobs, images and names as one checksummed,
-// compressed file (encode, decode), decoded as hostile input.
+// compressed, optionally signed file (encode, decode), decoded as hostile
+// input.
 #include "storage/bundle.h"
 
 #include "storage/local/statement.h"
@@ -143,7 +144,7 @@ Result<BundleData> collect_bundle(Store& store, const std::vector<Hash128>& clos
   return data;
 }
 
-std::string encode_bundle(const BundleData& data) {
+std::string encode_bundle(const BundleData& data, const SigningKey* key) {
   std::ostringstream os;
   {
     cereal::PortableBinaryOutputArchive ar(os);
@@ -153,26 +154,41 @@ std::string encode_bundle(const BundleData& data) {
   std::string packed = zstd_compress(payload, 19);
   Hash128 h = hash128(packed);
   std::string out(kMagic, sizeof kMagic);
-  put_le(out, kBundleVersion, 4);
+  put_le(out, key ? kSignedBundleVersion : kBundleVersion, 4);
   put_le(out, payload.size(), 8);
   put_le(out, h.hi, 8);
   put_le(out, h.lo, 8);
-  return out + packed;
+  out += packed;
+  if (key)
+    out += key->mac(out); // over everything before it, version included
+  return out;
 }
 
-Result<BundleData> decode_bundle(std::string_view bytes) {
+Result<BundleData> decode_bundle(std::string_view bytes, const Signing& signing) {
   if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return make_error(Code::corrupt, "not a Kiln bundle (no KILNBNDL header)");
   uint32_t version = uint32_t(get_le(bytes, 8, 4));
-  if (version > kBundleVersion)
+  if (version > kSignedBundleVersion)
     return make_error(Code::invalid_argument,
                       "bundle version " + std::to_string(version) + " is newer than this Kiln's " +
-                          std::to_string(kBundleVersion));
+                          std::to_string(kSignedBundleVersion));
   if (version == 0)
     return make_error(Code::corrupt, "bundle version 0 is not valid");
+  // The signature is checked before anything else is decoded: input the
+  // policy refuses gets no further.
+  std::string_view content = bytes;
+  std::optional<std::string_view> mac;
+  if (version == kSignedBundleVersion) {
+    if (bytes.size() < kHeader + kMacBytes)
+      return make_error(Code::corrupt, "signed bundle is too short for its signature");
+    content = bytes.substr(0, bytes.size() - kMacBytes);
+    mac = bytes.substr(bytes.size() - kMacBytes);
+  }
+  if (Status s = signing.check(content, mac); !s)
+    return s.error().context("bundle refused");
   uint64_t raw_size = get_le(bytes, 12, 8);
   Hash128 want{get_le(bytes, 20, 8), get_le(bytes, 28, 8)};
-  std::string_view packed = bytes.substr(kHeader);
+  std::string_view packed = content.substr(kHeader);
   if (hash128(packed) != want)
     return make_error(Code::corrupt, "bundle fails its checksum (damaged or truncated)");
   if (raw_size > kMaxPayload)

@@ -13,9 +13,9 @@
 
 namespace kiln::storage {
 
-Storage::Storage(std::unique_ptr<Store> local, remote::Remote remote)
+Storage::Storage(std::unique_ptr<Store> local, remote::Remote remote, Signing signing)
     : owned_(std::move(local)), local_(owned_.get()), backend_(std::move(remote.backend)),
-      options_(std::move(remote.options)) {}
+      options_(std::move(remote.options)), signing_(std::move(signing)) {}
 
 Storage::Storage(Store& local) : local_(&local) {}
 
@@ -26,7 +26,14 @@ Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,
                                                bool remote_read_only, OpenMode mode) {
   KILN_TRY_ASSIGN(auto remote, remote::configured(remote_url, remote_read_only));
   KILN_TRY_ASSIGN(auto store, Store::open(path, mode));
-  return std::make_unique<Storage>(std::move(store), std::move(remote));
+  KILN_TRY_ASSIGN(auto signing, signing_of(*store, remote));
+  return std::make_unique<Storage>(std::move(store), std::move(remote), std::move(signing));
+}
+
+Result<Signing> Storage::signing_of(Store& local, const remote::Remote& remote) {
+  if (!remote.backend)
+    return Signing{};
+  return signing_for(local);
 }
 
 // --- read-through ----------------------------------------------------------
@@ -117,7 +124,7 @@ void Storage::publish_job(const Hash128& key) {
     j.artifacts.push_back({i.format, bytes.take()});
   }
   data.jobs.push_back(std::move(j));
-  remote_put(remote_key("job", key.hex()), encode_bundle(data));
+  remote_put(remote_key("job", key.hex()), encode(data));
 }
 
 void Storage::publish_closure(const ClosureRecord& closure) {
@@ -128,7 +135,7 @@ void Storage::publish_closure(const ClosureRecord& closure) {
   data.closures.push_back(closure);
   for (ClosureMember& m : data.closures[0].members)
     m.entry.clear(); // filled on read; not part of what the key covers
-  remote_put(remote_key("closure", closure.key.hex()), encode_bundle(data));
+  remote_put(remote_key("closure", closure.key.hex()), encode(data));
 }
 
 void Storage::publish_name(const NameRecord& name) {
@@ -137,7 +144,7 @@ void Storage::publish_name(const NameRecord& name) {
     return;
   BundleData data;
   data.names.push_back(name);
-  remote_put(remote_key("name", name_id(name.name, name.target)), encode_bundle(data));
+  remote_put(remote_key("name", name_id(name.name, name.target)), encode(data));
 }
 
 void Storage::publish_image(const ImageRecord& image) {
@@ -147,7 +154,7 @@ void Storage::publish_image(const ImageRecord& image) {
   BundleData data;
   data.images.push_back(image);
   remote_put(remote_key("image", image.key.closure.hex() + ":" + image.key.arch),
-             encode_bundle(data));
+             encode(data));
 }
 
 void Storage::take_remote_counters(Counters& into) {
@@ -162,6 +169,10 @@ void Storage::take_remote_counters(Counters& into) {
 
 std::string Storage::remote_key(const std::string& kind, const std::string& id) const {
   return options_.prefix + ":v" + std::to_string(kBundleVersion) + ":" + kind + ":" + id;
+}
+
+std::string Storage::encode(const BundleData& data) const {
+  return encode_bundle(data, signing_.key ? &*signing_.key : nullptr);
 }
 
 std::string Storage::name_id(const std::string& name, const std::string& target) {
@@ -219,7 +230,7 @@ bool Storage::fetch_job(const Hash128& key, const std::vector<std::string>& form
   if (!value)
     return false;
   std::string what = "job " + key.hex();
-  auto data = decode_bundle(*value);
+  auto data = decode_bundle(*value, signing_);
   if (!data) {
     reject(what, data.error().message);
     return false;
@@ -255,7 +266,7 @@ bool Storage::fetch_closure(const Hash128& key, const std::vector<NameRecord>& n
   if (!value)
     return false;
   std::string what = "closure " + key.hex();
-  auto data = decode_bundle(*value);
+  auto data = decode_bundle(*value, signing_);
   if (!data) {
     reject(what, data.error().message);
     return false;
@@ -306,7 +317,7 @@ std::optional<Hash128> Storage::fetch_name(const std::string& name, const std::s
   if (!value)
     return std::nullopt;
   std::string what = "name " + name + " (" + target + ")";
-  auto data = decode_bundle(*value);
+  auto data = decode_bundle(*value, signing_);
   if (!data) {
     reject(what, data.error().message);
     return std::nullopt;
@@ -338,7 +349,7 @@ std::optional<std::string> Storage::fetch_image(const ClosureRecord& closure,
   if (!value)
     return std::nullopt;
   std::string what = "image of closure " + closure.key.hex() + " for " + arch;
-  auto data = decode_bundle(*value);
+  auto data = decode_bundle(*value, signing_);
   if (!data) {
     reject(what, data.error().message);
     return std::nullopt;

@@ -4,7 +4,8 @@
 //
 // Read-through: a local miss of a job, closure (with its member jobs), name
 // or image asks the remote; a fetched value is a bundle (storage/bundle.h)
-// and is checked like an import before it is stored locally. Write-back:
+// and is checked like an import before it is stored locally (its signature
+// too: storage/signing.h; values are signed when a key is set). Write-back:
 // what is compiled, recorded or linked here is published, except in
 // read-only remote mode. Fail-open: the first failed remote call disables
 // the remote for the rest of the process, with one notice on stderr; nothing
@@ -15,6 +16,7 @@
 
 #include "storage/local/store.h"
 #include "storage/remote/backend.h"
+#include "storage/signing.h"
 
 #include <kiln/result.hpp>
 
@@ -31,8 +33,10 @@ enum class Found { nowhere, local, remote };
 
 class Storage {
 public:
-  /// Over an open local cache, with `remote` (no backend: local only).
-  explicit Storage(std::unique_ptr<Store> local, remote::Remote remote = {});
+  /// Over an open local cache, with `remote` (no backend: local only),
+  /// signing what it publishes and checking what it fetches per `signing`.
+  explicit Storage(std::unique_ptr<Store> local, remote::Remote remote = {},
+                   Signing signing = {});
   /// Over a local cache someone else owns, without a remote.
   explicit Storage(Store& local);
   ~Storage();
@@ -41,11 +45,18 @@ public:
 
   /// Opens the local cache at `path` with the remote configured by
   /// `remote_url`, else $KILN_REMOTE (remote::configured): a bad remote URL
-  /// is reported before the cache is opened. `mode`: Store::open's.
+  /// is reported before the cache is opened. With a remote, signing is
+  /// signing_for(the cache): a malformed $KILN_SIGNING_KEY is an error.
+  /// `mode`: Store::open's.
   static Result<std::unique_ptr<Storage>> open(const std::string& path,
                                                const std::string& remote_url = "",
                                                bool remote_read_only = false,
                                                OpenMode mode = OpenMode::automatic);
+
+  /// The signing for a Storage over `local` and `remote`: signing_for(local)
+  /// with a backend (a malformed $KILN_SIGNING_KEY is an error), none
+  /// without. Whoever builds a Storage with a remote passes this.
+  static Result<Signing> signing_of(Store& local, const remote::Remote& remote);
 
   /// The local cache, for what only it holds (usage, settings, gc, memos).
   Store& local() { return *local_; }
@@ -105,11 +116,13 @@ private:
   bool fetch_closure(const Hash128& key, const std::vector<NameRecord>& names);
   std::optional<Hash128> fetch_name(const std::string& name, const std::string& target);
   std::optional<std::string> fetch_image(const ClosureRecord& closure, const std::string& arch);
+  std::string encode(const BundleData& data) const;
 
   std::unique_ptr<Store> owned_;
   Store* local_;
   std::unique_ptr<remote::Backend> backend_;
   remote::Options options_;
+  Signing signing_;
   std::mutex mu_; ///< guards the remote: backend_'s calls, disabled_, counters_
   bool disabled_ = false;
   Counters counters_;

@@ -1,15 +1,20 @@
 // Moving roots to another cache: export and import of bundles through
 // kiln-inspect (a round trip that loads, named roots only, re-import that
 // changes nothing, damaged, truncated or foreign files refused without
-// change), and a cache file copied elsewhere under another name that still
-// loads and verifies.
+// change), signed bundles (imported under the key and the requirement;
+// altered, unsigned or unverifiable ones refused without change), and a
+// cache file copied elsewhere under another name that still loads and
+// verifies.
 #include "inspect_helpers.hpp"
+
+#include "../unit/fixtures/env.hpp"
 
 #include <doctest/doctest.h>
 
 #include <optional>
 
 using namespace kiln_it;
+using kiln::test::EnvVar;
 
 namespace {
 
@@ -152,6 +157,99 @@ TEST_CASE("import of a damaged, truncated or foreign file fails and changes noth
     CHECK(inspect_json(*target, {"verify", "--json"})["ok"] == true);
   }
   CHECK(call(other, "dia_root", "dia_root", 5) == 1026);
+}
+
+// ---------------------------------------------------------------- signed bundles
+
+TEST_CASE("signed bundles: imported under the key and requirement; others refused unchanged") {
+  const std::string key = "8f1e3a5b7c9d0e2f4a6b8c0d1e3f5a7b9c1d3e5f7a9b0c2d4e6f8a0b1c3d5e7f";
+  const std::string other_key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  Cache a;
+  precompile_ok(a, {"--entry", "nest_a", data("nested.ll")});
+  TempDir tmp;
+  const fs::path signed_bundle = tmp.path() / "signed.kiln";
+  const fs::path unsigned_bundle = tmp.path() / "unsigned.kiln";
+  const fs::path flipped_bundle = tmp.path() / "flipped.kiln";
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    RunResult ex = inspect(a, {"export", signed_bundle.string()});
+    REQUIRE_MESSAGE(ex.exit_code == 0, describe(ex));
+    CHECK(ex.out.find(key) == std::string::npos);
+  }
+  {
+    EnvVar k("KILN_SIGNING_KEY", nullptr);
+    REQUIRE(inspect(a, {"export", unsigned_bundle.string()}).exit_code == 0);
+  }
+  const std::string good = slurp(signed_bundle);
+  REQUIRE(good.size() > 40);
+  CHECK(good[8] == 2); // the signed envelope's version
+  CHECK(slurp(unsigned_bundle)[8] == 1);
+  std::string flipped = good;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x01);
+  write_file(flipped_bundle, flipped);
+
+  // A cache that requires signatures through its setting.
+  Cache b;
+  make_empty(b);
+  RunResult set = inspect(b, {"config", "require_signed", "1"});
+  REQUIRE_MESSAGE(set.exit_code == 0, describe(set));
+  const std::string ls0 = inspect(b, {"ls", "--json"}).out;
+  auto refused = [&](const Cache& target, const fs::path& file, const std::string& why) {
+    RunResult r = inspect(target, {"import", file.string(), "--json"});
+    INFO("import " << file.filename() << ": " << describe(r));
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(why) != std::string::npos);
+    CHECK(r.err.find(key) == std::string::npos);
+    CHECK(r.err.find(other_key) == std::string::npos);
+  };
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    refused(b, flipped_bundle, "signature does not match");
+    refused(b, unsigned_bundle, "not signed");
+  }
+  {
+    EnvVar k("KILN_SIGNING_KEY", nullptr);
+    refused(b, signed_bundle, "no KILN_SIGNING_KEY");
+  }
+  {
+    EnvVar k("KILN_SIGNING_KEY", other_key);
+    refused(b, signed_bundle, "signature does not match");
+  }
+  CHECK(inspect(b, {"ls", "--json"}).out == ls0);
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    RunResult im = inspect(b, {"import", signed_bundle.string(), "--json"});
+    REQUIRE_MESSAGE(im.exit_code == 0, describe(im));
+    CHECK(json::parse(im.out)["closures"] == 1);
+  }
+  CHECK(call(b, "nest_a", "nest_a", 1) == 333);
+  CHECK(inspect_json(b, {"verify", "--json"})["ok"] == true);
+
+  // The requirement from the environment; and a key without it still
+  // refuses an altered bundle while it accepts an unsigned one.
+  Cache c;
+  make_empty(c);
+  const std::string ls_c = inspect(c, {"ls", "--json"}).out;
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    EnvVar req("KILN_REQUIRE_SIGNED", "1");
+    refused(c, unsigned_bundle, "not signed");
+  }
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    refused(c, flipped_bundle, "signature does not match");
+    CHECK(inspect(c, {"ls", "--json"}).out == ls_c);
+    RunResult im = inspect(c, {"import", unsigned_bundle.string()});
+    CHECK_MESSAGE(im.exit_code == 0, describe(im));
+  }
+  CHECK(call(c, "nest_a", "nest_a", 1) == 333);
+  // A malformed key is a usage error that does not show the key.
+  {
+    EnvVar k("KILN_SIGNING_KEY", "abcdef");
+    RunResult r = inspect(c, {"import", signed_bundle.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("abcdef") == std::string::npos);
+  }
 }
 
 // ---------------------------------------------------------------- relocation

@@ -28,10 +28,52 @@ std::map<std::string, std::pair<std::string, int64_t>> files_of(const fs::path& 
   return out;
 }
 
-/// Runs argv as uid/gid 65534 with no groups.
-RunResult as_nobody(std::vector<std::string> argv) {
-  argv.insert(argv.begin(),
-              {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+/// The load probe and kiln-inspect with the libraries beside them, copied
+/// into a world-readable directory: the build tree may sit where another
+/// user cannot reach it (a root-only home, a 0700 temporary directory).
+class StagedTools {
+public:
+  StagedTools() {
+    char tmpl[] = "/tmp/kiln-ro-tools-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    root_ = tmpl;
+    fs::create_directories(root_ / "bin");
+    fs::create_directories(root_ / "lib");
+    for (const fs::path& bin : {fs::path(KILN_LOAD_PROBE), inspect_bin()}) {
+      fs::copy_file(bin, root_ / "bin" / bin.filename(), fs::copy_options::overwrite_existing);
+      // libkiln and libkiln-link live in ../lib of the build or install tree.
+      for (const auto& e : fs::directory_iterator(bin.parent_path().parent_path() / "lib"))
+        if (fs::path to = root_ / "lib" / e.path().filename();
+            e.path().filename().string().rfind("libkiln", 0) == 0 && !e.is_directory() &&
+            !fs::is_symlink(to) && !fs::exists(to)) { // both binaries may share one lib/
+          if (e.is_symlink())
+            fs::create_symlink(fs::read_symlink(e.path()), to);
+          else
+            fs::copy_file(e.path(), to);
+        }
+    }
+    for (const auto& e : fs::recursive_directory_iterator(root_))
+      if (!e.is_symlink())
+        fs::permissions(e.path(), fs::perms(0755));
+    fs::permissions(root_, fs::perms(0755));
+  }
+  ~StagedTools() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::string probe() const { return (root_ / "bin" / fs::path(KILN_LOAD_PROBE).filename()).string(); }
+  std::string inspect() const { return (root_ / "bin" / inspect_bin().filename()).string(); }
+  std::string lib() const { return (root_ / "lib").string(); }
+
+private:
+  fs::path root_;
+};
+
+/// Runs argv as uid/gid 65534 with no groups, finding Kiln's libraries in
+/// `tools`' staged copy.
+RunResult as_nobody(const StagedTools& tools, std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                             "--clear-groups", "/usr/bin/env", "LD_LIBRARY_PATH=" + tools.lib()});
   return run(argv);
 }
 
@@ -68,31 +110,32 @@ TEST_CASE("another user's cache loads read-only, relinks in memory, and is left 
     MESSAGE("skipped: " << why);
     return;
   }
+  StagedTools tools;
   for (bool link : {true, false}) {
     CAPTURE(link);
     Cache cache;
     precompile_ok(cache, link ? std::vector<std::string>{data("nested.ll")}
                               : std::vector<std::string>{"--no-link", data("nested.ll")});
     share_read_only(cache);
-    RunResult reach = as_nobody({"/usr/bin/test", "-r", cache.db().string()});
+    RunResult reach = as_nobody(tools, {"/usr/bin/test", "-r", cache.db().string()});
     if (reach.exit_code != 0) {
       MESSAGE("skipped: the temporary directory is not reachable by another user");
       return;
     }
     const auto before = files_of(cache.dir());
     for (int i = 0; i < 2; ++i) {
-      RunResult r = as_nobody({KILN_LOAD_PROBE, cache.db().string(), "nest_a", "5"});
+      RunResult r = as_nobody(tools, {tools.probe(), cache.db().string(), "nest_a", "5"});
       REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
       CHECK(r.out.find("result=345") == 0);
       // Without a stored image every process links again: nothing is stored.
       CHECK(r.out.find(link ? "linker=0" : "linker=1") != std::string::npos);
     }
     for (const char* cmd : {"ls", "stats", "verify"}) {
-      RunResult r = as_nobody({inspect_bin().string(), "--cache", cache.db().string(), cmd});
+      RunResult r = as_nobody(tools, {tools.inspect(), "--cache", cache.db().string(), cmd});
       CHECK_MESSAGE(r.exit_code == 0, cmd << ": " << describe(r));
     }
-    RunResult gc = as_nobody(
-        {inspect_bin().string(), "--cache", cache.db().string(), "gc", "--max-size", "1"});
+    RunResult gc =
+        as_nobody(tools, {tools.inspect(), "--cache", cache.db().string(), "gc", "--max-size", "1"});
     CHECK(gc.exit_code == 1);
     CHECK(gc.err.find("read-only") != std::string::npos);
     CHECK(files_of(cache.dir()) == before);

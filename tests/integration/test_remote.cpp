@@ -2,7 +2,8 @@
 // loopback port for each test and stopped after it: caches in different
 // directories share work through it, read-only consumers publish nothing, a
 // dead server costs a notice and nothing else, a corrupted value is rejected
-// and not propagated, and three shards fill the tier for everyone.
+// and not propagated, three shards fill the tier for everyone, and signed
+// values are fetched only by readers with the key.
 #include "harness.hpp"
 
 #include "../unit/fixtures/env.hpp"
@@ -266,6 +267,87 @@ TEST_CASE("a corrupted remote value is rejected and not propagated") {
   CHECK(normalized(third)["roots"] == normalized(j)["roots"]);
   RunResult p = probe(c, "nest_a", "5");
   CHECK(p.out == "result=345 llvm=0 linker=0\n");
+}
+
+TEST_CASE("signed values: readers with the key fetch; another key or no signature is rejected") {
+  Redis redis;
+  KILN_NEED_REDIS(redis);
+  const std::string key = "8f1e3a5b7c9d0e2f4a6b8c0d1e3f5a7b9c1d3e5f7a9b0c2d4e6f8a0b1c3d5e7f";
+  const std::string other_key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  EnvVar no_requirement("KILN_REQUIRE_SIGNED", nullptr);
+  Cache writer, reader, wrong, loader;
+  size_t jobs = 0;
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    json first = precompile_json(writer, {"--remote", redis.url(), data("nested.ll")});
+    jobs = first["jobs"].size();
+    CHECK(count_status(first, "compiled") == jobs);
+  }
+  {
+    // A reader with the key that requires signatures gets everything.
+    EnvVar k("KILN_SIGNING_KEY", key);
+    EnvVar req("KILN_REQUIRE_SIGNED", "1");
+    RunResult r = precompile(reader, {"--remote", redis.url(), data("nested.ll")});
+    REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+    json j = json::parse(r.out);
+    CHECK(count_status(j, "compiled") == 0);
+    CHECK(count_remote(j) == jobs);
+    CHECK_MESSAGE(r.err.find("rejected") == std::string::npos, r.err);
+    CHECK(stats(reader)["remote_errors"] == 0);
+    // So does a loader with an empty cache: name, closure, jobs and image.
+    EnvVar env("KILN_REMOTE", redis.url());
+    RunResult p = probe(loader, "nest_a", "5");
+    REQUIRE_MESSAGE(p.exit_code == 0, describe(p));
+    CHECK(p.out == "result=345 llvm=0 linker=0\n");
+  }
+  {
+    // Another key: every value is rejected with a notice, and the reader
+    // compiles and links for itself.
+    EnvVar k("KILN_SIGNING_KEY", other_key);
+    EnvVar ro("KILN_REMOTE_READ_ONLY", "1"); // leave the writer's values in place
+    RunResult r = precompile(wrong, {"--remote", redis.url(), data("nested.ll")});
+    REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+    json j = json::parse(r.out);
+    CHECK(count_status(j, "compiled") == jobs);
+    CHECK(count_remote(j) == 0);
+    CHECK_MESSAGE(r.err.find("rejected job") != std::string::npos, r.err);
+    CHECK_MESSAGE(r.err.find("signature does not match") != std::string::npos, r.err);
+    CHECK(r.err.find(key) == std::string::npos);
+    CHECK(r.err.find(other_key) == std::string::npos);
+    json s = stats(wrong);
+    CHECK(s["remote_hits"] == 0);
+    CHECK(s["remote_errors"].get<long long>() >= 1);
+    RunResult p = probe(wrong, "nest_a", "5");
+    REQUIRE_MESSAGE(p.exit_code == 0, describe(p));
+    CHECK(p.out.rfind("result=345 llvm=0", 0) == 0);
+  }
+
+  // An unsigned publisher: a requiring reader rejects its values; a reader
+  // with the key that does not require signatures takes them.
+  REQUIRE(redis.integer("DBSIZE") > 0);
+  freeReplyObject(redis.command("FLUSHALL"));
+  REQUIRE(redis.integer("DBSIZE") == 0);
+  Cache plain, strict, lenient;
+  {
+    EnvVar k("KILN_SIGNING_KEY", nullptr);
+    precompile_json(plain, {"--remote", redis.url(), data("nested.ll")});
+  }
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    EnvVar req("KILN_REQUIRE_SIGNED", "1");
+    EnvVar ro("KILN_REMOTE_READ_ONLY", "1");
+    RunResult r = precompile(strict, {"--remote", redis.url(), data("nested.ll")});
+    REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
+    json j = json::parse(r.out);
+    CHECK(count_status(j, "compiled") == jobs);
+    CHECK_MESSAGE(r.err.find("not signed") != std::string::npos, r.err);
+  }
+  {
+    EnvVar k("KILN_SIGNING_KEY", key);
+    json j = precompile_json(lenient, {"--remote", redis.url(), data("nested.ll")});
+    CHECK(count_status(j, "compiled") == 0);
+    CHECK(count_remote(j) == jobs);
+  }
 }
 
 TEST_CASE("three shards fill the tier; then nothing is compiled anywhere") {

@@ -5,6 +5,7 @@
 #include "storage/bundle.h"
 #include "storage/local/catalog.h"
 #include "storage/local/statement.h"
+#include "storage/signing.h"
 
 #include "core/check.h"
 #include "support/compress.h"
@@ -63,18 +64,20 @@ Result<BundleSummary> export_bundle(Store& store, const std::string& path,
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  KILN_TRY_ASSIGN(auto signing, signing_for(store));
   KILN_TRY_ASSIGN(auto data, collect_bundle(store, keys));
-  std::string bytes = encode_bundle(data);
+  std::string bytes = encode_bundle(data, signing.key ? &*signing.key : nullptr);
   KILN_TRY(write_file_atomic(path, bytes));
   return BundleSummary{data.closures.size(), data.jobs.size(), data.images.size(),
                        data.names.size(), bytes.size()};
 }
 
 Result<BundleSummary> import_bundle(Store& store, const std::string& path) {
+  KILN_TRY_ASSIGN(auto signing, signing_for(store));
   KILN_TRY_ASSIGN(auto bytes, read_file(path));
-  // Decode and validate everything first: a damaged or hostile bundle
-  // changes nothing.
-  auto data = decode_bundle(bytes);
+  // Decode and validate everything first: a damaged, hostile or (where
+  // signatures are required) unsigned bundle changes nothing.
+  auto data = decode_bundle(bytes, signing);
   if (!data)
     return data.error().context("'" + path + "'");
   if (Status s = core::check_bundle(*data); !s)

@@ -25,12 +25,13 @@ struct BundleSummary {
 
 /// Writes the closures `which` names to the bundle file `path`: each root
 /// name with every target it has, else what resolve_closure finds (a
-/// closure key); empty `which` means every root.
+/// closure key); empty `which` means every root. Signed when
+/// $KILN_SIGNING_KEY is set (storage/signing.h).
 Result<BundleSummary> export_bundle(Store& store, const std::string& path,
                                     const std::vector<std::string>& which);
 
-/// Adds a bundle file's contents after validating all of it; rows already
-/// present are kept.
+/// Adds a bundle file's contents after validating all of it, its signature
+/// as signing_for(store) decides; rows already present are kept.
 Result<BundleSummary> import_bundle(Store& store, const std::string& path);
 
 } // namespace kiln::storage

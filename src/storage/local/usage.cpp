@@ -186,11 +186,17 @@ Result<StatsReport> stats_report(Store& store, bool zero_first) {
 }
 
 Result<std::string> parse_setting(const std::string& name, const std::string& value) {
-  if (name != "max_size")
+  if (name != "max_size" && name != "require_signed")
     return make_error(Code::invalid_argument,
-                      "unknown setting '" + name + "' (known: max_size)");
+                      "unknown setting '" + name + "' (known: max_size, require_signed)");
   if (value.empty())
     return std::string();
+  if (name == "require_signed") {
+    // Read by storage::signing_for: "1" refuses unsigned bundles and values.
+    if (value != "0" && value != "1")
+      return make_error(Code::invalid_argument, "require_signed is 0 or 1, not '" + value + "'");
+    return value;
+  }
   KILN_TRY_ASSIGN(auto v, parse_size(value));
   return std::to_string(v);
 }

@@ -72,7 +72,7 @@ struct StatsReport {
 Result<StatsReport> stats_report(Store& store, bool zero_first);
 
 /// A setting's value as stored, from what a user typed ("1M" for max_size
-/// is stored as "1048576"). An empty value only checks the name. An unknown
+/// is stored as "1048576"; require_signed is 0 or 1). An empty value only checks the name. An unknown
 /// name or a malformed value is `invalid_argument`.
 Result<std::string> parse_setting(const std::string& name, const std::string& value);
 

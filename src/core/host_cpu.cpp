@@ -1,0 +1,209 @@
+// The feature tables and the check. The x86-64 bits follow the Intel and AMD
+// cpuid documentation; the AArch64 bits are Linux's HWCAP_* values.
+#include "core/host_cpu.h"
+
+#include <algorithm>
+
+namespace kiln::core {
+
+namespace {
+
+constexpr uint64_t kSse = 0;          // SSE state: the x86-64 ABI needs it, always enabled
+constexpr uint64_t kAvx = 0x6;        // XCR0 SSE and AVX (ymm) state
+constexpr uint64_t kAvx512 = 0xe6;    // and opmask, zmm0-15 upper halves, zmm16-31
+constexpr uint64_t kAmx = 0x60000;    // XTILECFG and XTILEDATA
+
+enum Reg { eax, ebx, ecx, edx };
+
+constexpr X86FeatureBit kX86[] = {
+    // Baseline of every x86-64 CPU (no cpuid bit to test).
+    {"64bit", 0, 0, -1, 0, 0},
+    {"nopl", 0, 0, -1, 0, 0},
+    // cpuid 1
+    {"x87", 1, 0, edx, 0, 0},
+    {"cx8", 1, 0, edx, 8, 0},
+    {"cmov", 1, 0, edx, 15, 0},
+    {"mmx", 1, 0, edx, 23, 0},
+    {"fxsr", 1, 0, edx, 24, 0},
+    {"sse", 1, 0, edx, 25, kSse},
+    {"sse2", 1, 0, edx, 26, kSse},
+    {"sse3", 1, 0, ecx, 0, kSse},
+    {"pclmul", 1, 0, ecx, 1, kSse},
+    {"ssse3", 1, 0, ecx, 9, kSse},
+    {"fma", 1, 0, ecx, 12, kAvx},
+    {"cx16", 1, 0, ecx, 13, 0},
+    {"sse4.1", 1, 0, ecx, 19, kSse},
+    {"sse4.2", 1, 0, ecx, 20, kSse},
+    {"crc32", 1, 0, ecx, 20, 0},
+    {"movbe", 1, 0, ecx, 22, 0},
+    {"popcnt", 1, 0, ecx, 23, 0},
+    {"aes", 1, 0, ecx, 25, kSse},
+    {"xsave", 1, 0, ecx, 26, 0},
+    {"avx", 1, 0, ecx, 28, kAvx},
+    {"f16c", 1, 0, ecx, 29, kAvx},
+    {"rdrnd", 1, 0, ecx, 30, 0},
+    // cpuid 7.0
+    {"fsgsbase", 7, 0, ebx, 0, 0},
+    {"sgx", 7, 0, ebx, 2, 0},
+    {"bmi", 7, 0, ebx, 3, 0},
+    {"hle", 7, 0, ebx, 4, 0},
+    {"avx2", 7, 0, ebx, 5, kAvx},
+    {"bmi2", 7, 0, ebx, 8, 0},
+    {"ermsb", 7, 0, ebx, 9, 0},
+    {"invpcid", 7, 0, ebx, 10, 0},
+    {"rtm", 7, 0, ebx, 11, 0},
+    {"avx512f", 7, 0, ebx, 16, kAvx512},
+    {"avx512dq", 7, 0, ebx, 17, kAvx512},
+    {"rdseed", 7, 0, ebx, 18, 0},
+    {"adx", 7, 0, ebx, 19, 0},
+    {"avx512ifma", 7, 0, ebx, 21, kAvx512},
+    {"clflushopt", 7, 0, ebx, 23, 0},
+    {"clwb", 7, 0, ebx, 24, 0},
+    {"avx512cd", 7, 0, ebx, 28, kAvx512},
+    {"sha", 7, 0, ebx, 29, kSse},
+    {"avx512bw", 7, 0, ebx, 30, kAvx512},
+    {"avx512vl", 7, 0, ebx, 31, kAvx512},
+    {"prefetchwt1", 7, 0, ecx, 0, 0},
+    {"avx512vbmi", 7, 0, ecx, 1, kAvx512},
+    {"pku", 7, 0, ecx, 3, 0},
+    {"waitpkg", 7, 0, ecx, 5, 0},
+    {"avx512vbmi2", 7, 0, ecx, 6, kAvx512},
+    {"shstk", 7, 0, ecx, 7, 0},
+    {"gfni", 7, 0, ecx, 8, kSse},
+    {"vaes", 7, 0, ecx, 9, kAvx},
+    {"vpclmulqdq", 7, 0, ecx, 10, kAvx},
+    {"avx512vnni", 7, 0, ecx, 11, kAvx512},
+    {"avx512bitalg", 7, 0, ecx, 12, kAvx512},
+    {"avx512vpopcntdq", 7, 0, ecx, 14, kAvx512},
+    {"rdpid", 7, 0, ecx, 22, 0},
+    {"kl", 7, 0, ecx, 23, 0},
+    {"cldemote", 7, 0, ecx, 25, 0},
+    {"movdiri", 7, 0, ecx, 27, 0},
+    {"movdir64b", 7, 0, ecx, 28, 0},
+    {"enqcmd", 7, 0, ecx, 29, 0},
+    {"fsrm", 7, 0, edx, 4, 0},
+    {"uintr", 7, 0, edx, 5, 0},
+    {"avx512vp2intersect", 7, 0, edx, 8, kAvx512},
+    {"serialize", 7, 0, edx, 14, 0},
+    {"tsxldtrk", 7, 0, edx, 16, 0},
+    {"pconfig", 7, 0, edx, 18, 0},
+    {"amx-bf16", 7, 0, edx, 22, kAmx},
+    {"avx512fp16", 7, 0, edx, 23, kAvx512},
+    {"amx-tile", 7, 0, edx, 24, kAmx},
+    {"amx-int8", 7, 0, edx, 25, kAmx},
+    // cpuid 7.1
+    {"sha512", 7, 1, eax, 0, kAvx},
+    {"sm3", 7, 1, eax, 1, kAvx},
+    {"sm4", 7, 1, eax, 2, kAvx},
+    {"raoint", 7, 1, eax, 3, 0},
+    {"avxvnni", 7, 1, eax, 4, kAvx},
+    {"avx512bf16", 7, 1, eax, 5, kAvx512},
+    {"cmpccxadd", 7, 1, eax, 7, 0},
+    {"amx-fp16", 7, 1, eax, 21, kAmx},
+    {"hreset", 7, 1, eax, 22, 0},
+    {"avxifma", 7, 1, eax, 23, kAvx},
+    {"avxvnniint8", 7, 1, edx, 4, kAvx},
+    {"avxneconvert", 7, 1, edx, 5, kAvx},
+    {"amx-complex", 7, 1, edx, 8, kAmx},
+    {"avxvnniint16", 7, 1, edx, 10, kAvx},
+    {"prefetchi", 7, 1, edx, 14, 0},
+    {"usermsr", 7, 1, edx, 15, 0},
+    // cpuid 0xd.1: the xsave variants
+    {"xsaveopt", 0xd, 1, eax, 0, 0},
+    {"xsavec", 0xd, 1, eax, 1, 0},
+    {"xsaves", 0xd, 1, eax, 3, 0},
+    // cpuid 0x14: processor trace
+    {"ptwrite", 0x14, 0, ebx, 4, 0},
+    // cpuid 0x80000001
+    {"sahf", 0x80000001, 0, ecx, 0, 0},
+    {"lzcnt", 0x80000001, 0, ecx, 5, 0},
+    {"sse4a", 0x80000001, 0, ecx, 6, kSse},
+    {"prfchw", 0x80000001, 0, ecx, 8, 0},
+    {"xop", 0x80000001, 0, ecx, 11, kAvx},
+    {"lwp", 0x80000001, 0, ecx, 15, 0},
+    {"fma4", 0x80000001, 0, ecx, 16, kAvx},
+    {"tbm", 0x80000001, 0, ecx, 21, 0},
+    {"mwaitx", 0x80000001, 0, ecx, 29, 0},
+    // cpuid 0x80000008
+    {"clzero", 0x80000008, 0, ebx, 0, 0},
+    {"rdpru", 0x80000008, 0, ebx, 4, 0},
+    {"wbnoinvd", 0x80000008, 0, ebx, 9, 0},
+};
+
+constexpr Arm64FeatureBit kArm64[] = {
+    {"fp-armv8", 1, 0},  {"neon", 1, 1},       {"aes", 1, 3},          {"sha2", 1, 6},
+    {"crc", 1, 7},       {"lse", 1, 8},        {"fullfp16", 1, 9},     {"rdm", 1, 12},
+    {"jsconv", 1, 13},   {"complxnum", 1, 14}, {"rcpc", 1, 15},        {"ccpp", 1, 16},
+    {"sha3", 1, 17},     {"sm4", 1, 19},       {"dotprod", 1, 20},     {"sve", 1, 22},
+    {"fp16fml", 1, 23},  {"dit", 1, 24},       {"rcpc-immo", 1, 26},   {"flagm", 1, 27},
+    {"ssbs", 1, 28},     {"sb", 1, 29},        {"pauth", 1, 30},       {"ccdp", 2, 0},
+    {"sve2", 2, 1},      {"sve2-aes", 2, 2},   {"sve2-bitperm", 2, 4}, {"sve2-sha3", 2, 5},
+    {"sve2-sm4", 2, 6},  {"altnzcv", 2, 7},    {"fptoint", 2, 8},      {"i8mm", 2, 13},
+    {"f32mm", 2, 10},    {"f64mm", 2, 11},     {"bf16", 2, 14},        {"rand", 2, 16},
+    {"bti", 2, 17},      {"mte", 2, 18},
+};
+
+// The features a stored string names with `sign`.
+std::vector<std::string> with_sign(std::string_view features, char sign) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= features.size()) {
+    size_t comma = features.find(',', pos);
+    std::string_view f = features.substr(pos, comma == std::string_view::npos ? features.npos
+                                                                              : comma - pos);
+    if (f.size() > 1 && f.front() == sign)
+      out.emplace_back(f.substr(1));
+    if (comma == std::string_view::npos)
+      break;
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+} // namespace
+
+std::span<const X86FeatureBit> x86_feature_bits() { return kX86; }
+
+std::span<const Arm64FeatureBit> arm64_feature_bits() { return kArm64; }
+
+bool known_cpu_feature(std::string_view name) {
+#if defined(__x86_64__)
+  for (const X86FeatureBit& f : kX86)
+    if (name == f.name)
+      return true;
+#elif defined(__aarch64__)
+  for (const Arm64FeatureBit& f : kArm64)
+    if (name == f.name)
+      return true;
+#endif
+  return false;
+}
+
+std::vector<std::string> required_cpu_features(std::string_view features) {
+  return with_sign(features, '+');
+}
+
+CpuGap compare_cpu_features(std::string_view features, const CpuFeatures& cpu) {
+  CpuGap gap;
+  for (std::string& f : required_cpu_features(features)) {
+    if (!known_cpu_feature(f))
+      gap.unknown.push_back(std::move(f));
+    else if (!cpu.present.count(f))
+      gap.missing.push_back(std::move(f));
+  }
+  return gap;
+}
+
+bool same_cpu_features(std::string_view features, const CpuFeatures& cpu) {
+  for (const std::string& f : with_sign(features, '+'))
+    if (known_cpu_feature(f) && !cpu.present.count(f))
+      return false;
+  for (const std::string& f : with_sign(features, '-'))
+    if (known_cpu_feature(f) && cpu.present.count(f))
+      return false;
+  return true;
+}
+
+} // namespace kiln::core

@@ -1,0 +1,70 @@
+// Host CPU features as Kiln's own concept, without LLVM: the LLVM feature
+// names that matter for host code, where each is found on a CPU (a cpuid bit
+// and the OS state it needs on x86-64, a HWCAP bit on AArch64), and the check
+// that a job's "+feature" list runs on a CPU with a given set of features.
+// Reading the bits is the loader's job (runtime/host/host_cpu.h).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::core {
+
+/// Where one LLVM feature name is found on x86-64: cpuid(leaf, subleaf)
+/// register `reg` (0 eax, 1 ebx, 2 ecx, 3 edx) bit `bit`, and the XCR0 bits
+/// the OS must enable for its register state (0: none). reg -1: every
+/// x86-64 CPU has it.
+struct X86FeatureBit {
+  const char* name;
+  uint32_t leaf;
+  uint32_t subleaf;
+  int reg;
+  int bit;
+  uint64_t xcr0;
+};
+
+/// Where one LLVM feature name is found on AArch64: bit `bit` of AT_HWCAP
+/// (hwcap 1) or AT_HWCAP2 (hwcap 2); hwcap 0: every AArch64 CPU has it.
+struct Arm64FeatureBit {
+  const char* name;
+  int hwcap;
+  int bit;
+};
+
+/// The x86-64 table.
+std::span<const X86FeatureBit> x86_feature_bits();
+
+/// The AArch64 table.
+std::span<const Arm64FeatureBit> arm64_feature_bits();
+
+/// Whether the table of this machine's architecture knows `name`.
+bool known_cpu_feature(std::string_view name);
+
+/// The "+name" entries of a stored feature string ("+avx2,-avx512f,+fma"),
+/// sorted: what a job needs of the CPU it runs on.
+std::vector<std::string> required_cpu_features(std::string_view features);
+
+/// A CPU as the loader sees it: the table features it has.
+struct CpuFeatures {
+  std::set<std::string> present;
+};
+
+/// What stops code built with `features` from running on `cpu`.
+struct CpuGap {
+  std::vector<std::string> missing; ///< known features the CPU lacks
+  std::vector<std::string> unknown; ///< required features the table does not know
+  bool runs() const { return missing.empty() && unknown.empty(); }
+};
+
+/// Compares a job's stored feature string with a CPU's features.
+CpuGap compare_cpu_features(std::string_view features, const CpuFeatures& cpu);
+
+/// Whether `features` describes exactly `cpu` for every feature the table
+/// knows (each "+" present, each "-" absent): code built for this very CPU.
+bool same_cpu_features(std::string_view features, const CpuFeatures& cpu);
+
+} // namespace kiln::core

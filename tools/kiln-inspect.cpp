@@ -11,6 +11,7 @@
 #include "storage/local/store.h"
 #include "storage/local/transfer.h"
 #include "storage/local/usage.h"
+#include "storage/signing.h"
 #include "storage/local/verify.h"
 #include "support/files.h"
 #include "support/units.h"
@@ -461,12 +462,20 @@ int cmd_config(Store& store, const std::string& name, const std::string& value, 
   auto limit = kiln::storage::size_limit(store);
   if (!limit)
     return report(limit.error());
+  auto required = kiln::storage::signatures_required(store);
+  if (!required)
+    return report(required.error());
   if (as_json)
-    std::cout << json{{"max_size", limit->bytes}, {"max_size_source", limit->source}}.dump()
+    std::cout << json{{"max_size", limit->bytes},
+                      {"max_size_source", limit->source},
+                      {"require_signed", required->required},
+                      {"require_signed_source", required->source}}
+                     .dump()
               << "\n";
   else
-    std::printf("max_size  %s (%lld bytes, from %s)\n", human_size(limit->bytes).c_str(),
-                static_cast<long long>(limit->bytes), limit->source.c_str());
+    std::printf("max_size        %s (%lld bytes, from %s)\nrequire_signed  %d (from %s)\n",
+                human_size(limit->bytes).c_str(), static_cast<long long>(limit->bytes),
+                limit->source.c_str(), int(required->required), required->source.c_str());
   return 0;
 }
 

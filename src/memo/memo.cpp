@@ -1,6 +1,7 @@
 #include "memo/memo.h"
 
 #include "core/keys.h"
+#include "core/target.h"
 #include "image/image.h"
 #include "storage/storage.h"
 #include "support/files.h"
@@ -127,8 +128,14 @@ std::optional<Hash128> memo_key(const CompileRequest& req) {
   std::vector<std::string> targets = req.targets.empty() ? std::vector<std::string>{"host"}
                                                          : req.targets;
   bool host = false, device = false;
-  for (const std::string& t : targets)
-    (t == "host" ? host : device) = true;
+  // Plain "host" is this machine's CPU (its identity joins the key); a
+  // portable host:CPU target is the same code on every machine.
+  for (const std::string& t : targets) {
+    if (t == "host")
+      host = true;
+    else if (core::target_kind(t) != core::TargetKind::host)
+      device = true;
+  }
   // What picks the device toolchain; the files it picked are checked at hit
   // time against the memo's recorded identities.
   std::vector<std::string> toolchain_env;

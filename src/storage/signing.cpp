@@ -178,4 +178,20 @@ Result<Signing> signing_for(Store& store) {
   return signing;
 }
 
+Result<SignatureRequirement> signatures_required(Store& store) {
+  if (const char* req = std::getenv("KILN_REQUIRE_SIGNED"); req && *req) {
+    std::string_view v = req;
+    if (v != "0" && v != "1")
+      return make_error(Code::invalid_argument, "KILN_REQUIRE_SIGNED must be 0 or 1");
+    if (v == "1")
+      return SignatureRequirement{true, "KILN_REQUIRE_SIGNED"};
+  }
+  auto setting = store.setting("require_signed");
+  if (setting)
+    return SignatureRequirement{*setting == "1", "setting"};
+  if (setting.error().code != Code::not_found)
+    return setting.error();
+  return SignatureRequirement{false, "default"};
+}
+
 } // namespace kiln::storage

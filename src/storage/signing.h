@@ -73,4 +73,12 @@ Result<Signing> signing_from_env();
 /// cache's require_signed setting is 1.
 Result<Signing> signing_for(Store& store);
 
+/// Whether `store` requires signatures and what says so: "KILN_REQUIRE_SIGNED",
+/// "setting" or "default". For display; signing_for decides.
+struct SignatureRequirement {
+  bool required = false;
+  std::string source;
+};
+Result<SignatureRequirement> signatures_required(Store& store);
+
 } // namespace kiln::storage

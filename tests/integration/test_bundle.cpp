@@ -193,6 +193,9 @@ TEST_CASE("signed bundles: imported under the key and requirement; others refuse
   make_empty(b);
   RunResult set = inspect(b, {"config", "require_signed", "1"});
   REQUIRE_MESSAGE(set.exit_code == 0, describe(set));
+  json shown = inspect_json(b, {"config", "--json"});
+  CHECK(shown["require_signed"] == true);
+  CHECK(shown["require_signed_source"] == "setting");
   const std::string ls0 = inspect(b, {"ls", "--json"}).out;
   auto refused = [&](const Cache& target, const fs::path& file, const std::string& why) {
     RunResult r = inspect(target, {"import", file.string(), "--json"});

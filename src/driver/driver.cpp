@@ -447,9 +447,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   if (no_thread)
     return *no_thread;
 
-  std::string unit;
-  for (const SourceInput& in : p.request.inputs)
-    unit += (unit.empty() ? "" : ", ") + in.name;
+  const std::string unit = memo::unit_of(p.request);
   std::unordered_map<std::string, const JobReport*> status_of;
   for (const JobReport& r : rep.jobs)
     status_of[r.key] = &r;

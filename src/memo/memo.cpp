@@ -80,6 +80,13 @@ std::string host_cpu_identity() {
   return id.str();
 }
 
+std::string unit_of(const CompileRequest& request) {
+  std::string unit;
+  for (const SourceInput& in : request.inputs)
+    unit += (unit.empty() ? "" : ", ") + in.name;
+  return unit;
+}
+
 std::string file_identity(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
@@ -257,9 +264,17 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
   for (size_t i = 0; i < closures.size(); ++i) {
     RootReport& rr = rep.roots[i];
     const Hash128& closure = closures[i].key;
+    // A name another unit moved since is moved back, and reported, as a
+    // precompile would.
     auto current = store.resolve_name(rr.name, rr.target);
-    if (!current || !(*current == closure))
-      KILN_TRY(store.put_closure(closures[i], {{rr.name, rr.target, closure}}));
+    if (!current || !(*current == closure)) {
+      rr.unit = unit_of(req);
+      KILN_TRY_ASSIGN(auto moved, store.point_name({rr.name, rr.target, closure}, rr.unit));
+      if (moved) {
+        rr.previous_closure = moved->old_closure.hex();
+        rr.previous_unit = moved->old_unit;
+      }
+    }
     used.push_back(closure);
     if (req.link_images) {
       auto image = image::fetch_or_link(local, closures[i]);

@@ -50,6 +50,10 @@ Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
 Status memo_record(storage::Store& store, const Hash128& key, const CompileReport& report,
                    const std::vector<std::string>& toolchain_files);
 
+/// The unit a request's names come from, as a name records it: its input
+/// names joined by ", ".
+std::string unit_of(const CompileRequest& request);
+
 /// The CPU this process runs on, as far as code generation for "host" can
 /// tell: vendor, family, model and feature bits. Part of a memo key with a
 /// host target, so a memo never hands one machine's code to another.

@@ -98,6 +98,21 @@ TEST_CASE("a name moved to another closure is reported with both closures and un
                     data("change_v1.ll") + ") to " + new_closure + " (unit " +
                     data("change_v2.ll") + ")") != std::string::npos);
   CHECK(closure_named(cache, "chg_parent") == new_closure);
+
+  // v1 again: its request memo answers without compiling, and moving the
+  // name back is reported all the same.
+  RunResult back = precompile(cache, {data("change_v1.ll")});
+  INFO(describe(back));
+  REQUIRE(back.exit_code == 0);
+  json b = json::parse(back.out);
+  CHECK(b["memo"] == true);
+  const json& back_root = root_of(b, "chg_parent");
+  REQUIRE(back_root.contains("name_moved"));
+  CHECK(back_root["name_moved"]["old_closure"] == new_closure);
+  CHECK(back_root["name_moved"]["new_closure"] == old_closure);
+  CHECK(back_root["name_moved"]["old_unit"] == data("change_v2.ll"));
+  CHECK(back.err.find("moved from closure " + new_closure) != std::string::npos);
+  CHECK(closure_named(cache, "chg_parent") == old_closure);
 }
 
 TEST_CASE("kiln-inspect show prints the unit a name came from") {

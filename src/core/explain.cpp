@@ -5,6 +5,7 @@
 #include "core/keys.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace kiln::core {
 
@@ -60,6 +61,38 @@ MissExplanation explain_miss(const JobRecord& wanted, const std::vector<JobRecor
   return best;
 }
 
+namespace {
+
+std::vector<std::string> split_features(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < list.size();) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos)
+      comma = list.size();
+    if (comma > at)
+      out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Feature strings run to a hundred entries: name only those that differ.
+std::string feature_difference(const std::string& wanted, const std::string& cached) {
+  std::vector<std::string> w = split_features(wanted), c = split_features(cached), only_w, only_c;
+  std::set_difference(w.begin(), w.end(), c.begin(), c.end(), std::back_inserter(only_w));
+  std::set_difference(c.begin(), c.end(), w.begin(), w.end(), std::back_inserter(only_c));
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& f : v)
+      out += (out.empty() ? "" : ",") + f;
+    return out.empty() ? std::string("none") : out;
+  };
+  return "wanted only " + join(only_w) + ", cached only " + join(only_c);
+}
+
+} // namespace
+
 std::string describe_miss(const JobRecord& wanted, const MissExplanation& miss) {
   if (!miss.nearest)
     return "no cached job for entry '" + wanted.entry + "' on any target";
@@ -79,7 +112,9 @@ std::string describe_miss(const JobRecord& wanted, const MissExplanation& miss) 
   out += ":";
   for (size_t i = 0; i < miss.differences.size(); ++i) {
     const KeyDifference& d = miss.differences[i];
-    out += (i ? "; " : " ") + d.component + " " + d.a + " wanted, " + d.b + " cached";
+    out += (i ? "; " : " ") + d.component + " " +
+           (d.component == "features" ? feature_difference(d.a, d.b)
+                                      : d.a + " wanted, " + d.b + " cached");
   }
   return out;
 }

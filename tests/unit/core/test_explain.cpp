@@ -116,3 +116,37 @@ TEST_CASE("explain: compare_keys names each differing component with both values
   c.cpu = "sm_80";
   CHECK(differing(compare_keys(a, c)) == std::vector<std::string>{"entry", "target", "cpu"});
 }
+
+TEST_CASE("explain_miss: the nearest job, and only the features that differ") {
+  JobRecord wanted;
+  wanted.key = hash128("wanted");
+  wanted.entry = "f";
+  wanted.target = "host:x86-64-v3";
+  wanted.triple = "x86_64-unknown-linux-gnu";
+  wanted.cpu = "x86-64-v3";
+  wanted.features = "+avx,+avx2,+sse2";
+  wanted.options = "-O2";
+  wanted.module_hash = hash128("module");
+  wanted.toolchain = "t";
+  JobRecord near = wanted;
+  near.key = hash128("near");
+  near.features = "+avx,+avx512f,+sse2";
+  JobRecord far = near;
+  far.key = hash128("far");
+  far.options = "-O3";
+  far.module_hash = hash128("other module");
+  JobRecord other_entry = wanted;
+  other_entry.entry = "g";
+
+  MissExplanation miss = explain_miss(wanted, {far, other_entry, near});
+  REQUIRE(miss.nearest);
+  CHECK(miss.nearest->key == near.key);
+  std::string text = describe_miss(wanted, miss);
+  CHECK(text.find("differs in CPU/features") != std::string::npos);
+  CHECK(text.find("features wanted only +avx2, cached only +avx512f") != std::string::npos);
+  CHECK(text.find("+sse2") == std::string::npos); // shared features are not listed
+
+  MissExplanation none = explain_miss(wanted, {other_entry});
+  CHECK_FALSE(none.nearest);
+  CHECK(describe_miss(wanted, none) == "no cached job for entry 'f' on any target");
+}

@@ -225,21 +225,33 @@ void Storage::reject(const std::string& what, const std::string& why) {
                what.c_str(), why.c_str());
 }
 
-bool Storage::fetch_job(const Hash128& key, const std::vector<std::string>& formats) {
-  auto value = remote_get(remote_key("job", key.hex()));
+std::optional<BundleData> Storage::fetch_one(const std::string& kind, const std::string& id,
+                                             const std::string& what,
+                                             const std::function<bool(const BundleData&)>& is_it) {
+  auto value = remote_get(remote_key(kind, id));
   if (!value)
-    return false;
-  std::string what = "job " + key.hex();
+    return std::nullopt;
   auto data = decode_bundle(*value, signing_);
   if (!data) {
     reject(what, data.error().message);
-    return false;
+    return std::nullopt;
   }
-  if (data->jobs.size() != 1 || !data->closures.empty() || !data->images.empty() ||
-      !data->names.empty() || data->jobs[0].record.key != key) {
+  size_t records =
+      data->jobs.size() + data->closures.size() + data->images.size() + data->names.size();
+  if (records != 1 || !is_it(*data)) {
     reject(what, "the value holds something else");
-    return false;
+    return std::nullopt;
   }
+  return std::move(*data);
+}
+
+bool Storage::fetch_job(const Hash128& key, const std::vector<std::string>& formats) {
+  std::string what = "job " + key.hex();
+  auto data = fetch_one("job", key.hex(), what, [&](const BundleData& d) {
+    return d.jobs.size() == 1 && d.jobs[0].record.key == key;
+  });
+  if (!data)
+    return false;
   // The job's key recomputed from its components, its deferred symbol, its
   // artifacts present: what an import checks.
   if (Status s = core::check_bundle(*data); !s) {
@@ -262,20 +274,12 @@ bool Storage::fetch_job(const Hash128& key, const std::vector<std::string>& form
 }
 
 bool Storage::fetch_closure(const Hash128& key, const std::vector<NameRecord>& names) {
-  auto value = remote_get(remote_key("closure", key.hex()));
-  if (!value)
-    return false;
   std::string what = "closure " + key.hex();
-  auto data = decode_bundle(*value, signing_);
-  if (!data) {
-    reject(what, data.error().message);
+  auto data = fetch_one("closure", key.hex(), what, [&](const BundleData& d) {
+    return d.closures.size() == 1 && d.closures[0].key == key;
+  });
+  if (!data)
     return false;
-  }
-  if (data->closures.size() != 1 || !data->jobs.empty() || !data->images.empty() ||
-      !data->names.empty() || data->closures[0].key != key) {
-    reject(what, "the value holds something else");
-    return false;
-  }
   const ClosureRecord& c = data->closures[0];
   if (Status s = core::check_closure_key(c); !s) {
     reject(what, s.error().message);
@@ -313,20 +317,12 @@ bool Storage::fetch_closure(const Hash128& key, const std::vector<NameRecord>& n
 }
 
 std::optional<Hash128> Storage::fetch_name(const std::string& name, const std::string& target) {
-  auto value = remote_get(remote_key("name", name_id(name, target)));
-  if (!value)
-    return std::nullopt;
   std::string what = "name " + name + " (" + target + ")";
-  auto data = decode_bundle(*value, signing_);
-  if (!data) {
-    reject(what, data.error().message);
+  auto data = fetch_one("name", name_id(name, target), what, [&](const BundleData& d) {
+    return d.names.size() == 1 && d.names[0].name == name && d.names[0].target == target;
+  });
+  if (!data)
     return std::nullopt;
-  }
-  if (data->names.size() != 1 || !data->jobs.empty() || !data->images.empty() ||
-      !data->closures.empty() || data->names[0].name != name || data->names[0].target != target) {
-    reject(what, "the value holds something else");
-    return std::nullopt;
-  }
   ++counters_.remote_hits;
   Hash128 key = data->names[0].closure;
   if (auto have = local_->get_closure(key)) {
@@ -345,21 +341,13 @@ std::optional<Hash128> Storage::fetch_name(const std::string& name, const std::s
 
 std::optional<std::string> Storage::fetch_image(const ClosureRecord& closure,
                                                 const std::string& arch) {
-  auto value = remote_get(remote_key("image", closure.key.hex() + ":" + arch));
-  if (!value)
-    return std::nullopt;
   std::string what = "image of closure " + closure.key.hex() + " for " + arch;
-  auto data = decode_bundle(*value, signing_);
-  if (!data) {
-    reject(what, data.error().message);
+  auto data = fetch_one("image", closure.key.hex() + ":" + arch, what, [&](const BundleData& d) {
+    return d.images.size() == 1 && d.images[0].key.closure == closure.key &&
+           d.images[0].key.arch == arch;
+  });
+  if (!data)
     return std::nullopt;
-  }
-  if (data->images.size() != 1 || !data->jobs.empty() || !data->closures.empty() ||
-      !data->names.empty() || data->images[0].key.closure != closure.key ||
-      data->images[0].key.arch != arch) {
-    reject(what, "the value holds something else");
-    return std::nullopt;
-  }
   ImageRecord& image = data->images[0];
   if (Status s = core::check_image(image.bytes, closure); !s) {
     reject(what, s.error().message);

@@ -20,6 +20,7 @@
 
 #include <kiln/result.hpp>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -112,6 +113,11 @@ private:
   void fail(const std::string& why);
   void reject(const std::string& what, const std::string& why);
   bool publishing() const;
+  /// The remote's value under (kind, id), decoded, holding exactly one
+  /// record that `is_it` accepts; nullopt on a miss or a rejected value.
+  std::optional<BundleData> fetch_one(const std::string& kind, const std::string& id,
+                                      const std::string& what,
+                                      const std::function<bool(const BundleData&)>& is_it);
   bool fetch_job(const Hash128& key, const std::vector<std::string>& formats);
   bool fetch_closure(const Hash128& key, const std::vector<NameRecord>& names);
   std::optional<Hash128> fetch_name(const std::string& name, const std::string& target);

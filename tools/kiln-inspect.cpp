@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -82,7 +83,14 @@ int cmd_ls(Store& store, bool as_json, const std::string& target, const std::str
     std::cout << out.dump() << "\n";
     return 0;
   }
-  std::printf("%-32s  %-8s  %-6s  %10s  %4s  %s\n", "KEY", "TARGET", "OPTS", "STORED", "REFS",
+  // The target column is as wide as its longest spec ("host:x86-64-v3",
+  // "gfx942:sramecc+:xnack-"), and never narrower than 8.
+  int tw = 8;
+  for (const auto& j : listing->jobs)
+    tw = std::max(tw, int(j.record.target.size()));
+  for (const auto& n : listing->names)
+    tw = std::max(tw, int(n.target.size()));
+  std::printf("%-32s  %-*s  %-6s  %10s  %4s  %s\n", "KEY", tw, "TARGET", "OPTS", "STORED", "REFS",
               "ENTRY");
   // A job whose artifacts or references cannot be read still gets its row.
   for (const auto& j : listing->jobs) {
@@ -91,14 +99,15 @@ int cmd_ls(Store& store, bool as_json, const std::string& target, const std::str
       for (const auto& a : *j.artifacts)
         stored += a.stored_size;
     const kiln::core::JobRecord& r = j.record;
-    std::printf("%-32s  %-8s  %-6s  %10s  %4zu  %s\n", r.key.hex().c_str(), r.target.c_str(),
+    std::printf("%-32s  %-*s  %-6s  %10s  %4zu  %s\n", r.key.hex().c_str(), tw, r.target.c_str(),
                 r.options.c_str(), human_size(stored).c_str(), j.refs ? j.refs->size() : size_t(0),
                 r.entry.c_str());
   }
   if (!listing->names.empty()) {
-    std::printf("\n%-24s  %-8s  %s\n", "NAME", "TARGET", "CLOSURE");
+    std::printf("\n%-24s  %-*s  %s\n", "NAME", tw, "TARGET", "CLOSURE");
     for (const auto& n : listing->names)
-      std::printf("%-24s  %-8s  %s\n", n.name.c_str(), n.target.c_str(), n.closure.hex().c_str());
+      std::printf("%-24s  %-*s  %s\n", n.name.c_str(), tw, n.target.c_str(),
+                  n.closure.hex().c_str());
   }
   return 0;
 }

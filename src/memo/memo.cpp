@@ -269,10 +269,17 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
     auto current = store.resolve_name(rr.name, rr.target);
     if (!current || !(*current == closure)) {
       rr.unit = unit_of(req);
-      KILN_TRY_ASSIGN(auto moved, store.point_name({rr.name, rr.target, closure}, rr.unit));
-      if (moved) {
-        rr.previous_closure = moved->old_closure.hex();
-        rr.previous_unit = moved->old_unit;
+      auto moved = store.point_name({rr.name, rr.target, closure}, rr.unit);
+      // Another process's gc may evict the closure after the lookup found
+      // it: then the memo cannot answer, and the driver (which leases what
+      // it uses) does the work.
+      if (!moved && moved.error().code == Code::not_found)
+        return Miss();
+      if (!moved)
+        return moved.error();
+      if (*moved) {
+        rr.previous_closure = (*moved)->old_closure.hex();
+        rr.previous_unit = (*moved)->old_unit;
       }
     }
     used.push_back(closure);
@@ -280,6 +287,8 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       auto image = image::fetch_or_link(local, closures[i]);
       if (image)
         rr.image = true;
+      else if (image.error().code == Code::not_found)
+        return Miss(); // evicted since the lookup, as above
       else if (image.error().code == Code::unavailable)
         rr.note = image.error().message;
       else

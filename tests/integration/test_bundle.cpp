@@ -253,6 +253,17 @@ TEST_CASE("signed bundles: imported under the key and requirement; others refuse
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("abcdef") == std::string::npos);
   }
+  // A cache that requires signatures exports nothing unsigned: without the
+  // key the export is refused and no file is written.
+  {
+    EnvVar k("KILN_SIGNING_KEY", nullptr);
+    EnvVar req("KILN_REQUIRE_SIGNED", "1");
+    const fs::path refused_export = tmp.path() / "refused.kiln";
+    RunResult r = inspect(a, {"export", refused_export.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("KILN_SIGNING_KEY is not set") != std::string::npos);
+    CHECK_FALSE(fs::exists(refused_export));
+  }
 }
 
 // ---------------------------------------------------------------- relocation

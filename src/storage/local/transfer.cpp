@@ -65,6 +65,13 @@ Result<BundleSummary> export_bundle(Store& store, const std::string& path,
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   KILN_TRY_ASSIGN(auto signing, signing_for(store));
+  // A cache that requires signatures would refuse its own bundle: say so
+  // here rather than write one every such cache refuses.
+  if (signing.required && !signing.key)
+    return make_error(Code::invalid_argument,
+                      "signatures are required (KILN_REQUIRE_SIGNED or the cache's "
+                      "require_signed setting), but KILN_SIGNING_KEY is not set: an unsigned "
+                      "bundle would be refused by every cache that requires them");
   KILN_TRY_ASSIGN(auto data, collect_bundle(store, keys));
   std::string bytes = encode_bundle(data, signing.key ? &*signing.key : nullptr);
   KILN_TRY(write_file_atomic(path, bytes));

@@ -16,14 +16,12 @@ namespace kiln::runtime {
 namespace {
 
 // GPU code is matched to its device by target spec alone (the image arch
-// and the driver decide); nothing in the root job adds to that.
-Status any_job(const core::JobRecord&) { return Status::ok(); }
-
+// and the driver decide): no job check.
 // In the order backends() gives them.
 constexpr Backend kBackends[] = {
-    {core::TargetKind::nvptx, "CUDA", load_cuda_image, choose_cuda_target, any_job,
+    {core::TargetKind::nvptx, "CUDA", load_cuda_image, choose_cuda_target, nullptr,
      cuda_device_arch},
-    {core::TargetKind::amdgpu, "HIP", load_hip_image, choose_hip_target, any_job,
+    {core::TargetKind::amdgpu, "HIP", load_hip_image, choose_hip_target, nullptr,
      hip_device_arch},
     {core::TargetKind::host, "host", load_host_image, choose_host_target, check_host_job,
      host_device_target},

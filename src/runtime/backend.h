@@ -32,7 +32,8 @@ struct Backend {
   Result<std::string> (*choose_target)(const std::vector<std::string>& have);
   /// ok when code built as `root` (a closure's root job) runs on the
   /// present device; unavailable with the reason otherwise. Asked before
-  /// the image is fetched or loaded.
+  /// the image is fetched or loaded. Null when the target spec alone
+  /// decides (GPUs): then the load reads no job row for it.
   Status (*check_job)(const core::JobRecord& root);
   /// The present device's target spec ("host", "sm_90",
   /// "gfx942:xnack-:sramecc+"); unavailable when there is no such device.

@@ -34,9 +34,28 @@ Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
   llvm::Function* entry = m.getFunction(job.entry);
   if (!entry || entry->isDeclaration())
     return make_error(Code::internal, "job module lacks its entry '" + job.entry + "'");
-  for (const auto& [placeholder, symbol] : job.renames)
-    if (llvm::Function* f = m.getFunction(placeholder))
-      f->setName(symbol);
+  for (const auto& [placeholder, symbol] : job.renames) {
+    llvm::Function* f = m.getFunction(placeholder);
+    if (!f)
+      continue;
+    if (symbol == job.symbol) { // the job defers to itself
+      f->replaceAllUsesWith(entry);
+      f->eraseFromParent();
+      continue;
+    }
+    // A kernel child keeps its source name, which a function of this job
+    // may have too (the same kernel, also reached directly): that one stays
+    // private to the job under another name.
+    if (llvm::Function* clash = m.getFunction(symbol); clash && clash != f) {
+      if (clash->isDeclaration()) {
+        f->replaceAllUsesWith(clash);
+        f->eraseFromParent();
+        continue;
+      }
+      clash->setName(symbol + ".local");
+    }
+    f->setName(symbol);
+  }
   // A job that defers to itself holds a declaration of its own symbol.
   if (llvm::Function* self = m.getFunction(job.symbol); self && self != entry) {
     self->replaceAllUsesWith(entry);

@@ -25,7 +25,7 @@ namespace kiln::codegen {
 namespace {
 
 // Bumped whenever what Kiln stores for a job changes meaning.
-constexpr int kArtifactFormat = 1;
+constexpr int kArtifactFormat = 2; // 2: GPU kernels keep their source names
 
 void init_llvm_targets() {
   static std::once_flag once;

@@ -11,6 +11,15 @@
 
 namespace kiln::core {
 
+bool supplied_at_load(TargetKind kind, const std::string& symbol) {
+  if (kind != TargetKind::nvptx)
+    return false;
+  // The PTX system calls, and the driver's own calls that the CUDA device
+  // runtime (libcudadevrt) makes, all named __cuda_syscall_*.
+  return symbol == "vprintf" || symbol == "malloc" || symbol == "free" ||
+         symbol == "__assertfail" || symbol.rfind("__cuda_syscall_", 0) == 0;
+}
+
 Status check_image(const std::string& bytes, const ClosureRecord& closure) {
   std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
   auto elf = read_elf(bytes);
@@ -32,8 +41,10 @@ Status check_image(const std::string& bytes, const ClosureRecord& closure) {
   for (const ElfSymbol& s : elf->symbols) {
     if (s.defined)
       defined.insert(s.name);
-    else if (kind != TargetKind::host && s.function)
-      return make_error(Code::corrupt, what + " leaves function " + s.name + " undefined")
+    else if (kind != TargetKind::host && s.function && !supplied_at_load(kind, s.name))
+      return make_error(Code::corrupt, what + " leaves function " + s.name +
+                                           " undefined (no job, device library or driver "
+                                           "defines it)")
           .with_target(closure.target);
   }
   for (const ClosureMember& m : closure.members)
@@ -81,7 +92,7 @@ Status check_bundle(const BundleData& data) {
     auto derived = components_of(j.record.module_hash.hex(), j.record.entry, j.record.target,
                                  j.record.triple, j.record.cpu, j.record.features,
                                  j.record.options, j.record.toolchain);
-    if (deferred_symbol(derived->identity) != j.record.symbol)
+    if (!is_job_symbol(derived->identity, j.record.symbol))
       return bad("job " + hex + " names the wrong deferred symbol").with_job(hex);
     if (j.artifacts.empty())
       return bad("job " + hex + " has no artifacts").with_job(hex);

@@ -6,14 +6,23 @@
 #pragma once
 
 #include "core/records.h"
+#include "core/target.h"
 
 #include <kiln/result.hpp>
 
 namespace kiln::core {
 
+/// True if the driver of `kind` resolves `symbol` when it loads an image,
+/// so an image may leave it undefined. NVIDIA: the PTX system calls the CUDA
+/// driver supplies (vprintf, malloc, free, __assertfail; NVIDIA's "PTX
+/// Interoperability", System Calls) and the __cuda_syscall_* entry points
+/// the CUDA device runtime calls into the driver with. AMD and the host: none (device
+/// libraries are linked into the image; host images are checked by dlopen).
+bool supplied_at_load(TargetKind kind, const std::string& symbol);
+
 /// An image before use: ELF for the machine of the closure's target, and
 /// every job of the closure defined in it (GPU images: no undefined
-/// functions either).
+/// functions either, except those the driver supplies).
 Status check_image(const std::string& bytes, const ClosureRecord& closure);
 
 /// A bundle, whole: every job's key recomputed from its components, its

@@ -31,6 +31,17 @@ std::string deferred_symbol(const JobIdentity& id) {
              .hex();
 }
 
+std::string job_symbol(const JobIdentity& id, bool kernel) {
+  if (kernel && id.target.kind != TargetKind::host)
+    return id.entry;
+  return deferred_symbol(id);
+}
+
+bool is_job_symbol(const JobIdentity& id, const std::string& symbol) {
+  return symbol == deferred_symbol(id) ||
+         (id.target.kind != TargetKind::host && !id.entry.empty() && symbol == id.entry);
+}
+
 std::string placeholder_symbol(const std::string& entry) {
   return "__kiln_ref_" + hash_of(std::string("kiln-deferred-ref"), kKeyFormat, entry).hex();
 }

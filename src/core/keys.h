@@ -32,6 +32,17 @@ struct JobIdentity {
 /// (PTX names may not contain dots).
 std::string deferred_symbol(const JobIdentity& id);
 
+/// The symbol a job's entry is known by in its code, its image and its
+/// closure. A GPU kernel keeps its source (mangled) name, so that
+/// cuModuleGetFunction / hipModuleGetFunction and profilers see the name the
+/// program used; a kernel name is unique within a unit, and a closure holds
+/// one unit's jobs. Everything else gets deferred_symbol(id).
+std::string job_symbol(const JobIdentity& id, bool kernel);
+
+/// True if `symbol` is one job_symbol can give the job (for records that
+/// arrive from elsewhere: bundles, the remote tier).
+bool is_job_symbol(const JobIdentity& id, const std::string& symbol);
+
 /// The name a job's canonical module uses for a deferred child before
 /// finishing: derived from the child's entry alone, so the module (and its
 /// hash) does not change with the target or options, which the key holds

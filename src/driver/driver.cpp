@@ -90,6 +90,10 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
   cfg.debug = options.debug;
   cfg.deferred_symbol = core::placeholder_symbol;
 
+  auto kernel = [&](const std::string& entry) {
+    const llvm::Function* f = unit.getFunction(entry);
+    return f && ir::is_kernel(*f);
+  };
   std::unordered_map<std::string, Hash128> key_of_entry;
   std::deque<std::string> work(root_entries.begin(), root_entries.end());
   std::vector<size_t> discovered;
@@ -110,12 +114,12 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
     PlannedJob job;
     job.components = {hash128(ex->bitcode), {entry, target, options}, toolchain + *libs};
     job.key = core::job_key(job.components);
-    job.symbol = core::deferred_symbol(job.components.identity);
+    job.symbol = core::job_symbol(job.components.identity, kernel(entry));
     job.bitcode = std::move(ex->bitcode);
     // The module names children by placeholders; the job's code (after
     // finishing) and every record name them by their deferred symbols.
     for (ir::DeferredRef& r : ex->refs) {
-      std::string real = core::deferred_symbol({r.entry, target, options});
+      std::string real = core::job_symbol({r.entry, target, options}, kernel(r.entry));
       job.renames.emplace_back(r.symbol, real);
       r.symbol = std::move(real);
     }

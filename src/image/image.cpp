@@ -5,6 +5,9 @@
 #include "core/target.h"
 #include "link/nvjitlink.h"
 #include "link/plugin.h"
+#include "support/elf.h"
+
+#include <set>
 
 namespace kiln::image {
 
@@ -14,13 +17,47 @@ Result<std::string> linker_fingerprint(const std::string& target) {
   switch (core::target_kind(target)) {
   case TargetKind::host:
     return std::string(link::lld_fingerprint());
-  case TargetKind::nvptx:
-    return link::nvjitlink_fingerprint();
+  case TargetKind::nvptx: {
+    KILN_TRY_ASSIGN(auto fp, link::nvjitlink_fingerprint());
+    return fp + "; " + link::cuda_device_runtime_fingerprint();
+  }
   case TargetKind::amdgpu:
     return std::string(link::lld_fingerprint()) + " amdgpu-irlink";
   }
   return make_error(Code::internal, "unknown target kind");
 }
+
+namespace {
+
+// True if the closure's NVIDIA pieces call something none of them defines
+// and the driver does not supply: the CUDA device runtime's entry points
+// (dynamic parallelism, device-side graph launches), or a mistake that
+// nvJitLink then names.
+bool needs_device_runtime(const std::vector<link::NvInput>& inputs) {
+  std::set<std::string> defined, wanted;
+  for (const link::NvInput& in : inputs) {
+    if (in.ptx) {
+      // PTX declares what it calls from elsewhere as .extern .func.
+      if (in.bytes.find(".extern .func") != std::string::npos)
+        return true;
+      continue;
+    }
+    auto elf = read_elf(in.bytes);
+    if (!elf)
+      continue; // nvJitLink reports it
+    for (const ElfSymbol& s : elf->symbols)
+      if (s.defined)
+        defined.insert(s.name);
+      else if (s.function && !core::supplied_at_load(TargetKind::nvptx, s.name))
+        wanted.insert(s.name);
+  }
+  for (const std::string& w : wanted)
+    if (!defined.count(w))
+      return true;
+  return false;
+}
+
+} // namespace
 
 Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure) {
   std::string what = "linking closure " + closure.key.hex() + " (" + closure.target + ")";
@@ -53,6 +90,9 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
 
   Result<std::string> image = make_error(Code::internal, "no linker");
   if (kind == TargetKind::nvptx) {
+    if (needs_device_runtime(nv))
+      if (auto rt = link::cuda_device_runtime())
+        nv.push_back(rt.take());
     image = link::nvjitlink_cubin(nv, closure.target);
   } else if (kind == TargetKind::host) {
     image = link::link_host_image(blobs, names);

@@ -599,6 +599,12 @@ Result<ExtractedJob> extract(const llvm::Module& unit, const std::string& entry,
 
 } // namespace
 
+bool is_kernel(const llvm::Function& f) {
+  return f.getCallingConv() == llvm::CallingConv::PTX_Kernel ||
+         f.getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL ||
+         f.hasFnAttribute("kiln-kernel");
+}
+
 Result<ExtractedJob> extract_job(const llvm::Module& unit, const std::string& entry,
                                  const ExtractConfig& config) {
   return extract(unit, entry, config, false);

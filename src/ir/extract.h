@@ -10,6 +10,7 @@
 #include <vector>
 
 namespace llvm {
+class Function;
 class Module;
 }
 
@@ -37,6 +38,10 @@ struct ExtractedJob {
   /// libraries, the C library), sorted; deferred symbols excluded.
   std::vector<std::string> callees;
 };
+
+/// True if `f` is a kernel: the ptx_kernel or amdgpu_kernel convention (of
+/// any GPU target), or the "kiln-kernel" attribute of target-neutral units.
+bool is_kernel(const llvm::Function& f);
 
 /// Extracts the job module for `entry`. Errors: the entry is not a function
 /// defined in the unit; kiln_deferred applied to anything but such a

@@ -3,7 +3,11 @@
 #include "link/nvjitlink.h"
 #include "support/fault.h"
 
+#include "support/files.h"
+#include "support/hash.h"
+
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +20,7 @@ namespace {
 // nvJitLink's input kinds (nvJitLinkInputType): cubin 1, PTX 2.
 constexpr int kInputCubin = 1;
 constexpr int kInputPtx = 2;
+constexpr int kInputLibrary = 6;
 
 struct Api {
 #define KILN_NVJITLINK(name, ret, params) ret(*name) params = nullptr;
@@ -83,7 +88,52 @@ const Api& api() {
   return a;
 }
 
+struct DeviceRuntime {
+  NvInput input;
+  std::string fingerprint = "no libcudadevrt";
+  std::string error;
+};
+
+const DeviceRuntime& device_runtime() {
+  static DeviceRuntime rt;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> cands;
+    if (const char* p = std::getenv("KILN_CUDADEVRT"); p && *p)
+      cands.push_back(p);
+    if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+      cands.push_back(std::string(home) + "/lib64/libcudadevrt.a");
+    cands.push_back("/usr/local/cuda/lib64/libcudadevrt.a");
+    cands.push_back("/usr/lib/x86_64-linux-gnu/libcudadevrt.a");
+    for (const std::string& c : cands) {
+      if (::access(c.c_str(), R_OK) != 0)
+        continue;
+      auto bytes = read_file(c);
+      if (!bytes) {
+        rt.error = bytes.error().message;
+        return;
+      }
+      rt.fingerprint = "libcudadevrt " + hash128(*bytes).short_hex(16);
+      rt.input = {"libcudadevrt.a", bytes.take(), false, true};
+      return;
+    }
+    rt.error = "the CUDA device runtime is not installed (looked for libcudadevrt.a in "
+               "$KILN_CUDADEVRT, $CUDA_HOME/lib64, /usr/local/cuda/lib64, "
+               "/usr/lib/x86_64-linux-gnu)";
+  });
+  return rt;
+}
+
 } // namespace
+
+Result<NvInput> cuda_device_runtime() {
+  const DeviceRuntime& rt = device_runtime();
+  if (!rt.error.empty())
+    return make_error(Code::unavailable, rt.error);
+  return rt.input;
+}
+
+std::string cuda_device_runtime_fingerprint() { return device_runtime().fingerprint; }
 
 Result<std::string> nvjitlink_fingerprint() {
   const Api& a = api();
@@ -122,7 +172,9 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   };
   for (const NvInput& in : inputs) {
     int rc;
-    if (in.ptx) {
+    if (in.library) {
+      rc = a.AddData(h, kInputLibrary, in.bytes.data(), in.bytes.size(), in.name.c_str());
+    } else if (in.ptx) {
       // nvJitLink reads PTX as a C string: it must be NUL-terminated.
       std::string text = in.bytes + '\0';
       rc = a.AddData(h, kInputPtx, text.data(), text.size(), in.name.c_str());

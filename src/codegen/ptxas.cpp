@@ -52,9 +52,14 @@ Result<std::string> assemble_ptx(const std::string& ptx, const std::string& arch
   auto r = run_process({ptxas_path(), "-c", "-arch=" + arch, "-o", out, in});
   if (!r)
     return r.error().context(what);
-  if (r->exit_code != 0)
+  if (r->exit_code != 0) {
+    // ptxas names its input by the temporary file: name the job's PTX instead.
+    std::string log = r->output;
+    for (size_t at; (at = log.find(in)) != std::string::npos;)
+      log.replace(at, in.size(), "job.ptx");
     return make_error(Code::internal, what + ": ptxas -arch=" + arch + " failed (exit " +
-                                          std::to_string(r->exit_code) + "): " + r->output);
+                                          std::to_string(r->exit_code) + "): " + log);
+  }
   return read_file(out);
 }
 

@@ -16,6 +16,8 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -214,6 +216,92 @@ Result<TargetDesc> resolve_target(const std::string& spec) {
   return make_error(Code::invalid_argument,
                     "unknown target '" + spec + "'; accepted: " + accepted_target_specs())
       .with_target(spec);
+}
+
+int ptx_isa_of(const TargetDesc& target) {
+  size_t at = target.features.find("+ptx");
+  return at == std::string::npos ? 0 : std::atoi(target.features.c_str() + at + 4);
+}
+
+namespace {
+
+// The newest PTX ISA each ptxas release reads (NVIDIA's PTX ISA release
+// notes); a release newer than the table is trusted as far as LLVM goes.
+int ptxas_isa(const std::string& version) {
+  // "ptxas V13.0.88"
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "ptxas V%d.%d", &major, &minor) != 2)
+    return 0;
+  struct Release {
+    int major, minor, isa;
+  };
+  constexpr Release kReleases[] = {
+      {11, 8, 78}, {12, 0, 80}, {12, 1, 81}, {12, 2, 82}, {12, 3, 83}, {12, 4, 84},
+      {12, 5, 85}, {12, 6, 85}, {12, 8, 87}, {12, 9, 88}, {13, 0, 90},
+  };
+  int isa = 0;
+  for (const Release& r : kReleases) {
+    if (major < r.major || (major == r.major && minor < r.minor))
+      return isa ? isa : r.isa;
+    isa = r.isa;
+  }
+  return major == 13 && minor == 0 ? 90 : 1000; // newer than the table
+}
+
+int llvm_newest_ptx_isa() {
+  init_llvm_targets();
+  std::string err;
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t)
+    return 0;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(t->createMCSubtargetInfo(triple, "sm_52", ""));
+  int newest = 0;
+  if (sti)
+    for (const llvm::SubtargetFeatureKV& f : sti->getAllProcessorFeatures()) {
+      llvm::StringRef key(f.Key);
+      unsigned n = 0;
+      if (key.consume_front("ptx") && !key.getAsInteger(10, n))
+        newest = std::max(newest, int(n));
+    }
+  return newest;
+}
+
+} // namespace
+
+int newest_ptx_isa() {
+  static const int newest = [] {
+    int isa = llvm_newest_ptx_isa();
+    if (!ptxas_path().empty())
+      if (int p = ptxas_isa(ptxas_version()); p > 0)
+        isa = std::min(isa, p);
+    return isa;
+  }();
+  return newest;
+}
+
+Result<TargetDesc> job_target(const TargetDesc& target, int ir_isa, const std::string& entry) {
+  if (target.kind != TargetKind::nvptx)
+    return target;
+  int isa = std::max(ptx_isa_of(target), ir_isa);
+  int newest = newest_ptx_isa();
+  auto dotted = [](int v) { return std::to_string(v / 10) + "." + std::to_string(v % 10); };
+  if (isa > newest) {
+    std::string tools = "LLVM " LLVM_VERSION_STRING;
+    if (!ptxas_version().empty())
+      tools += " and " + ptxas_version();
+    return make_error(Code::invalid_argument,
+                      "kernel '" + entry + "' needs PTX ISA " + dotted(isa) +
+                          (isa == ir_isa ? " (its IR asks for +ptx" + std::to_string(ir_isa) + ")"
+                                         : " (the minimum for " + target.spec + ")") +
+                          ", but the newest this toolchain offers is " + dotted(newest) + " (" +
+                          tools + ")")
+        .with_entry(entry)
+        .with_target(target.spec);
+  }
+  TargetDesc t = target;
+  t.features = "+ptx" + std::to_string(isa);
+  return t;
 }
 
 Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(const TargetDesc& target,

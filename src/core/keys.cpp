@@ -26,8 +26,12 @@ template <typename... Ts> Hash128 hash_of(const Ts&... parts) {
 } // namespace
 
 std::string deferred_symbol(const JobIdentity& id) {
+  // Not the target's features: a job's own features (the PTX ISA its IR
+  // asks for) are known only once it is extracted, and its parents name it
+  // before that. Within one closure the spec, kind, triple and CPU agree.
   return "__kiln_deferred_" +
-         hash_of(std::string("kiln-deferred-symbol"), kKeyFormat, id.entry, id.target, id.options)
+         hash_of(std::string("kiln-deferred-symbol"), kKeyFormat, id.entry, id.target.spec,
+                 static_cast<int>(id.target.kind), id.target.triple, id.target.cpu, id.options)
              .hex();
 }
 

@@ -111,8 +111,12 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
           .context("target " + target.spec + ", job '" + entry + "'")
           .with_entry(entry)
           .with_target(target.spec);
+    // The job's own target: on NVIDIA, the PTX ISA its IR asks for.
+    auto own = codegen::job_target(target, ex->ptx_isa, entry);
+    if (!own)
+      return own.error();
     PlannedJob job;
-    job.components = {hash128(ex->bitcode), {entry, target, options}, toolchain + *libs};
+    job.components = {hash128(ex->bitcode), {entry, *own, options}, toolchain + *libs};
     job.key = core::job_key(job.components);
     job.symbol = core::job_symbol(job.components.identity, kernel(entry));
     job.bitcode = std::move(ex->bitcode);
@@ -125,7 +129,7 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
     }
     std::sort(ex->refs.begin(), ex->refs.end());
     job.refs = std::move(ex->refs);
-    job.target = target;
+    job.target = *own;
     key_of_entry[entry] = job.key;
     for (const ir::DeferredRef& r : job.refs)
       work.push_back(r.entry);

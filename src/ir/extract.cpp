@@ -547,7 +547,18 @@ Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entr
   // The target decides the processor and features: the ones a front end
   // wrote for the arch it had in mind must not reach another target, nor
   // the key.
+  int ptx_isa = 0;
   for (llvm::Function& f : *m) {
+    if (f.hasFnAttribute("target-features")) {
+      llvm::StringRef feats = f.getFnAttribute("target-features").getValueAsString();
+      llvm::SmallVector<llvm::StringRef, 8> parts;
+      feats.split(parts, ',', -1, false);
+      for (llvm::StringRef p : parts) {
+        unsigned n = 0;
+        if (p.consume_front("+ptx") && !p.getAsInteger(10, n))
+          ptx_isa = std::max(ptx_isa, int(n));
+      }
+    }
     f.removeFnAttr("target-cpu");
     f.removeFnAttr("target-features");
     f.removeFnAttr("tune-cpu");
@@ -565,6 +576,7 @@ Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entr
   llvm::WriteBitcodeToFile(*m, os);
   os.flush();
   out.refs.assign(refs.begin(), refs.end());
+  out.ptx_isa = ptx_isa;
   std::set<std::string> deferred;
   for (const DeferredRef& r : refs)
     deferred.insert(r.symbol);

@@ -37,6 +37,10 @@ struct ExtractedJob {
   /// Functions the job calls but the unit does not define (device math
   /// libraries, the C library), sorted; deferred symbols excluded.
   std::vector<std::string> callees;
+  /// The newest PTX ISA the job's functions ask for in their
+  /// "target-features" (+ptxNN, as clang writes it), times ten: 88 for
+  /// PTX 8.8; 0 if none does.
+  int ptx_isa = 0;
 };
 
 /// True if `f` is a kernel: the ptx_kernel or amdgpu_kernel convention (of

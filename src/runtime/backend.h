@@ -36,7 +36,7 @@ struct Backend {
   /// decides (GPUs): then the load reads no job row for it.
   Status (*check_job)(const core::JobRecord& root);
   /// The present device's target spec ("host", "sm_90",
-  /// "gfx942:xnack-:sramecc+"); unavailable when there is no such device.
+  /// "gfx942:sramecc+:xnack-"); unavailable when there is no such device.
   Result<std::string> (*device_target)();
 };
 

@@ -1,6 +1,9 @@
 // What a canonical target spec says by itself.
 #include "core/target.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace kiln::core {
 
 TargetKind target_kind(std::string_view spec) {
@@ -16,6 +19,26 @@ std::string_view host_spec_cpu(std::string_view spec) {
 }
 
 bool is_host_spec(std::string_view spec) { return spec == "host" || spec.substr(0, 5) == "host:"; }
+
+std::string canonical_amd_spec(std::string_view gcn_arch_name) {
+  std::string_view rest = gcn_arch_name;
+  size_t colon = rest.find(':');
+  std::string spec(rest.substr(0, colon));
+  std::vector<std::string_view> features;
+  while (colon != std::string_view::npos) {
+    rest = rest.substr(colon + 1);
+    colon = rest.find(':');
+    if (std::string_view f = rest.substr(0, colon); !f.empty())
+      features.push_back(f);
+  }
+  // By name without the trailing +/-, as codegen's std::map orders them.
+  auto name = [](std::string_view f) { return f.substr(0, f.size() - 1); };
+  std::stable_sort(features.begin(), features.end(),
+                   [&](std::string_view a, std::string_view b) { return name(a) < name(b); });
+  for (std::string_view f : features)
+    (spec += ':') += f;
+  return spec;
+}
 
 const char* target_kind_name(TargetKind kind) {
   switch (kind) {

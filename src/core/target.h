@@ -25,6 +25,12 @@ std::string_view host_spec_cpu(std::string_view spec);
 /// Whether `spec` is "host" or "host:CPU".
 bool is_host_spec(std::string_view spec);
 
+/// An AMD arch name as a canonical spec: the processor, then each ":name±"
+/// feature sorted by name, the order the compiler stores specs in. HIP's
+/// gcnArchName "gfx90a:xnack-:sramecc+" becomes "gfx90a:sramecc+:xnack-";
+/// a canonical spec comes back unchanged.
+std::string canonical_amd_spec(std::string_view gcn_arch_name);
+
 /// "host", "nvidia" or "amd": for messages.
 const char* target_kind_name(TargetKind kind);
 

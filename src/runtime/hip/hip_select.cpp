@@ -5,37 +5,16 @@
 
 #include "runtime/hip/hip_status.h"
 
-#include <cstring>
+#include <vector>
 
 namespace kiln::runtime {
 
 namespace {
 
-// hipDeviceProp_t is a few KiB; the buffer is oversized so that a newer
-// ROCm's larger struct cannot overrun it.
+// hipDeviceProp_t is 792 bytes in ROCm 5 and 1472 in ROCm 6 and 7; the
+// buffer is zero-filled and oversized so that a newer runtime's larger
+// struct cannot overrun it.
 constexpr size_t kPropsSize = 16384;
-
-Result<HipDevice> open_hip_device() {
-  const Result<HipSymbols>& table = hip_symbols();
-  if (!table)
-    return table.error();
-  const HipSymbols& hip = *table;
-  HipDevice d;
-  d.hip = &hip;
-  int count = 0, rc = hip.hipInit(0);
-  if (rc == 0)
-    rc = hip.hipGetDeviceCount(&count);
-  if (rc != 0 || count == 0)
-    return make_error(Code::unavailable, "no AMD GPU visible to HIP" +
-                                             (rc ? ": " + hip_describe(hip, rc) : std::string()));
-  std::vector<char> props(kPropsSize, '\0');
-  if ((rc = hip.hipGetDevicePropertiesR0600(props.data(), 0)) != 0)
-    return make_error(Code::unavailable,
-                      "cannot read the properties of AMD GPU 0: " + hip_describe(hip, rc));
-  if ((d.gcn_arch_name = find_gcn_arch(props)).empty())
-    return make_error(Code::unavailable, "HIP reports no architecture for AMD GPU 0");
-  return d;
-}
 
 } // namespace
 
@@ -56,39 +35,81 @@ std::optional<AmdArch> parse_amd_arch(const std::string& target) {
   return a;
 }
 
-std::string hip_target_spec(const std::string& gcn_arch_name) {
-  // gcnArchName lists features as the driver likes ("gfx942:sramecc+:xnack-");
-  // a Kiln target spec names xnack before sramecc.
-  std::string cpu = gcn_arch_name.substr(0, gcn_arch_name.find(':'));
-  std::string xnack, sramecc;
-  for (size_t at = gcn_arch_name.find(':'); at != std::string::npos;) {
-    size_t next = gcn_arch_name.find(':', at + 1);
-    std::string feature =
-        gcn_arch_name.substr(at + 1, next == std::string::npos ? next : next - at - 1);
-    if (feature.rfind("xnack", 0) == 0)
-      xnack = ":" + feature;
-    else if (feature.rfind("sramecc", 0) == 0)
-      sramecc = ":" + feature;
-    at = next;
-  }
-  return cpu + xnack + sramecc;
-}
-
-// hipDeviceProp_t's layout changes between ROCm releases and Kiln does not
-// build against HIP headers, so the arch name is found by content.
-std::string find_gcn_arch(const std::vector<char>& props) {
-  for (size_t i = 0; i + 4 < props.size(); ++i) {
-    if (std::memcmp(&props[i], "gfx", 3) != 0 || props[i + 3] < '0' || props[i + 3] > '9')
-      continue;
-    if (i > 0 && props[i - 1] != '\0')
-      continue;
-    size_t end = i;
-    while (end < props.size() && props[end] != '\0')
-      ++end;
-    if (end < props.size())
-      return std::string(&props[i], end - i);
+HipPropsFormat hip_props_format(HipPropsLayout layout) {
+  // offsetof(gcnArchName) and sizeof in ROCm 5.2's hip/hip_runtime_api.h
+  // (hipDeviceProp_t, also ROCm 6's hipDeviceProp_tR0000) and in ROCm 6's
+  // and 7's (hipDeviceProp_tR0600).
+  switch (layout) {
+  case HipPropsLayout::r0000:
+    return {396, 792, "hipGetDeviceProperties"};
+  case HipPropsLayout::r0600:
+    return {1160, 1472, "hipGetDevicePropertiesR0600"};
   }
   return {};
+}
+
+std::string hip_runtime_text(int version, const std::string& library) {
+  std::string v = version > 0 ? std::to_string(version / 10000000) + "." +
+                                    std::to_string(version / 100000 % 100) + "." +
+                                    std::to_string(version % 100000)
+                              : "of unknown version";
+  return "HIP runtime " + v + " (" + library + ")";
+}
+
+Result<std::string> read_gcn_arch(std::span<const char> props, HipPropsLayout layout,
+                                  const std::string& runtime) {
+  constexpr size_t kNameSize = 256; // char gcnArchName[256]
+  HipPropsFormat f = hip_props_format(layout);
+  std::string where = runtime + ": the gcnArchName " + f.call + " filled in at byte " +
+                      std::to_string(f.gcn_arch_name);
+  if (props.size() < f.size) // which holds gcnArchName whole
+    return make_error(Code::internal, where + ": the " + std::to_string(props.size()) +
+                                          "-byte buffer is smaller than the " +
+                                          std::to_string(f.size) + "-byte struct");
+  std::span<const char> field = props.subspan(f.gcn_arch_name, kNameSize);
+  size_t end = 0;
+  while (end < field.size() && field[end] != '\0')
+    ++end;
+  if (end == field.size())
+    return make_error(Code::unavailable,
+                      where + " is not NUL-terminated; this runtime's struct layout is unknown");
+  std::string name(field.data(), end);
+  bool plain = true;
+  for (char c : name)
+    plain = plain &&
+            ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' || c == '+' || c == '-');
+  if (!plain || name.size() < 4 || name[3] < '0' || name[3] > '9' || !parse_amd_arch(name)) {
+    std::string shown;
+    for (char c : name.substr(0, 48))
+      shown += c >= ' ' && c <= '~' ? c : '?';
+    return make_error(Code::unavailable, where + " is \"" + shown +
+                                             "\", not an AMD architecture name; this "
+                                             "runtime's struct layout is unknown");
+  }
+  return name;
+}
+
+Result<HipDevice> open_hip_device(const HipSymbols& hip) {
+  HipDevice d;
+  d.hip = &hip;
+  if (hip.hipRuntimeGetVersion && hip.hipRuntimeGetVersion(&d.runtime_version) != 0)
+    d.runtime_version = 0;
+  std::string runtime = hip_runtime_text(d.runtime_version, hip.library);
+  if (!hip.get_device_properties)
+    return make_error(Code::internal, runtime + ": no device-properties call was chosen");
+  int count = 0, rc = hip.hipInit(0);
+  if (rc == 0)
+    rc = hip.hipGetDeviceCount(&count);
+  if (rc != 0 || count == 0)
+    return make_error(Code::unavailable, "no AMD GPU visible to the " + runtime +
+                                             (rc ? ": " + hip_describe(hip, rc) : std::string()));
+  std::vector<char> props(kPropsSize, '\0');
+  if ((rc = hip.get_device_properties(props.data(), 0)) != 0)
+    return make_error(Code::unavailable, "cannot read the properties of AMD GPU 0 (" +
+                                             std::string(hip_props_format(hip.props_layout).call) +
+                                             " of the " + runtime + "): " + hip_describe(hip, rc));
+  KILN_TRY_ASSIGN(d.gcn_arch_name, read_gcn_arch(props, hip.props_layout, runtime));
+  return d;
 }
 
 bool code_object_runs_on(const std::string& target, const std::string& device) {
@@ -122,7 +143,10 @@ std::string select_amd_target(const std::vector<std::string>& have, const std::s
 }
 
 const Result<HipDevice>& hip_device() {
-  static const Result<HipDevice> device = open_hip_device();
+  static const Result<HipDevice> device = [] {
+    const Result<HipSymbols>& table = hip_symbols();
+    return table ? open_hip_device(*table) : Result<HipDevice>(table.error());
+  }();
   return device;
 }
 

@@ -4,11 +4,13 @@
 // queries below apply them to device 0 of this process.
 #pragma once
 
+#include "core/target.h"
 #include "runtime/hip/hip_dynamic_symbols.h"
 
 #include <kiln/result.hpp>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,13 +27,29 @@ struct AmdArch {
 /// feature order (a gcnArchName parses too); anything else: nullopt.
 std::optional<AmdArch> parse_amd_arch(const std::string& target);
 
-/// A HIP gcnArchName ("gfx942:sramecc+:xnack-") as a target spec
-/// ("gfx942:xnack-:sramecc+": Kiln names xnack before sramecc).
-std::string hip_target_spec(const std::string& gcn_arch_name);
+/// A property struct's layout: where its gcnArchName (char[256]) lies, its
+/// size, and the call that fills it. Offsets from ROCm's hip_runtime_api.h
+/// (LP64): ROCm 5's hipDeviceProp_t has gcnArchName at byte 396 of 792;
+/// hipDeviceProp_tR0600 at byte 1160 of 1472.
+struct HipPropsFormat {
+  size_t gcn_arch_name = 0;
+  size_t size = 0;
+  const char* call = ""; ///< "hipGetDevicePropertiesR0600"
+};
+HipPropsFormat hip_props_format(HipPropsLayout layout);
 
-/// The gcnArchName in a raw hipDeviceProp_t: the one NUL-terminated
-/// "gfx<digit>..." string in the buffer; empty if there is none.
-std::string find_gcn_arch(const std::vector<char>& props);
+/// "HIP runtime 6.2.41133 (libamdhip64.so.6)" from hipRuntimeGetVersion's
+/// number (major * 10000000 + minor * 100000 + patch); 0: "of unknown
+/// version".
+std::string hip_runtime_text(int version, const std::string& library);
+
+/// The gcnArchName in `props`, a buffer holding a property struct of
+/// `layout` as the call filled it: at the layout's offset, starting "gfx<digit>", NUL-terminated
+/// within its 256 bytes and parsing as an AMD arch. Anything else is
+/// unavailable, naming `runtime` (hip_runtime_text) and the offset read: a
+/// runtime whose struct Kiln does not know.
+Result<std::string> read_gcn_arch(std::span<const char> props, HipPropsLayout layout,
+                                  const std::string& runtime);
 
 /// A code object for `target` runs on a device of arch `device` (a target
 /// spec): the same processor, and every feature the target names set the
@@ -46,11 +64,17 @@ std::string select_amd_target(const std::vector<std::string>& have, const std::s
 /// The present AMD device: device 0 as HIP sees it.
 struct HipDevice {
   const HipSymbols* hip = nullptr;
+  int runtime_version = 0;   ///< hipRuntimeGetVersion's; 0 when unknown
   std::string gcn_arch_name; ///< as the runtime reports it: "gfx942:sramecc+:xnack-"
 
-  /// Its target spec: "gfx942:xnack-:sramecc+".
-  std::string arch() const { return hip_target_spec(gcn_arch_name); }
+  /// Its canonical target spec: "gfx942:sramecc+:xnack-".
+  std::string arch() const { return core::canonical_amd_spec(gcn_arch_name); }
 };
+
+/// Device 0 through `hip` (a loaded table, its property call chosen):
+/// unavailable, with the reason and the runtime's version, without a device
+/// or when its properties hold no architecture name Kiln can read.
+Result<HipDevice> open_hip_device(const HipSymbols& hip);
 
 /// The present device, opened at the first call and kept; unavailable, with
 /// the reason, without a HIP runtime or an AMD GPU.
@@ -60,8 +84,9 @@ const Result<HipDevice>& hip_device();
 /// runs best; empty when none fits or there is no device.
 Result<std::string> choose_hip_target(const std::vector<std::string>& have);
 
-/// The present device's target spec ("gfx942:xnack-:sramecc+"); unavailable
-/// without HIP or a device.
+/// The present device's canonical target spec ("gfx942:sramecc+:xnack-"),
+/// what the compiler stores a build for it under; unavailable without HIP
+/// or a device.
 Result<std::string> hip_device_arch();
 
 } // namespace kiln::runtime

@@ -41,3 +41,17 @@ TEST_CASE("canonical options text") {
   o.debug = true;
   CHECK(o.canonical() == "-O0 -g");
 }
+
+TEST_CASE("an AMD arch name becomes the canonical spec: features sorted by name") {
+  // HIP's gcnArchName in either order; codegen stores sramecc before xnack.
+  CHECK(canonical_amd_spec("gfx90a:xnack-:sramecc+") == "gfx90a:sramecc+:xnack-");
+  CHECK(canonical_amd_spec("gfx942:sramecc+:xnack-") == "gfx942:sramecc+:xnack-");
+  CHECK(canonical_amd_spec("gfx908:xnack+:sramecc-") == "gfx908:sramecc-:xnack+");
+  CHECK(canonical_amd_spec("gfx90a:xnack+") == "gfx90a:xnack+");
+  CHECK(canonical_amd_spec("gfx1100") == "gfx1100");
+  // Idempotent, and empty pieces dropped.
+  CHECK(canonical_amd_spec(canonical_amd_spec("gfx90a:xnack-:sramecc+")) ==
+        "gfx90a:sramecc+:xnack-");
+  CHECK(canonical_amd_spec("gfx942::xnack-:") == "gfx942:xnack-");
+  CHECK(canonical_amd_spec("") == "");
+}

@@ -21,6 +21,9 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
+
+#include <unordered_set>
 
 namespace kiln::codegen {
 
@@ -121,7 +124,22 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
                                             : llvm::OptimizationLevel::O3;
   llvm::ModulePassManager mpm = level <= 0 ? pb.buildO0DefaultPipeline(ol)
                                            : pb.buildPerModuleDefaultPipeline(ol);
+  // Function passes skip optnone functions, but interprocedural ones would
+  // still change a private optnone function's convention, return range and
+  // arguments. Held as used while the pipeline runs, they stay as written.
+  std::vector<llvm::GlobalValue*> optnone;
+  for (llvm::Function& f : m)
+    if (!f.isDeclaration() && f.hasOptNone() && f.hasLocalLinkage())
+      optnone.push_back(&f);
+  llvm::appendToCompilerUsed(m, optnone);
   mpm.run(m, mam);
+  if (!optnone.empty()) {
+    std::unordered_set<const llvm::Constant*> held;
+    for (llvm::Function& f : m)
+      if (f.hasOptNone())
+        held.insert(&f);
+    llvm::removeFromUsedLists(m, [&](llvm::Constant* c) { return held.count(c) != 0; });
+  }
 }
 
 } // namespace

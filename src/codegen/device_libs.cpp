@@ -78,6 +78,19 @@ std::string rocm_device_libs_dir() {
   return {};
 }
 
+// The ROCm device libraries HIP code calls into: hip.bc (the memory fence
+// __syncthreads() uses; ROCm releases that fold it into ockl have none),
+// ocml (math), ockl (work-item queries, printf through hostcall, malloc).
+// The oclc_* controls are defined by define_oclc_controls instead.
+std::vector<std::string> rocm_device_lib_files(const std::string& dir) {
+  std::vector<std::string> files;
+  if (::access((dir + "/hip.bc").c_str(), R_OK) == 0)
+    files.push_back(dir + "/hip.bc");
+  files.push_back(dir + "/ocml.bc");
+  files.push_back(dir + "/ockl.bc");
+  return files;
+}
+
 const Library& libdevice() {
   static Library lib{"libdevice", {}, {}, {}, {}};
   static std::once_flag once;
@@ -94,8 +107,7 @@ const Library& rocm_device_libs() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::string dir = rocm_device_libs_dir();
-    load(lib, dir.empty() ? std::vector<std::string>{}
-                          : std::vector<std::string>{dir + "/ocml.bc", dir + "/ockl.bc"},
+    load(lib, dir.empty() ? std::vector<std::string>{} : rocm_device_lib_files(dir),
          "$KILN_ROCM_DEVICE_LIBS, /usr/lib/x86_64-linux-gnu/amdgcn/bitcode, /opt/rocm/amdgcn/bitcode "
          "(Debian package rocm-device-libs)");
   });
@@ -107,7 +119,8 @@ const Library* library_for(const TargetDesc& target, const std::vector<std::stri
     if (target.kind == TargetKind::nvptx && c.rfind("__nv_", 0) == 0)
       return &libdevice();
     if (target.kind == TargetKind::amdgpu &&
-        (c.rfind("__ocml_", 0) == 0 || c.rfind("__ockl_", 0) == 0))
+        (c.rfind("__ocml_", 0) == 0 || c.rfind("__ockl_", 0) == 0 ||
+         c == "__atomic_work_item_fence"))
       return &rocm_device_libs();
   }
   return nullptr;
@@ -123,10 +136,9 @@ std::vector<std::string> toolchain_files(const TargetDesc& target) {
     if (std::string lib = libdevice_path(); !lib.empty())
       files.push_back(lib);
   } else if (target.kind == TargetKind::amdgpu) {
-    if (std::string dir = rocm_device_libs_dir(); !dir.empty()) {
-      files.push_back(dir + "/ocml.bc");
-      files.push_back(dir + "/ockl.bc");
-    }
+    if (std::string dir = rocm_device_libs_dir(); !dir.empty())
+      for (std::string& f : rocm_device_lib_files(dir))
+        files.push_back(std::move(f));
   }
   return files;
 }
@@ -148,6 +160,12 @@ int isa_version(const std::string& cpu) {
 // which the oclc_*.bc files would otherwise provide one per setting and ISA.
 void define_oclc_controls(llvm::Module& m, const TargetDesc& target) {
   int isa = isa_version(target.cpu);
+  // The device libraries find implicit kernel arguments (hostcall buffer,
+  // heap) where the code object version puts them: the module's own.
+  int abi = 500;
+  if (auto* v = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
+          m.getModuleFlag("amdhsa_code_object_version")))
+    abi = int(v->getZExtValue());
   struct Control {
     const char* name;
     int bits;
@@ -155,7 +173,7 @@ void define_oclc_controls(llvm::Module& m, const TargetDesc& target) {
   };
   const Control controls[] = {
       {"__oclc_ISA_version", 32, isa},
-      {"__oclc_ABI_version", 32, 500},
+      {"__oclc_ABI_version", 32, abi},
       {"__oclc_wavefrontsize64", 8, isa < 10000 ? 1 : 0}, // gfx9: wave64; gfx10+: wave32
       {"__oclc_daz_opt", 8, 0},
       {"__oclc_finite_only_opt", 8, 0},

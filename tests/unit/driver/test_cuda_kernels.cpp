@@ -1,0 +1,180 @@
+// CUDA kernels as clang-22 emits them (tests/data/cuda_*_sm90.ll, from the
+// .cu sources quoted in each test), through the driver into images: kernels
+// keep their source names, the CUDA driver's own functions (printf, assert,
+// malloc) stay undefined, dynamic parallelism links the device runtime, and
+// the PTX ISA is the one the IR asks for.
+#include "codegen/ptxas.h"
+#include "codegen/target.h"
+#include "core/check.h"
+#include "core/keys.h"
+#include "fixtures/cache.hpp"
+#include "image/image.h"
+#include "link/nvjitlink.h"
+#include "storage/storage.h"
+#include "support/elf.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+// Where ptxas and nvJitLink are installed, an sm_90 image can be linked.
+bool can_link_sm90() {
+  if (codegen::ptxas_path().empty()) {
+    MESSAGE("skipped: no ptxas (the CUDA toolkit is not installed)");
+    return false;
+  }
+  if (auto fp = link::nvjitlink_fingerprint(); !fp) {
+    MESSAGE("skipped: " << fp.error().message);
+    return false;
+  }
+  return true;
+}
+
+// Each root's linked image, as an ELF file, by root name.
+std::map<std::string, ElfInfo> images_of(const TestCache& c) {
+  auto store = open_store(c.path());
+  storage::Storage storage(*store);
+  std::map<std::string, ElfInfo> out;
+  for (const RootReport& r : c.report.roots) {
+    auto key = store->resolve_name(r.name, r.target);
+    REQUIRE(key);
+    auto closure = store->get_closure(*key);
+    REQUIRE(closure);
+    auto image = image::fetch_or_link(storage, *closure);
+    INFO((image ? std::string() : image.error().message));
+    REQUIRE(image);
+    auto elf = read_elf(*image);
+    REQUIRE(elf);
+    out[r.name] = elf.take();
+  }
+  return out;
+}
+
+struct Symbols {
+  std::set<std::string> defined, undefined;
+};
+
+Symbols functions_of(const ElfInfo& elf) {
+  Symbols s;
+  for (const ElfSymbol& sym : elf.symbols)
+    if (sym.function)
+      (sym.defined ? s.defined : s.undefined).insert(sym.name);
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("printf, assert and malloc kernels link for sm_90, keeping their names and the "
+          "driver's functions undefined") {
+  // cuda_printf.cu: report() calls printf and assert, scratch() malloc/free.
+  if (!can_link_sm90())
+    return;
+  TestCache c = empty_cache("kiln-cuda-printf");
+  c.report = precompile(data_request("cuda_printf_sm90.ll", {}, {"sm_90"}), c.path());
+  REQUIRE(c.report.roots.size() == 2);
+  for (const JobReport& j : c.report.jobs) {
+    // A kernel job's symbol is its source name; the ISA is what clang asked.
+    CHECK(j.symbol == j.entry);
+    CHECK(j.features == "+ptx88");
+  }
+  auto images = images_of(c);
+  Symbols report = functions_of(images.at("_Z6reportPKii"));
+  CHECK(report.defined.count("_Z6reportPKii"));
+  CHECK(report.undefined.count("vprintf"));
+  CHECK(report.undefined.count("__assertfail"));
+  Symbols scratch = functions_of(images.at("_Z7scratchiPi"));
+  CHECK(scratch.defined.count("_Z7scratchiPi"));
+  for (const std::string& u : report.undefined)
+    CHECK(core::supplied_at_load(core::TargetKind::nvptx, u));
+  for (const std::string& u : scratch.undefined)
+    CHECK(core::supplied_at_load(core::TargetKind::nvptx, u));
+}
+
+TEST_CASE("dynamic parallelism links the CUDA device runtime into the sm_90 image") {
+  // cuda_cdp.cu: parent() launches child<<<1, n>>> (clang -fgpu-rdc).
+  if (!can_link_sm90())
+    return;
+  if (auto rt = link::cuda_device_runtime(); !rt) {
+    MESSAGE("skipped: " << rt.error().message);
+    return;
+  }
+  TestCache c = empty_cache("kiln-cuda-cdp");
+  c.report = precompile(data_request("cuda_cdp_sm90.ll", {"_Z6parentPii"}, {"sm_90"}), c.path());
+  Symbols parent = functions_of(images_of(c).at("_Z6parentPii"));
+  CHECK(parent.defined.count("_Z6parentPii"));
+  CHECK(parent.defined.count("__cudaCDP2LaunchDevice"));
+  CHECK(parent.defined.count("__cudaCDP2GetParameterBuffer"));
+  for (const std::string& u : parent.undefined)
+    CHECK_MESSAGE(u.rfind("__cuda_syscall_", 0) == 0, u);
+}
+
+TEST_CASE("an NVIDIA image may leave only the driver's own functions undefined") {
+  using core::TargetKind;
+  for (const char* s : {"vprintf", "malloc", "free", "__assertfail",
+                        "__cuda_syscall_cnpv2LaunchDevice"})
+    CHECK(core::supplied_at_load(TargetKind::nvptx, s));
+  for (const char* s : {"printf", "__cudaCDP2LaunchDevice", "__nv_sinf", "my_helper", ""})
+    CHECK_FALSE(core::supplied_at_load(TargetKind::nvptx, s));
+  CHECK_FALSE(core::supplied_at_load(TargetKind::amdgpu, "malloc"));
+  CHECK_FALSE(core::supplied_at_load(TargetKind::host, "malloc"));
+}
+
+TEST_CASE("kernels keep their source names on GPU targets; other jobs get derived symbols") {
+  core::JobIdentity id{"_Z6kernelPi", {}, {}};
+  id.target.spec = "sm_90";
+  id.target.kind = core::TargetKind::nvptx;
+  CHECK(core::job_symbol(id, true) == "_Z6kernelPi");
+  CHECK(core::job_symbol(id, false) == core::deferred_symbol(id));
+  CHECK(core::is_job_symbol(id, "_Z6kernelPi"));
+  CHECK(core::is_job_symbol(id, core::deferred_symbol(id)));
+  CHECK_FALSE(core::is_job_symbol(id, "_Z5otherPi"));
+  id.target.spec = "host";
+  id.target.kind = core::TargetKind::host;
+  CHECK(core::job_symbol(id, true) == core::deferred_symbol(id));
+  CHECK_FALSE(core::is_job_symbol(id, "_Z6kernelPi"));
+}
+
+TEST_CASE("the PTX ISA of a job is the newer of the architecture's and the IR's, within the "
+          "toolchain") {
+  auto sm90 = codegen::resolve_target("sm_90");
+  REQUIRE(sm90);
+  int arch = codegen::ptx_isa_of(*sm90);
+  CHECK(arch == 78);
+  int newest = codegen::newest_ptx_isa();
+  CHECK(newest >= arch);
+
+  auto plain = codegen::job_target(*sm90, 0, "k");
+  REQUIRE(plain);
+  CHECK(plain->features == "+ptx78");
+  auto asked = codegen::job_target(*sm90, newest, "k");
+  REQUIRE(asked);
+  CHECK(codegen::ptx_isa_of(*asked) == newest);
+  auto older = codegen::job_target(*sm90, 60, "k");
+  REQUIRE(older);
+  CHECK(older->features == "+ptx78");
+
+  auto beyond = codegen::job_target(*sm90, newest + 1, "_Z3bigv");
+  REQUIRE_FALSE(beyond);
+  CHECK(beyond.error().code == Code::invalid_argument);
+  CHECK(beyond.error().entry == "_Z3bigv");
+  CHECK(beyond.error().message.find("needs PTX ISA") != std::string::npos);
+  CHECK(beyond.error().message.find("newest this toolchain offers") != std::string::npos);
+
+  // Through the driver: the IR asks for more than any installed tool offers.
+  std::string ir = data_file("cuda_printf_sm90.ll");
+  for (size_t at; (at = ir.find("+ptx88")) != std::string::npos;)
+    ir.replace(at, 6, "+ptx" + std::to_string(newest + 10));
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("future.ll", ir)};
+  req.targets = {"sm_90"};
+  auto plan = Plan::create(req);
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Code::invalid_argument);
+  CHECK(plan.error().target == "sm_90");
+  CHECK(plan.error().message.find("needs PTX ISA") != std::string::npos);
+}

@@ -1,8 +1,15 @@
-// The exit statuses of kiln-precompile and kiln-inspect, and the one mapping
-// from an error to its status, so that both tools mean the same by each.
+// The exit statuses of kiln-precompile and kiln-inspect, the one mapping
+// from an error to its status, and the forms both tools report an error in
+// (text on stderr, and with --json one object on stdout), so that both tools
+// mean the same by each.
 #pragma once
 
 #include <kiln/result.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <string>
 
 namespace kiln::tools {
 
@@ -25,5 +32,57 @@ inline constexpr const char* kExitHelp =
     "Exit status: 0 success; 1 a job or root failed, or the cache or toolchain is unusable "
     "(corrupt or read-only cache for a write, missing library, unavailable service); 2 usage or "
     "input error (bad flags, bad IR, unknown target, missing entry).";
+
+/// The name of a code, as JSON error objects carry it ("invalid_argument").
+inline const char* code_name(Code c) {
+  switch (c) {
+  case Code::ok: return "ok";
+  case Code::not_found: return "not_found";
+  case Code::invalid_argument: return "invalid_argument";
+  case Code::unavailable: return "unavailable";
+  case Code::corrupt: return "corrupt";
+  case Code::internal: return "internal";
+  }
+  return "internal";
+}
+
+/// Whether the command line asks for JSON: looked up in argv itself, so that
+/// an error the argument parser raises is reported as JSON too.
+inline bool json_requested(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0)
+      return false;
+    if (std::strcmp(argv[i], "--json") == 0)
+      return true;
+  }
+  return false;
+}
+
+/// {"error": {code, message, entry, target, source, line, column, job},
+/// "exit_status": N}: what a tool run with --json prints on stdout when it
+/// fails. Fields the error does not have are null.
+inline nlohmann::ordered_json error_json(const Error& e, int status) {
+  auto text = [](const std::string& s) {
+    return s.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s);
+  };
+  auto number = [](unsigned n) { return n ? nlohmann::ordered_json(n) : nlohmann::ordered_json(); };
+  return {{"error",
+           {{"code", code_name(e.code)},
+            {"message", e.message},
+            {"entry", text(e.entry)},
+            {"target", text(e.target)},
+            {"source", text(e.source)},
+            {"line", number(e.line)},
+            {"column", number(e.column)},
+            {"job", text(e.job)}}},
+          {"exit_status", status}};
+}
+
+/// "TOOL VERSION (LLVM VERSION)": what --version prints. The LLVM version is
+/// the one libkiln-compiler is built with, fixed at configure time (the
+/// tools themselves never load LLVM for it).
+inline std::string version_line(const char* tool) {
+  return std::string(tool) + " " + KILN_VERSION + " (LLVM " + KILN_LLVM_VERSION + ")";
+}
 
 } // namespace kiln::tools

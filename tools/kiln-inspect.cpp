@@ -1,7 +1,8 @@
 // kiln-inspect: what is in a Kiln cache. Reads only (but for gc, import,
 // config set and stats --zero, which a read-only cache refuses); never needs
-// LLVM. Exit statuses: tools/exit_status.h. Each subcommand is one library call: this file
-// parses arguments and prints, in text or JSON.
+// LLVM. Exit statuses: tools/exit_status.h; with --json, a failure is one JSON
+// object on stdout with an "error" and the "exit_status". Each subcommand is
+// one library call: this file parses arguments and prints, in text or JSON.
 #include "exit_status.h"
 
 #include "image/export.h"
@@ -47,15 +48,20 @@ json refs_json(const std::vector<kiln::core::JobRef>& refs) {
   return a;
 }
 
-int report(const kiln::Error& e) {
+// Whether the command line has --json, so errors are JSON too: set once in
+// main, before any command runs.
+bool g_json_errors = false;
+
+int report(const kiln::Error& e, int status) {
   std::cerr << "kiln-inspect: error: " << e.message << "\n";
-  return kiln::tools::exit_status(e);
+  if (g_json_errors)
+    std::cout << kiln::tools::error_json(e, status).dump() << "\n";
+  return status;
 }
 
-int usage_error(const kiln::Error& e) {
-  std::cerr << "kiln-inspect: error: " << e.message << "\n";
-  return kExitUsage;
-}
+int report(const kiln::Error& e) { return report(e, kiln::tools::exit_status(e)); }
+
+int usage_error(const kiln::Error& e) { return report(e, kExitUsage); }
 
 int cmd_ls(Store& store, bool as_json, const std::string& target, const std::string& glob) {
   auto listing = kiln::storage::list_cache(store, {target, glob});
@@ -494,6 +500,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Inspect a Kiln cache", "kiln-inspect"};
   app.require_subcommand(1);
   app.footer(kiln::tools::kExitHelp);
+  app.set_version_flag("--version", kiln::tools::version_line("kiln-inspect"));
   std::string cache_path, what, target;
   bool as_json = false, read_only = false;
   app.add_flag("--read-only", read_only,
@@ -557,12 +564,19 @@ int main(int argc, char** argv) {
   config->add_option("NAME", what, "setting (max_size)");
   config->add_option("VALUE", setting_value, "new value");
   config->add_flag("--json", as_json, "JSON output");
+  // Looked up before parsing, so that a usage error is JSON too.
+  g_json_errors = kiln::tools::json_requested(argc, argv);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::Success& e) { // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    if (g_json_errors)
+      std::cout << kiln::tools::error_json(
+                       kiln::make_error(kiln::Code::invalid_argument, e.what()), kExitUsage)
+                       .dump()
+                << "\n";
     return kExitUsage;
   }
   if (cache_path.empty()) {

@@ -1,7 +1,8 @@
 // kiln-precompile: compile every job of a unit the cache lacks, record the
 // roots' closures and link their images, so that loading is a cache hit.
 // Exit statuses: tools/exit_status.h (1 also when some job failed; the
-// others are stored).
+// others are stored). With --json, a failure of any kind is one JSON object
+// on stdout with an "error" and the "exit_status".
 #include <kiln/compiler.hpp>
 
 #include "exit_status.h"
@@ -22,14 +23,37 @@ using kiln::tools::kExitFailed;
 using kiln::tools::kExitOk;
 using kiln::tools::kExitUsage;
 
-int fail_usage(const std::string& msg) {
-  std::cerr << "kiln-precompile: error: " << msg << "\n";
-  return kExitUsage;
+/// Reports `e` on stderr and, with --json, as a JSON object on stdout.
+int fail(const kiln::Error& e, bool json, int status) {
+  std::cerr << "kiln-precompile: error: " << e.message << "\n";
+  if (json)
+    std::cout << kiln::tools::error_json(e, status).dump() << "\n";
+  return status;
 }
 
-int fail(const kiln::Error& e) {
-  std::cerr << "kiln-precompile: error: " << e.message << "\n";
-  return kiln::tools::exit_status(e);
+int fail(const kiln::Error& e, bool json) { return fail(e, json, kiln::tools::exit_status(e)); }
+
+int fail_usage(const std::string& msg, bool json) {
+  return fail(kiln::make_error(kiln::Code::invalid_argument, msg), json, kExitUsage);
+}
+
+/// The first failed job, else the first failed root, of a report that is
+/// not ok(), as an error. Their own codes are not reported, so: internal.
+kiln::Error first_failure(const kiln::CompileReport& report) {
+  for (const kiln::JobReport& j : report.jobs)
+    if (j.status == kiln::JobStatus::failed)
+      return kiln::make_error(kiln::Code::internal, "job " + j.key + " (" + j.entry + ", " +
+                                                        j.target + ") failed: " + j.error)
+          .with_entry(j.entry)
+          .with_target(j.target)
+          .with_job(j.key);
+  for (const kiln::RootReport& r : report.roots)
+    if (!r.error.empty())
+      return kiln::make_error(kiln::Code::internal,
+                              "root " + r.name + " (" + r.target + "): " + r.error)
+          .with_entry(r.name)
+          .with_target(r.target);
+  return kiln::make_error(kiln::Code::internal, "the precompile failed");
 }
 
 } // namespace
@@ -45,9 +69,11 @@ int main(int argc, char** argv) {
   bool remote_read_only = false, read_only = false;
   std::string remote, shard;
   app.footer(kiln::tools::kExitHelp);
+  app.set_version_flag("--version", kiln::tools::version_line("kiln-precompile"));
   app.add_option("--cache", cache_path,
                  "cache file (default: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db)");
-  app.add_option("--target", targets, "target spec, repeatable (default: host)")
+  app.add_option("--target", targets,
+                 "target spec, repeatable (default: the GPU the IR was built for, else host)")
       ->allow_extra_args(false);
   app.add_option("--entry", entries, "root entry function, repeatable (default: every "
                                      "externally visible function)")
@@ -78,12 +104,19 @@ int main(int argc, char** argv) {
                  "tier; N machines together fill it");
   app.add_option("FILE", files, "LLVM IR (.ll) or bitcode (.bc) files, linked into one unit")
       ->required();
+  // Looked up before parsing, so that a usage error is JSON too.
+  const bool json_errors = kiln::tools::json_requested(argc, argv);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::Success& e) { // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    if (json_errors)
+      std::cout << kiln::tools::error_json(
+                       kiln::make_error(kiln::Code::invalid_argument, e.what()), kExitUsage)
+                       .dump()
+                << "\n";
     return kExitUsage;
   }
 
@@ -93,21 +126,22 @@ int main(int argc, char** argv) {
     char slash = 0, extra = 0;
     if (std::sscanf(shard.c_str(), "%u%c%u%c", &i, &slash, &n, &extra) != 3 || slash != '/' ||
         n == 0 || i == 0 || i > n || shard.find_first_of("+- ") != std::string::npos)
-      return fail_usage("--shard: expected I/N with 1 <= I <= N (e.g. 2/3), not '" + shard + "'");
+      return fail_usage("--shard: expected I/N with 1 <= I <= N (e.g. 2/3), not '" + shard + "'",
+                        json);
     req.shard_index = i - 1;
     req.shard_count = n;
   }
   // Checked here too: a request answered from the memo never reaches the
   // compiler, and a bad URL must not pass silently.
   if (auto configured = kiln::storage::remote::configured(remote, remote_read_only); !configured)
-    return fail_usage(configured.error().message);
+    return fail_usage(configured.error().message, json);
   req.remote = remote;
   req.remote_read_only = remote_read_only;
   for (const std::string& f : files)
     req.inputs.push_back(kiln::SourceInput::file(f));
   req.entries = entries;
-  if (!targets.empty())
-    req.targets = targets;
+  // No --target: the unit's own (the GPU its IR was built for, else the host).
+  req.targets = targets;
   req.opt_level = opt_level;
   req.debug = debug;
   req.jobs = jobs;
@@ -123,7 +157,7 @@ int main(int argc, char** argv) {
   if (cache_path.empty()) {
     auto d = kiln::default_cache_path();
     if (!d)
-      return fail(d.error());
+      return fail(d.error(), json);
     cache_path = *d;
   }
   // The library opens the cache (on a memo hit or in the compiler) and
@@ -139,8 +173,10 @@ int main(int argc, char** argv) {
   if (tty)
     std::fprintf(stderr, "\r\033[K");
   if (!report)
-    return fail(report.error());
+    return fail(report.error(), json);
 
+  for (const std::string& w : report->warnings)
+    std::cerr << "kiln-precompile: warning: " << w << "\n";
   size_t compiled = 0, cached = 0, failed = 0, fetched = 0, elsewhere = 0;
   for (const kiln::JobReport& j : report->jobs) {
     compiled += j.status == kiln::JobStatus::compiled;
@@ -196,6 +232,8 @@ int main(int argc, char** argv) {
                             {"toolchain", j.toolchain}};
       out["jobs"].push_back(std::move(jj));
     }
+    if (!report->warnings.empty())
+      out["warnings"] = report->warnings;
     out["memo"] = report->memo_hit;
     out["evicted_closures"] = report->evicted_closures;
     out["roots"] = nlohmann::ordered_json::array();
@@ -218,6 +256,9 @@ int main(int argc, char** argv) {
                             {"new_unit", r.unit}};
       out["roots"].push_back(std::move(rr));
     }
+    // A failed job or root fails the run: the first one is its error.
+    if (!report->ok())
+      out.update(kiln::tools::error_json(first_failure(*report), kExitFailed));
     std::cout << out.dump() << "\n";
   } else if (explain) {
     for (const kiln::JobReport& j : report->jobs)

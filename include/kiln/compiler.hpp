@@ -112,6 +112,7 @@ struct CompileReport {
   std::vector<RootReport> roots;
   size_t evicted_closures = 0; ///< closures the size limit evicted afterwards
   bool memo_hit = false;       ///< answered from the request memo: nothing parsed
+  std::vector<std::string> warnings; ///< e.g. IR built for another GPU than its target
   bool ok() const;             ///< (defined in libkiln)
 };
 

@@ -32,7 +32,7 @@ namespace {
 // The finishing steps: give the entry its deferred symbol and export it,
 // keep every other function private to the job, and turn the unit's mutable
 // globals into one shared object per image (weak, hidden definitions in
-// each job that uses them, merged by the linker).
+// each job that uses them, merged by the linker; protected on AMD).
 Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
   llvm::Function* entry = m.getFunction(job.entry);
   if (!entry || entry->isDeclaration())
@@ -92,6 +92,14 @@ Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
                      : target.kind == TargetKind::amdgpu ? llvm::CallingConv::AMDGPU_KERNEL
                                                          : llvm::CallingConv::C);
   }
+  // An AMD image is a shared object: a default-visibility symbol could be
+  // preempted, so calls to another job's function would need the GOT
+  // (PC-relative ones do not link). Kernels are protected, as clang makes
+  // them (hipModuleGetFunction finds them); other jobs' entries are hidden.
+  if (target.kind == TargetKind::amdgpu)
+    entry->setVisibility(entry->getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL
+                             ? llvm::GlobalValue::ProtectedVisibility
+                             : llvm::GlobalValue::HiddenVisibility);
   for (llvm::GlobalVariable& gv : m.globals()) {
     if (gv.isDeclaration())
       continue;
@@ -102,7 +110,10 @@ Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
       continue;
     gv.setComdat(nullptr);
     gv.setLinkage(llvm::GlobalValue::WeakODRLinkage);
-    gv.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    // On AMD, hipModuleGetGlobal finds a __device__ variable by name in the
+    // code object's dynamic symbols: protected, not hidden.
+    gv.setVisibility(target.kind == TargetKind::amdgpu ? llvm::GlobalValue::ProtectedVisibility
+                                                       : llvm::GlobalValue::HiddenVisibility);
   }
   return Status::ok();
 }

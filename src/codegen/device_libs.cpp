@@ -1,5 +1,6 @@
 #include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
+#include "core/check.h"
 
 #include "support/files.h"
 #include "support/hash.h"
@@ -201,6 +202,37 @@ Result<std::string> device_libs_fingerprint(const TargetDesc& target,
   if (!lib->error.empty())
     return make_error(Code::unavailable, lib->error);
   return "; " + lib->fingerprint;
+}
+
+Status check_callees(const TargetDesc& target, const std::string& entry,
+                     const std::vector<std::string>& callees) {
+  auto starts = [](const std::string& s, const char* p) { return s.rfind(p, 0) == 0; };
+  for (const std::string& c : callees) {
+    bool provided = false;
+    std::string hint;
+    if (target.kind == TargetKind::host) {
+      provided = true;
+    } else if (target.kind == TargetKind::nvptx) {
+      provided = starts(c, "__nv_") || c == "__nvvm_reflect" || starts(c, "cuda") ||
+                 starts(c, "__cuda") || core::supplied_at_load(target.kind, c);
+      hint = "libdevice (__nv_*), the CUDA device runtime (cuda*) or the driver (vprintf, "
+             "malloc, free, __assertfail)";
+    } else {
+      provided = starts(c, "__ocml_") || starts(c, "__ockl_") || starts(c, "__oclc_") ||
+                 c == "__atomic_work_item_fence";
+      hint = "the ROCm device libraries (__ocml_*, __ockl_*)";
+    }
+    if (provided)
+      continue;
+    std::string msg = "job '" + entry + "' calls '" + c + "', which neither the unit nor " +
+                      hint + " defines, so no " + target.spec + " image could link";
+    if (starts(c, "_Zn") || starts(c, "_Zd"))
+      msg += " (device operator new/delete: include <new> in the CUDA or HIP source)";
+    else
+      msg += " (link the IR that defines it into the unit: give Kiln every .ll/.bc file)";
+    return make_error(Code::invalid_argument, msg).with_entry(entry).with_target(target.spec);
+  }
+  return Status::ok();
 }
 
 Status link_device_libs(llvm::Module& m, const TargetDesc& target) {

@@ -24,6 +24,16 @@ namespace kiln::codegen {
 Result<std::string> device_libs_fingerprint(const TargetDesc& target,
                                             const std::vector<std::string>& callees);
 
+/// Checks that every function a GPU job calls but its unit does not define
+/// (`callees`) is one the toolchain provides: a device library's (libdevice
+/// __nv_*, ROCm __ocml_/__ockl_/__oclc_*, hip.bc's fence), the CUDA device
+/// runtime's (cuda*, __cuda*: linked from libcudadevrt), or one the driver
+/// supplies at load (core::supplied_at_load). Anything else can never link:
+/// invalid_argument naming the function and the entry. Host jobs may call
+/// anything (the process defines it).
+Status check_callees(const TargetDesc& target, const std::string& entry,
+                     const std::vector<std::string>& callees);
+
 /// The files this target's code generation depends on beyond LLVM: ptxas
 /// and libdevice for NVIDIA, the ROCm device libraries for AMD (those that
 /// are installed). Read by nobody: their identities validate request memos.

@@ -9,11 +9,13 @@
 #include "storage/local/store.h"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
+#include "codegen/isolated.h"
 #include "codegen/target.h"
 #include "core/explain.h"
 #include "core/keys.h"
 #include "memo/memo.h"
 #include "codegen/ptxas.h"
+#include "ir/diagnose.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
 #include "storage/storage.h"
@@ -68,6 +70,7 @@ struct Plan::Impl {
   std::vector<PlannedJob> jobs; ///< discovery order
   std::unordered_map<std::string, size_t> by_key; ///< key hex → index
   std::vector<PlannedRoot> roots;
+  std::vector<std::string> warnings; ///< from check_unit_for_target, per target
 
   Status discover(const llvm::Module& unit, const core::TargetDesc& target,
                   const std::vector<std::string>& roots);
@@ -111,6 +114,7 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
           .context("target " + target.spec + ", job '" + entry + "'")
           .with_entry(entry)
           .with_target(target.spec);
+    KILN_TRY(codegen::check_callees(target, entry, ex->callees));
     // The job's own target: on NVIDIA, the PTX ISA its IR asks for.
     auto own = codegen::job_target(target, ex->ptx_isa, entry);
     if (!own)
@@ -233,8 +237,7 @@ Result<Plan> Plan::create(const CompileRequest& request) {
 
   std::vector<core::TargetDesc> targets;
   std::set<std::string> seen_specs;
-  for (const std::string& spec : request.targets.empty() ? std::vector<std::string>{"host"}
-                                                         : request.targets) {
+  auto add_target = [&](const std::string& spec) -> Status {
     auto t = codegen::resolve_target(spec);
     if (!t) {
       Error e = t.error().with_target(spec);
@@ -243,13 +246,25 @@ Result<Plan> Plan::create(const CompileRequest& request) {
     }
     if (seen_specs.insert(t->spec).second)
       targets.push_back(*t);
-  }
+    return Status::ok();
+  };
+  for (const std::string& spec : request.targets)
+    KILN_TRY(add_target(spec));
 
   llvm::LLVMContext ctx;
   std::vector<ir::Input> inputs;
-  for (const SourceInput& s : request.inputs)
+  std::string source; // the inputs, for messages
+  for (const SourceInput& s : request.inputs) {
     inputs.push_back({s.name, s.bytes, s.in_memory});
+    source += (source.empty() ? "" : ", ") + s.name;
+  }
   KILN_TRY_ASSIGN(auto unit, ir::ingest(ctx, inputs));
+  // No targets: the one the IR was built for (GPU IR is never compiled for
+  // the host by default), else the host.
+  if (request.targets.empty()) {
+    KILN_TRY_ASSIGN(std::string own, ir::target_of_unit(*unit, source));
+    KILN_TRY(add_target(own.empty() ? "host" : own));
+  }
 
   // Explicit entries are roots on every target. By default the host takes
   // every exported function and a GPU target every exported kernel (a
@@ -257,11 +272,14 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   for (const std::string& r : request.entries) {
     const llvm::Function* f = unit->getFunction(r);
     if (!f || f->isDeclaration())
-      return make_error(Code::invalid_argument,
-                        "entry '" + r + "' is not a function defined in the unit")
+      return make_error(Code::invalid_argument, ir::describe_missing_entry(*unit, r))
           .with_entry(r);
   }
   for (const core::TargetDesc& t : targets) {
+    // IR for another kind of target is refused before its roots are looked
+    // for; IR specialised for another GPU of this kind is a warning.
+    KILN_TRY_ASSIGN(auto warnings, ir::check_unit_for_target(*unit, t, source));
+    impl->warnings.insert(impl->warnings.end(), warnings.begin(), warnings.end());
     std::vector<std::string> roots = request.entries;
     if (roots.empty()) {
       roots = ir::exported_functions(*unit, t.kind != core::TargetKind::host);
@@ -286,6 +304,7 @@ Result<Plan> Plan::create(const CompileRequest& request) {
 
 CompileReport Plan::describe() const {
   CompileReport rep;
+  rep.warnings = impl_->warnings;
   for (const PlannedJob& j : impl_->jobs)
     rep.jobs.push_back(impl_->report_of(j));
   for (const PlannedRoot& r : impl_->roots) {
@@ -358,6 +377,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   } release{store, holder};
 
   CompileReport rep;
+  rep.warnings = warnings;
   std::vector<size_t> todo;
   for (const PlannedJob& j : p.jobs) {
     rep.jobs.push_back(p.report_of(j));
@@ -402,7 +422,8 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
       JobReport& r = rep.jobs[i];
       auto start = std::chrono::steady_clock::now();
       auto arts =
-          codegen::compile_job({r.entry, j.symbol, j.bitcode, j.renames}, j.target, p.options);
+          codegen::compile_job_isolated({r.entry, j.symbol, j.bitcode, j.renames}, j.target,
+                                        p.options);
       double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();

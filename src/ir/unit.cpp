@@ -1,7 +1,9 @@
 // Ingest: parse each input, link them into one unit and verify it. Errors
-// carry the input and, for textual IR, the line and column.
+// carry the input and, for textual IR, the line and column; an input that is
+// not IR at all is named for what it is (ir/diagnose).
 #include "ir/unit.h"
 
+#include "ir/diagnose.h"
 #include "ir/diagnostics.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -30,6 +32,9 @@ Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const In
           .at(in.name);
     buf = std::move(*b);
   }
+  // Source, PTX or a binary: say what it is and how to make IR of it, not
+  // what the IR parser thinks of it.
+  KILN_TRY(check_input_kind(in.name, buf->getBuffer()));
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
   if (!m) {

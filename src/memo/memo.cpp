@@ -132,9 +132,11 @@ std::optional<Hash128> memo_key(const CompileRequest& req) {
       return std::nullopt;
     inputs.push_back(hash128(*bytes).hex());
   }
-  std::vector<std::string> targets = req.targets.empty() ? std::vector<std::string>{"host"}
-                                                         : req.targets;
-  bool host = false, device = false;
+  // No targets: the unit's own, which its bytes decide; keyed apart from
+  // any explicit list, with the host's identity and the device toolchain.
+  std::vector<std::string> targets =
+      req.targets.empty() ? std::vector<std::string>{"(unit)"} : req.targets;
+  bool host = req.targets.empty(), device = req.targets.empty();
   // Plain "host" is this machine's CPU (its identity joins the key); a
   // portable host:CPU target is the same code on every machine.
   for (const std::string& t : targets) {

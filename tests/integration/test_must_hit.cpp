@@ -117,7 +117,12 @@ TEST_CASE("must-hit: an empty cache names no cached job") {
   CHECK(r.err.rfind(kRefusal, 0) == 0);
   CHECK(r.err.find(") is not cached and would be compiled; no cached job for entry 'nest_a' on "
                    "any target\n") != std::string::npos);
-  CHECK(r.out.empty());
+  // With --json, the refusal is also a JSON error object on stdout.
+  RunResult j = precompile(cache, {"--must-hit", "--json", "--entry", "nest_a", data("nested.ll")});
+  CHECK(j.exit_code == 1);
+  json e = json::parse(j.out);
+  CHECK(e["error"]["code"] == "not_found");
+  CHECK(e["exit_status"] == 1);
 }
 
 } // TEST_SUITE

@@ -167,12 +167,16 @@ TEST_CASE("compile_job: gfx942 gives finished bitcode") {
   REQUIRE(f);
   CHECK_FALSE(f->isDeclaration());
   CHECK(f->hasExternalLinkage());
+  // A device function's job: hidden, so other jobs call it PC-relative in
+  // the shared object an AMD image is.
+  CHECK(f->getVisibility() == llvm::GlobalValue::HiddenVisibility);
   CHECK(m->getFunction("d_fact") == nullptr);
-  // The unit's mutable global: one per image, merged by the linker.
+  // The unit's mutable global: one per image, merged by the linker, and
+  // protected, so hipModuleGetGlobal finds it by name.
   llvm::GlobalVariable* calls = m->getGlobalVariable("calls", /*AllowInternal=*/true);
   REQUIRE(calls);
   CHECK(calls->getLinkage() == llvm::GlobalValue::WeakODRLinkage);
-  CHECK(calls->getVisibility() == llvm::GlobalValue::HiddenVisibility);
+  CHECK(calls->getVisibility() == llvm::GlobalValue::ProtectedVisibility);
 
   // A kernel written for NVIDIA gets AMD's kernel convention.
   codegen::JobInput nv_kernel = job_for(data_file("gpu_nvptx.ll"), "k_nested", t, {});
@@ -181,6 +185,7 @@ TEST_CASE("compile_job: gfx942 gives finished bitcode") {
   llvm::Function* k = nm->getFunction(nv_kernel.symbol);
   REQUIRE(k);
   CHECK(k->getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL);
+  CHECK(k->getVisibility() == llvm::GlobalValue::ProtectedVisibility);
 }
 
 TEST_CASE("compile_job: -O0 and -O2 give different code, each the same every time") {

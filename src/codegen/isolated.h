@@ -1,0 +1,67 @@
+// Compiling a job in a worker process, so that no input can end the calling
+// process. LLVM's backend ends the process on some inputs (report_fatal_error,
+// "Cannot select", a crash in a pass); in a JIT front end or Python that is
+// the user's whole session. compile_job_isolated hands the job to a
+// persistent worker (the kiln-codegen-worker executable, which runs
+// compile_job) and turns a worker's death into an Error naming the job.
+//
+// Environment:
+//   KILN_CODEGEN_ISOLATION=0  compile in this process (compile_job), for
+//                             debugging and fuzzing; also "off", "false", "no".
+//   KILN_CODEGEN_WORKER=PATH  the worker executable to run; by default it is
+//                             looked for relative to libkiln-compiler (the
+//                             install's libexec/kiln/, the build tree's bin/,
+//                             the library's own directory).
+#pragma once
+
+#include "codegen/compile.h"
+
+#include <kiln/result.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+/// compile_job's contract, run in a worker process: the same artifacts,
+/// byte for byte, and the same errors. A worker that dies during the job
+/// (a signal, an abort, an exit) fails the job with Code::internal, naming
+/// the entry and target and carrying the end of what the worker printed
+/// ("LLVM ERROR: Cannot select: ..."); the dead worker is replaced for later
+/// jobs. No worker executable, or one that does not start, is
+/// Code::unavailable naming where it was looked for: never a silent
+/// fallback into this process.
+///
+/// Thread-safe. Workers come from one process-wide pool: started lazily
+/// (posix_spawn, never fork without exec), reused across calls, one job at
+/// a time each, so there are never more workers than concurrent callers.
+/// Workers end when this process ends or closes their socket.
+Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
+                                                           const TargetDesc& target,
+                                                           const CodegenOptions& options);
+
+/// Whether compile_job_isolated uses workers (KILN_CODEGEN_ISOLATION is not
+/// "0", "off", "false" or "no"). Read at each call.
+bool codegen_isolation_enabled();
+
+/// The worker executable compile_job_isolated would start:
+/// $KILN_CODEGEN_WORKER, else the first found relative to libkiln-compiler.
+/// Code::unavailable names every place it looked.
+Result<std::string> codegen_worker_path();
+
+/// The pool's state, for tests and diagnostics.
+struct WorkerPoolStats {
+  std::vector<int> idle_pids; ///< workers waiting for a job
+  std::vector<int> busy_pids; ///< workers compiling a job
+  uint64_t started = 0;       ///< workers started by this process
+  uint64_t lost = 0;          ///< workers that died or were ended during a job
+};
+WorkerPoolStats worker_pool_stats();
+
+/// Ends the idle workers (closing their sockets; each exits at end of file)
+/// and waits for them, giving their memory back. Busy workers are left to
+/// finish their jobs. Later jobs start new workers.
+void stop_idle_workers();
+
+} // namespace kiln::codegen

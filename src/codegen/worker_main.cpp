@@ -1,0 +1,94 @@
+// kiln-codegen-worker: compiles jobs for compile_job_isolated
+// (codegen/isolated.cpp) in a process of its own, so that an LLVM crash ends
+// this process and not the one that asked. Started with its socket on fd 0
+// and its stdout and stderr on a pipe the parent reads; says hello, then
+// answers one request at a time until the socket reaches end of file or the
+// parent dies. Not meant to be run by hand.
+#include "codegen/compile.h"
+#include "codegen/target.h"
+#include "codegen/worker_protocol.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/PrettyStackTrace.h>
+#include <llvm/Support/Signals.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+namespace {
+
+int usage(const char* argv0) {
+  std::fprintf(stderr,
+               "%s: compiles jobs for Kiln's compile_job_isolated; started by the library, with "
+               "its socket on standard input. Usage: %s --parent PID\n",
+               argv0, argv0);
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 || std::strcmp(argv[1], "--parent") != 0)
+    return usage(argv[0]);
+  char* end = nullptr;
+  long parent = std::strtol(argv[2], &end, 10);
+  if (!end || *end || parent <= 1)
+    return usage(argv[0]);
+
+  // End with the parent, even if it is killed; if it died before this line
+  // ran, getppid() is already another process.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != pid_t(parent))
+    return 0;
+  // Writes to a closed socket fail; they never kill the worker silently.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // The socket moves off fd 0 (and out of reach of ptxas and other
+  // programs run from here); standard input becomes /dev/null.
+  int chan = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  if (chan < 0) {
+    std::perror("kiln-codegen-worker: no socket on standard input");
+    return 1;
+  }
+  int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) {
+    ::dup2(null, 0);
+    ::close(null);
+  }
+
+  // A crash prints LLVM's error and the passes it was in; the parent keeps
+  // the end of it for the job's error. Frames are not symbolized: that would
+  // run llvm-symbolizer while the job waits.
+  ::setenv("LLVM_DISABLE_SYMBOLIZATION", "1", 1);
+  llvm::sys::PrintStackTraceOnErrorSignal(argv[0], /*DisableCrashReporting=*/true);
+  llvm::EnablePrettyStackTrace();
+
+  // Initialise LLVM's targets once, before saying hello.
+  if (auto host = kiln::codegen::resolve_target("host"); !host) {
+    std::fprintf(stderr, "kiln-codegen-worker: %s\n", host.error().message.c_str());
+    return 1;
+  }
+  namespace worker = kiln::codegen::worker;
+  if (!worker::write_message(chan, worker::encode_hello()))
+    return 0;
+
+  std::string message;
+  while (worker::read_message(chan, &message)) {
+    auto request = worker::decode_request(message);
+    std::string response =
+        request ? worker::encode_response(
+                      kiln::codegen::compile_job(request->job, request->target, request->options))
+                : worker::encode_response(request.error());
+    message.clear();
+    message.shrink_to_fit();
+    if (!worker::write_message(chan, response))
+      return 0;
+  }
+  return 0;
+}

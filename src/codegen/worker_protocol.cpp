@@ -1,0 +1,241 @@
+// The worker protocol's messages (codegen/worker_protocol.h): cereal
+// payloads of plain wire structs, so the in-memory types stay free of
+// serialization concerns.
+#include "codegen/worker_protocol.h"
+
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/vector.hpp>
+
+#include <llvm/Config/llvm-config.h>
+
+#include <cerrno>
+#include <sstream>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace kiln::codegen::worker {
+
+namespace {
+
+// Bumped whenever a message changes form.
+constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kMagic = 0x4b434757; // "KCGW"
+
+struct WireHello {
+  uint32_t magic = 0;
+  uint32_t version = 0;
+  std::string llvm;
+  template <class A> void serialize(A& ar) { ar(magic, version, llvm); }
+};
+
+struct WireRequest {
+  std::string entry, symbol, bitcode;
+  std::vector<std::pair<std::string, std::string>> renames;
+  std::string spec;
+  int kind = 0;
+  std::string triple, cpu, features;
+  int opt_level = 2;
+  bool debug = false;
+  template <class A> void serialize(A& ar) {
+    ar(entry, symbol, bitcode, renames, spec, kind, triple, cpu, features, opt_level, debug);
+  }
+};
+
+struct WireResponse {
+  bool ok = false;
+  std::vector<std::pair<std::string, std::string>> artifacts; // format, bytes
+  int code = 0;
+  std::string message, entry, target, source;
+  unsigned line = 0, column = 0;
+  std::string job;
+  template <class A> void serialize(A& ar) {
+    ar(ok, artifacts, code, message, entry, target, source, line, column, job);
+  }
+};
+
+template <class T> std::string encode(const T& value) {
+  std::ostringstream os(std::ios::binary);
+  {
+    cereal::BinaryOutputArchive ar(os);
+    ar(value);
+  }
+  return std::move(os).str();
+}
+
+// Decodes a whole message; false (with `*why`) when it is malformed or has
+// bytes left over.
+template <class T> bool decode(const std::string& message, T* out, std::string* why) {
+  try {
+    std::istringstream is(message, std::ios::binary);
+    cereal::BinaryInputArchive ar(is);
+    ar(*out);
+    if (is.tellg() != std::streampos(std::streamoff(message.size()))) {
+      *why = "trailing bytes";
+      return false;
+    }
+    return true;
+  } catch (const std::exception& e) { // cereal::Exception, or a length no memory can hold
+    *why = e.what();
+    return false;
+  }
+}
+
+Code code_of(int value) {
+  for (Code c : {Code::ok, Code::not_found, Code::invalid_argument, Code::unavailable,
+                 Code::corrupt, Code::internal})
+    if (int(c) == value)
+      return c;
+  return Code::internal;
+}
+
+} // namespace
+
+std::string encode_hello() { return encode(WireHello{kMagic, kProtocolVersion, LLVM_VERSION_STRING}); }
+
+Status check_hello(const std::string& message, const std::string& worker) {
+  WireHello h;
+  std::string why;
+  if (!decode(message, &h, &why) || h.magic != kMagic)
+    return make_error(Code::unavailable,
+                      "'" + worker + "' is not a Kiln code generation worker (its first message is "
+                                     "not a worker's hello)");
+  if (h.version != kProtocolVersion || h.llvm != LLVM_VERSION_STRING)
+    return make_error(Code::unavailable,
+                      "the code generation worker '" + worker + "' is of another build (protocol " +
+                          std::to_string(h.version) + ", LLVM " + h.llvm + "; this library: protocol " +
+                          std::to_string(kProtocolVersion) + ", LLVM " LLVM_VERSION_STRING ")");
+  return Status::ok();
+}
+
+std::string encode_request(const JobInput& job, const TargetDesc& target,
+                           const CodegenOptions& options) {
+  WireRequest r{job.entry,   job.symbol,     job.bitcode,        job.renames,
+                target.spec, int(target.kind), target.triple,    target.cpu,
+                target.features, options.opt_level, options.debug};
+  return encode(r);
+}
+
+Result<Request> decode_request(const std::string& message) {
+  WireRequest r;
+  std::string why;
+  if (!decode(message, &r, &why))
+    return make_error(Code::internal, "malformed code generation request: " + why);
+  if (r.kind < int(TargetKind::host) || r.kind > int(TargetKind::amdgpu))
+    return make_error(Code::internal,
+                      "malformed code generation request: target kind " + std::to_string(r.kind));
+  Request out;
+  out.job = {std::move(r.entry), std::move(r.symbol), std::move(r.bitcode), std::move(r.renames)};
+  out.target = {std::move(r.spec), TargetKind(r.kind), std::move(r.triple), std::move(r.cpu),
+                std::move(r.features)};
+  out.options.opt_level = r.opt_level;
+  out.options.debug = r.debug;
+  return out;
+}
+
+std::string encode_response(const Result<std::vector<CompiledArtifact>>& result) {
+  WireResponse w;
+  w.ok = bool(result);
+  if (result) {
+    for (const CompiledArtifact& a : *result)
+      w.artifacts.emplace_back(a.format, a.bytes);
+  } else {
+    const Error& e = result.error();
+    w.code = int(e.code);
+    w.message = e.message;
+    w.entry = e.entry;
+    w.target = e.target;
+    w.source = e.source;
+    w.line = e.line;
+    w.column = e.column;
+    w.job = e.job;
+  }
+  return encode(w);
+}
+
+std::optional<Result<std::vector<CompiledArtifact>>> decode_response(const std::string& message,
+                                                                     std::string* why) {
+  WireResponse w;
+  if (!decode(message, &w, why))
+    return std::nullopt;
+  if (w.ok) {
+    std::vector<CompiledArtifact> out;
+    for (auto& [format, bytes] : w.artifacts)
+      out.push_back({std::move(format), std::move(bytes)});
+    return Result<std::vector<CompiledArtifact>>(std::move(out));
+  }
+  Error e(code_of(w.code), std::move(w.message));
+  if (e.code == Code::ok)
+    e.code = Code::internal; // a failure always has a failure's code
+  e.entry = std::move(w.entry);
+  e.target = std::move(w.target);
+  e.source = std::move(w.source);
+  e.line = w.line;
+  e.column = w.column;
+  e.job = std::move(w.job);
+  return Result<std::vector<CompiledArtifact>>(std::move(e));
+}
+
+std::string frame_header(uint64_t size) {
+  std::string h(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    h[size_t(i)] = char((size >> (8 * i)) & 0xff);
+  return h;
+}
+
+uint64_t frame_length(const char* p) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= uint64_t(uint8_t(p[i])) << (8 * i);
+  return n;
+}
+
+namespace {
+
+bool read_exactly(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t got = ::read(fd, p, n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    p += got;
+    n -= size_t(got);
+  }
+  return true;
+}
+
+bool send_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t sent = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR)
+      continue;
+    if (sent <= 0)
+      return false;
+    p += sent;
+    n -= size_t(sent);
+  }
+  return true;
+}
+
+} // namespace
+
+bool read_message(int fd, std::string* out) {
+  char header[8];
+  if (!read_exactly(fd, header, sizeof header))
+    return false;
+  uint64_t n = frame_length(header);
+  if (n > kMaxMessage)
+    return false;
+  out->resize(size_t(n));
+  return read_exactly(fd, out->data(), out->size());
+}
+
+bool write_message(int fd, const std::string& message) {
+  std::string header = frame_header(message.size());
+  return send_all(fd, header.data(), header.size()) &&
+         send_all(fd, message.data(), message.size());
+}
+
+} // namespace kiln::codegen::worker

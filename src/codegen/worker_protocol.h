@@ -1,0 +1,67 @@
+// The messages between compile_job_isolated (codegen/isolated.cpp) and the
+// code generation worker (codegen/worker_main.cpp), over a local socket:
+// each message is an 8-byte little-endian length and a cereal payload. The
+// worker says hello once it has started, then answers one request (a job,
+// its target and options) with one response (artifacts or an Error) at a
+// time, and exits when its socket reaches end of file.
+#pragma once
+
+#include "codegen/compile.h"
+
+#include <kiln/result.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen::worker {
+
+/// The worker executable's file name.
+inline constexpr const char* kExecutableName = "kiln-codegen-worker";
+
+/// A message longer than this is a protocol error (the framing is corrupt).
+inline constexpr uint64_t kMaxMessage = uint64_t(4) << 30;
+
+/// The worker's first message: the protocol version and the LLVM it was
+/// built with.
+std::string encode_hello();
+
+/// Checks a hello against this build: a worker of another build or LLVM
+/// would give other code than compile_job here. `worker` names it.
+Status check_hello(const std::string& message, const std::string& worker);
+
+std::string encode_request(const JobInput& job, const TargetDesc& target,
+                           const CodegenOptions& options);
+
+struct Request {
+  JobInput job;
+  TargetDesc target;
+  CodegenOptions options;
+};
+
+/// A request, or an internal error when the message is malformed.
+Result<Request> decode_request(const std::string& message);
+
+std::string encode_response(const Result<std::vector<CompiledArtifact>>& result);
+
+/// The job's result as the worker gave it (artifacts or its Error, fields
+/// kept); nullopt with `*why` set when the message is malformed.
+std::optional<Result<std::vector<CompiledArtifact>>> decode_response(const std::string& message,
+                                                                     std::string* why);
+
+/// The 8-byte length prefix of a message of `size` bytes.
+std::string frame_header(uint64_t size);
+
+/// The length a frame header (8 bytes at `p`) announces.
+uint64_t frame_length(const char* p);
+
+/// Blocking I/O for the worker's side: reads one message; false at end of
+/// file, on an error or on a malformed frame.
+bool read_message(int fd, std::string* out);
+
+/// Writes one message (send with MSG_NOSIGNAL: a closed peer is an error,
+/// never SIGPIPE); false on an error.
+bool write_message(int fd, const std::string& message);
+
+} // namespace kiln::codegen::worker

@@ -99,11 +99,11 @@ def _children(pid):
 
 def test_workers_end_when_the_interpreter_is_killed(tmp_path, examples):
     script = textwrap.dedent(f"""
-        import sys, time
+        import pathlib, sys, time
         sys.path.insert(0, {str(conftest.PACKAGE_DIR)!r})
         import kiln
         kiln.Cache({str(tmp_path / "kiln.db")!r}).compile(
-            {str(examples / "deferred.ll")!r}, entries=["fib"], targets=["host"])
+            pathlib.Path({str(examples / "deferred.ll")!r}), entries=["fib"], targets=["host"])
         print("compiled", flush=True)
         time.sleep(600)
     """)

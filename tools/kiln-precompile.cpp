@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
 
   for (const std::string& w : report->warnings)
     std::cerr << "kiln-precompile: warning: " << w << "\n";
+  for (const kiln::JobReport& j : report->jobs)
+    for (const std::string& w : j.warnings)
+      std::cerr << "kiln-precompile: warning: job '" << j.entry << "' (" << j.target << "): " << w
+                << "\n";
   size_t compiled = 0, cached = 0, failed = 0, fetched = 0, elsewhere = 0;
   for (const kiln::JobReport& j : report->jobs) {
     compiled += j.status == kiln::JobStatus::compiled;
@@ -220,6 +224,8 @@ int main(int argc, char** argv) {
         jj["refs"].push_back({{"symbol", sym}, {"key", key}});
       if (j.status == kiln::JobStatus::failed)
         jj["error"] = j.error;
+      if (!j.warnings.empty())
+        jj["warnings"] = j.warnings;
       if (explain)
         jj["components"] = {{"module_hash", j.module_hash},
                             {"entry", j.entry},

@@ -86,6 +86,7 @@ struct JobReport {
   std::string toolchain;
   JobStatus status = JobStatus::failed;
   std::string error;                                    ///< when failed
+  std::vector<std::string> warnings; ///< LLVM's, when compiled here (a loop not unrolled, ...)
   std::vector<std::pair<std::string, std::string>> refs; ///< symbol → child key
   double compile_ms = 0;
   bool remote = false;      ///< status cached: fetched from the remote tier just now

@@ -186,11 +186,12 @@ Result<std::string> emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGen
 }
 
 Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const TargetDesc& target,
-                                                 const CodegenOptions& options) {
+                                                 const CodegenOptions& options,
+                                                 std::vector<std::string>* warnings) {
   std::string where = "job '" + job.entry + "' (" + target.spec + ")";
   llvm::LLVMContext ctx;
   std::string diagnostics;
-  ir::collect_diagnostics(ctx, &diagnostics);
+  ir::collect_diagnostics(ctx, &diagnostics, warnings);
   auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(job.bitcode, "kiln-job"), ctx);
   if (!parsed)
     return make_error(Code::internal,
@@ -246,8 +247,9 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
 } // namespace
 
 Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const TargetDesc& target,
-                                                  const CodegenOptions& options) {
-  auto out = compile_in(job, target, options);
+                                                  const CodegenOptions& options,
+                                                  std::vector<std::string>* warnings) {
+  auto out = compile_in(job, target, options, warnings);
   if (!out)
     return out.error().with_entry(job.entry).with_target(target.spec);
   return out;

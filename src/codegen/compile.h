@@ -28,8 +28,11 @@ struct CompiledArtifact {
 };
 
 /// Finishes, optimizes and emits a job. Errors name the entry and target.
+/// LLVM's warnings for the job (a loop not unrolled as asked, ...) are
+/// appended to `*warnings` where given.
 Result<std::vector<CompiledArtifact>> compile_job(const JobInput& job, const TargetDesc& target,
-                                                  const CodegenOptions& options);
+                                                  const CodegenOptions& options,
+                                                  std::vector<std::string>* warnings = nullptr);
 
 /// The artifact formats a job for `target` stores (what a cache hit needs).
 std::vector<std::string> artifact_formats(const TargetDesc& target);

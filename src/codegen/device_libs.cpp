@@ -235,7 +235,7 @@ Status check_callees(const TargetDesc& target, const std::string& entry,
   return Status::ok();
 }
 
-Status link_device_libs(llvm::Module& m, const TargetDesc& target) {
+Status link_device_libs(llvm::Module& m, const TargetDesc& target, LibraryLoading loading) {
   std::vector<std::string> callees;
   for (const llvm::Function& f : m)
     if (f.isDeclaration() && !f.isIntrinsic())
@@ -246,8 +246,13 @@ Status link_device_libs(llvm::Module& m, const TargetDesc& target) {
   if (!lib->error.empty())
     return make_error(Code::unavailable, lib->error);
   for (size_t i = 0; i < lib->files.size(); ++i) {
-    auto parsed = llvm::parseBitcodeFile(
-        llvm::MemoryBufferRef(lib->bytes[i], lib->files[i]), m.getContext());
+    llvm::MemoryBufferRef bytes(lib->bytes[i], lib->files[i]);
+    // Lazily: only the bodies the linker pulls in are read.
+    llvm::Expected<std::unique_ptr<llvm::Module>> parsed =
+        loading == LibraryLoading::lazy
+            ? llvm::getOwningLazyBitcodeModule(llvm::MemoryBuffer::getMemBuffer(bytes, false),
+                                               m.getContext())
+            : llvm::parseBitcodeFile(bytes, m.getContext());
     if (!parsed)
       return make_error(Code::internal, "cannot read " + lib->files[i] + ": " +
                                             llvm::toString(parsed.takeError()));

@@ -39,8 +39,15 @@ Status check_callees(const TargetDesc& target, const std::string& entry,
 /// are installed). Read by nobody: their identities validate request memos.
 std::vector<std::string> toolchain_files(const TargetDesc& target);
 
+/// How link_device_libs reads a library: `lazy` materializes only the
+/// functions the linker takes from it; `eager` parses all of it first. Both
+/// give the same module (eager is the reference the tests hold lazy to).
+enum class LibraryLoading { lazy, eager };
+
 /// Links the device library the module needs (only the functions it calls)
-/// and, for AMDGPU, defines the oclc control constants for the target.
-Status link_device_libs(llvm::Module& m, const TargetDesc& target);
+/// and, for AMDGPU, defines the oclc control constants for the target. The
+/// library's bytes are read from disk once per process.
+Status link_device_libs(llvm::Module& m, const TargetDesc& target,
+                        LibraryLoading loading = LibraryLoading::lazy);
 
 } // namespace kiln::codegen

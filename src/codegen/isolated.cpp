@@ -695,9 +695,10 @@ Result<std::string> codegen_worker_path() {
 
 Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
                                                            const TargetDesc& target,
-                                                           const CodegenOptions& options) {
+                                                           const CodegenOptions& options,
+                                                           std::vector<std::string>* warnings) {
   if (!codegen_isolation_enabled())
-    return compile_job(job, target, options);
+    return compile_job(job, target, options, warnings);
   std::string where = "job '" + job.entry + "' (" + target.spec + ")";
   auto failed = [&](Error e) {
     return std::move(e).context(where).with_entry(job.entry).with_target(target.spec);
@@ -727,7 +728,7 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
                                                    : "; it printed:\n" + end.said)));
   }
   std::string why;
-  auto result = worker::decode_response(reply, &why);
+  auto result = worker::decode_response(reply, &why, warnings);
   if (!result) {
     pid_t pid = (*w).pid;
     w.lose(true);

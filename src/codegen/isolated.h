@@ -37,9 +37,12 @@ namespace kiln::codegen {
 /// (posix_spawn, never fork without exec), reused across calls, one job at
 /// a time each, so there are never more workers than concurrent callers.
 /// Workers end when this process ends or closes their socket.
+/// LLVM's warnings for the job are appended to `*warnings` where given.
 Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
                                                            const TargetDesc& target,
-                                                           const CodegenOptions& options);
+                                                           const CodegenOptions& options,
+                                                           std::vector<std::string>* warnings =
+                                                               nullptr);
 
 /// Whether compile_job_isolated uses workers (KILN_CODEGEN_ISOLATION is not
 /// "0", "off", "false" or "no"). Read at each call.

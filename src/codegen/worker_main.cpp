@@ -81,10 +81,15 @@ int main(int argc, char** argv) {
   std::string message;
   while (worker::read_message(chan, &message)) {
     auto request = worker::decode_request(message);
-    std::string response =
-        request ? worker::encode_response(
-                      kiln::codegen::compile_job(request->job, request->target, request->options))
-                : worker::encode_response(request.error());
+    std::string response;
+    if (request) {
+      std::vector<std::string> warnings;
+      auto result = kiln::codegen::compile_job(request->job, request->target, request->options,
+                                               &warnings);
+      response = worker::encode_response(result, warnings);
+    } else {
+      response = worker::encode_response(request.error());
+    }
     message.clear();
     message.shrink_to_fit();
     if (!worker::write_message(chan, response))

@@ -20,7 +20,7 @@ namespace kiln::codegen::worker {
 namespace {
 
 // Bumped whenever a message changes form.
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2; // 2: warnings in responses
 constexpr uint32_t kMagic = 0x4b434757; // "KCGW"
 
 struct WireHello {
@@ -50,8 +50,9 @@ struct WireResponse {
   std::string message, entry, target, source;
   unsigned line = 0, column = 0;
   std::string job;
+  std::vector<std::string> warnings; // LLVM's, for the job
   template <class A> void serialize(A& ar) {
-    ar(ok, artifacts, code, message, entry, target, source, line, column, job);
+    ar(ok, artifacts, code, message, entry, target, source, line, column, job, warnings);
   }
 };
 
@@ -134,9 +135,11 @@ Result<Request> decode_request(const std::string& message) {
   return out;
 }
 
-std::string encode_response(const Result<std::vector<CompiledArtifact>>& result) {
+std::string encode_response(const Result<std::vector<CompiledArtifact>>& result,
+                            const std::vector<std::string>& warnings) {
   WireResponse w;
   w.ok = bool(result);
+  w.warnings = warnings;
   if (result) {
     for (const CompiledArtifact& a : *result)
       w.artifacts.emplace_back(a.format, a.bytes);
@@ -154,11 +157,13 @@ std::string encode_response(const Result<std::vector<CompiledArtifact>>& result)
   return encode(w);
 }
 
-std::optional<Result<std::vector<CompiledArtifact>>> decode_response(const std::string& message,
-                                                                     std::string* why) {
+std::optional<Result<std::vector<CompiledArtifact>>>
+decode_response(const std::string& message, std::string* why, std::vector<std::string>* warnings) {
   WireResponse w;
   if (!decode(message, &w, why))
     return std::nullopt;
+  if (warnings)
+    warnings->insert(warnings->end(), w.warnings.begin(), w.warnings.end());
   if (w.ok) {
     std::vector<CompiledArtifact> out;
     for (auto& [format, bytes] : w.artifacts)

@@ -43,12 +43,15 @@ struct Request {
 /// A request, or an internal error when the message is malformed.
 Result<Request> decode_request(const std::string& message);
 
-std::string encode_response(const Result<std::vector<CompiledArtifact>>& result);
+std::string encode_response(const Result<std::vector<CompiledArtifact>>& result,
+                            const std::vector<std::string>& warnings = {});
 
 /// The job's result as the worker gave it (artifacts or its Error, fields
 /// kept); nullopt with `*why` set when the message is malformed.
-std::optional<Result<std::vector<CompiledArtifact>>> decode_response(const std::string& message,
-                                                                     std::string* why);
+/// The job's LLVM warnings are appended to `*warnings` where given.
+std::optional<Result<std::vector<CompiledArtifact>>>
+decode_response(const std::string& message, std::string* why,
+                std::vector<std::string>* warnings = nullptr);
 
 /// The 8-byte length prefix of a message of `size` bytes.
 std::string frame_header(uint64_t size);

@@ -423,7 +423,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
       auto start = std::chrono::steady_clock::now();
       auto arts =
           codegen::compile_job_isolated({r.entry, j.symbol, j.bitcode, j.renames}, j.target,
-                                        p.options);
+                                        p.options, &r.warnings);
       double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();

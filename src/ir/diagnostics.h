@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -19,5 +20,10 @@ namespace kiln::ir {
 /// line, to `*sink` (which must outlive the context's use) and lets
 /// warnings and remarks pass silently.
 void collect_diagnostics(llvm::LLVMContext& ctx, std::string* sink);
+
+/// The same, and each warning (a loop that could not be unrolled as asked,
+/// a stack frame over its limit) appended to `*warnings`, one per entry.
+void collect_diagnostics(llvm::LLVMContext& ctx, std::string* sink,
+                         std::vector<std::string>* warnings);
 
 } // namespace kiln::ir

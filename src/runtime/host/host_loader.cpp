@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -27,21 +28,31 @@ constexpr uint16_t kMachine = EM_AARCH64;
 
 class HostModule final : public LoadedModule {
 public:
-  HostModule(void* handle, int fd) : handle_(handle), fd_(fd) {}
+  explicit HostModule(void* handle) : handle_(handle) {}
   void* handle() const override { return handle_; }
   ~HostModule() override {
     if (handle_)
       dlclose(handle_);
-    // The memfd stays open while the object is loaded: glibc identifies
-    // loaded objects by path, and a reused /proc/self/fd/N would alias.
-    if (fd_ >= 0)
-      ::close(fd_);
   }
 
 private:
   void* handle_;
-  int fd_;
 };
+
+// The path dlopen is given for memfd `fd`, unique in this process. glibc
+// takes an object whose path it has loaded before for the same object, so
+// "/proc/self/fd/N" alone would alias once fd N is closed and reused. The
+// load number is spelled into the directory part ("/." for a 0 bit,
+// "/fd/.." for a 1 bit: both lead back to /proc/self), so the descriptor can
+// be closed as soon as the object is mapped: no descriptor per image.
+std::string unique_fd_path(int fd) {
+  static std::atomic<uint64_t> loads{0};
+  uint64_t n = loads.fetch_add(1) + 1;
+  std::string path = "/proc/self";
+  for (; n; n >>= 1)
+    path += (n & 1) ? "/fd/.." : "/.";
+  return path + "/fd/" + std::to_string(fd);
+}
 
 // Treat the cache as hostile: only a well-formed ELF shared object for this
 // machine reaches dlopen, whatever the checksum said.
@@ -86,14 +97,12 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
     }
     off += size_t(n);
   }
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  std::string path = unique_fd_path(fd);
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    std::string why = host_dl_error();
-    ::close(fd);
-    return make_error(Code::corrupt, "dlopen of " + what + " failed: " + why);
-  }
-  auto mod = std::make_unique<HostModule>(handle, fd);
+  ::close(fd); // mapped now (or failed): the mapping keeps the memory
+  if (!handle)
+    return make_error(Code::corrupt, "dlopen of " + what + " failed: " + host_dl_error());
+  auto mod = std::make_unique<HostModule>(handle);
   for (const core::ClosureMember& m : closure.members) {
     void* p = ::dlsym(handle, m.symbol.c_str());
     if (!p)

@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -242,4 +244,36 @@ TEST_CASE("c_api: closing a cache records its loads: stored images are hits, lin
   CHECK(st.counters.image_misses == 1); // the first load linked the image
   CHECK(st.counters.image_hits == 2);
   CHECK(st.images == 1);
+}
+
+TEST_CASE("c_api: host images keep no descriptor, and a reused descriptor never aliases") {
+  // Three roots, three images; each memfd is closed once its image is
+  // mapped, so the next load usually gets the same descriptor number. The
+  // smallest image first: nest_c's holds neither nest_b nor nest_a, so a
+  // load that aliased it would lack them.
+  TestCache c = empty_cache("kiln-c-api-fds");
+  c.report = precompile(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path());
+  kiln_cache* cache = open_ok(c.path());
+  auto open_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator());
+  };
+  auto before = open_fds();
+  struct Root {
+    const char* name;
+    int arg, want;
+    kiln_image* img = nullptr;
+  } roots[] = {{"nest_c", 7, 21}, {"nest_b", 0, 30}, {"nest_a", 1, 333}};
+  for (int round = 0; round < 2; ++round) {
+    for (Root& r : roots) {
+      REQUIRE_MESSAGE(kiln_image_load(cache, r.name, "host", &r.img) == KILN_OK, last_error());
+      void* fn = nullptr;
+      REQUIRE(kiln_image_lookup(r.img, r.name, &fn) == KILN_OK);
+      CHECK(reinterpret_cast<IntFn>(fn)(r.arg) == r.want);
+    }
+    CHECK(open_fds() == before);
+    for (Root& r : roots)
+      kiln_image_release(r.img);
+  }
+  kiln_cache_close(cache);
 }

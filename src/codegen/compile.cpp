@@ -161,7 +161,7 @@ std::vector<std::string> artifact_formats(const TargetDesc& target) {
     return {"obj"};
   case TargetKind::nvptx:
     // Relocatable cubin where the toolkit's ptxas is present; PTX always.
-    if (ptxas_path().empty())
+    if (ptx_assembler() == PtxAssembler::none)
       return {"ptx"};
     return {"ptx", "cubin"};
   case TargetKind::amdgpu:
@@ -220,7 +220,7 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
   }
   case TargetKind::nvptx: {
     KILN_TRY_ASSIGN(auto ptx, emit(*m, **tm, llvm::CodeGenFileType::AssemblyFile, where));
-    if (!ptxas_path().empty()) {
+    if (ptx_assembler() != PtxAssembler::none) {
       KILN_TRY_ASSIGN(auto cubin, assemble_ptx(ptx, target.cpu, where));
       out.push_back({"cubin", std::move(cubin)});
     }

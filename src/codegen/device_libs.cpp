@@ -5,6 +5,8 @@
 #include "support/files.h"
 #include "support/hash.h"
 
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -22,12 +24,26 @@ namespace kiln::codegen {
 
 namespace {
 
+// What parsing a library file whole registers in an LLVMContext, in order:
+// the metadata kinds, sync scopes and operand bundle tags its functions use.
+// A lazy link registers only those of the functions it takes, but bitcode
+// written from the context lists all of them: registering the rest first
+// leaves the context as a whole parse would, so the job's bytes stay the same.
+struct ContextNames {
+  std::vector<std::string> kinds, scopes, tags;
+};
+
 struct Library {
+  explicit Library(std::string n) : name(std::move(n)) {}
   std::string name;                ///< "libdevice", "rocm-device-libs"
   std::vector<std::string> files;  ///< bitcode files, linked in order
   std::vector<std::string> bytes;  ///< their contents
   std::string fingerprint;         ///< hash of all contents
   std::string error;               ///< why it is unavailable
+  // Per file, what a whole parse registers (with_context_names).
+  mutable std::once_flag names_once;
+  mutable std::vector<ContextNames> names;
+  mutable std::string names_error;
 };
 
 std::string first_existing(const std::vector<std::string>& candidates) {
@@ -93,7 +109,7 @@ std::vector<std::string> rocm_device_lib_files(const std::string& dir) {
 }
 
 const Library& libdevice() {
-  static Library lib{"libdevice", {}, {}, {}, {}};
+  static Library lib("libdevice");
   static std::once_flag once;
   std::call_once(once, [] {
     std::string path = libdevice_path();
@@ -104,7 +120,7 @@ const Library& libdevice() {
 }
 
 const Library& rocm_device_libs() {
-  static Library lib{"rocm-device-libs", {}, {}, {}, {}};
+  static Library lib("rocm-device-libs");
   static std::once_flag once;
   std::call_once(once, [] {
     std::string dir = rocm_device_libs_dir();
@@ -113,6 +129,50 @@ const Library& rocm_device_libs() {
          "(Debian package rocm-device-libs)");
   });
   return lib;
+}
+
+template <class Names>
+std::vector<std::string> names_from(const Names& all, size_t skip) {
+  std::vector<std::string> out;
+  for (size_t i = skip; i < all.size(); ++i)
+    out.push_back(all[i].str());
+  return out;
+}
+
+ContextNames registered_names(const llvm::LLVMContext& ctx, const ContextNames& skip = {}) {
+  llvm::SmallVector<llvm::StringRef, 64> kinds, scopes, tags;
+  ctx.getMDKindNames(kinds);
+  ctx.getSyncScopeNames(scopes);
+  ctx.getOperandBundleTags(tags);
+  return {names_from(kinds, skip.kinds.size()), names_from(scopes, skip.scopes.size()),
+          names_from(tags, skip.tags.size())};
+}
+
+// The names a whole parse of each of the library's files registers beyond
+// those every context starts with.
+const Library& with_context_names(const Library& lib) {
+  std::call_once(lib.names_once, [&lib] {
+    const ContextNames initial = registered_names(llvm::LLVMContext());
+    for (size_t i = 0; i < lib.files.size(); ++i) {
+      llvm::LLVMContext ctx;
+      auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(lib.bytes[i], lib.files[i]), ctx);
+      if (!parsed) {
+        lib.names_error = "cannot read " + lib.files[i] + ": " + llvm::toString(parsed.takeError());
+        return;
+      }
+      lib.names.push_back(registered_names(ctx, initial));
+    }
+  });
+  return lib;
+}
+
+void register_names(llvm::LLVMContext& ctx, const ContextNames& names) {
+  for (const std::string& k : names.kinds)
+    ctx.getMDKindID(k);
+  for (const std::string& s : names.scopes)
+    ctx.getOrInsertSyncScopeID(s);
+  for (const std::string& t : names.tags)
+    ctx.getOrInsertBundleTag(t);
 }
 
 const Library* library_for(const TargetDesc& target, const std::vector<std::string>& callees) {
@@ -132,7 +192,8 @@ const Library* library_for(const TargetDesc& target, const std::vector<std::stri
 std::vector<std::string> toolchain_files(const TargetDesc& target) {
   std::vector<std::string> files;
   if (target.kind == TargetKind::nvptx) {
-    if (!ptxas_path().empty())
+    // The ptxas program, where it assembles; the library is part of Kiln.
+    if (ptx_assembler() == PtxAssembler::program)
       files.push_back(ptxas_path());
     if (std::string lib = libdevice_path(); !lib.empty())
       files.push_back(lib);
@@ -245,8 +306,12 @@ Status link_device_libs(llvm::Module& m, const TargetDesc& target, LibraryLoadin
     return Status::ok();
   if (!lib->error.empty())
     return make_error(Code::unavailable, lib->error);
+  if (loading == LibraryLoading::lazy && !with_context_names(*lib).names_error.empty())
+    return make_error(Code::internal, lib->names_error);
   for (size_t i = 0; i < lib->files.size(); ++i) {
     llvm::MemoryBufferRef bytes(lib->bytes[i], lib->files[i]);
+    if (loading == LibraryLoading::lazy)
+      register_names(m.getContext(), lib->names[i]);
     // Lazily: only the bodies the linker pulls in are read.
     llvm::Expected<std::unique_ptr<llvm::Module>> parsed =
         loading == LibraryLoading::lazy

@@ -34,9 +34,10 @@ Result<std::string> device_libs_fingerprint(const TargetDesc& target,
 Status check_callees(const TargetDesc& target, const std::string& entry,
                      const std::vector<std::string>& callees);
 
-/// The files this target's code generation depends on beyond LLVM: ptxas
-/// and libdevice for NVIDIA, the ROCm device libraries for AMD (those that
-/// are installed). Read by nobody: their identities validate request memos.
+/// The files this target's code generation depends on beyond LLVM: the
+/// ptxas program (where it is what assembles, ptx_assembler()) and libdevice
+/// for NVIDIA, the ROCm device libraries for AMD (those that are installed).
+/// Read by nobody: their identities validate request memos.
 std::vector<std::string> toolchain_files(const TargetDesc& target);
 
 /// How link_device_libs reads a library: `lazy` materializes only the

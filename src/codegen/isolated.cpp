@@ -308,7 +308,10 @@ Io transfer(Worker& w, const std::string* request, std::string* reply,
 // the worker produces exactly the artifacts and links exactly the libraries
 // the job's key was computed for, even if the environment changed since.
 std::vector<std::string> worker_environment() {
-  std::vector<std::pair<std::string, std::string>> set = {{"KILN_PTXAS", ptxas_path()}};
+  // The assembler too, unless it is the in-process library (no KILN_PTXAS).
+  std::vector<std::pair<std::string, std::string>> set;
+  if (ptx_assembler() != PtxAssembler::library)
+    set.emplace_back("KILN_PTXAS", ptxas_path());
   TargetDesc nv;
   nv.kind = TargetKind::nvptx;
   for (const std::string& f : toolchain_files(nv))

@@ -5,8 +5,21 @@
 
 #include <cstdlib>
 #include <unistd.h>
+#include <vector>
+
+#ifdef KILN_HAVE_NVPTXCOMPILER
+#include <nvPTXCompiler.h>
+#endif
 
 namespace kiln::codegen {
+
+bool ptx_compiler_linked() {
+#ifdef KILN_HAVE_NVPTXCOMPILER
+  return true;
+#else
+  return false;
+#endif
+}
 
 const std::string& ptxas_path() {
   static const std::string path = [] {
@@ -24,28 +37,34 @@ const std::string& ptxas_path() {
   return path;
 }
 
-const std::string& ptxas_version() {
-  static const std::string version = []() -> std::string {
-    if (ptxas_path().empty())
-      return {};
-    auto r = run_process({ptxas_path(), "--version"});
-    if (!r || r->exit_code != 0)
-      return {};
-    // Last line with a "V<major>.<minor>.<patch>" word, e.g. "... release 13.0, V13.0.88".
-    size_t v = r->output.rfind(", V");
-    if (v == std::string::npos)
-      return "ptxas unknown";
-    size_t end = r->output.find_first_of("\r\n", v);
-    return "ptxas " + r->output.substr(v + 2, end == std::string::npos ? std::string::npos
-                                                                        : end - v - 2);
+PtxAssembler ptx_assembler() {
+  static const PtxAssembler assembler = [] {
+    if (const char* p = std::getenv("KILN_PTXAS"))
+      return *p ? PtxAssembler::program : PtxAssembler::none;
+    if (ptx_compiler_linked())
+      return PtxAssembler::library;
+    return ptxas_path().empty() ? PtxAssembler::none : PtxAssembler::program;
   }();
-  return version;
+  return assembler;
 }
 
-Result<std::string> assemble_ptx(const std::string& ptx, const std::string& arch,
-                                 const std::string& what) {
-  if (ptxas_path().empty())
-    return make_error(Code::unavailable, what + ": no ptxas (set KILN_PTXAS or CUDA_HOME)");
+namespace {
+
+std::string program_version() {
+  auto r = run_process({ptxas_path(), "--version"});
+  if (!r || r->exit_code != 0)
+    return {};
+  // Last line with a "V<major>.<minor>.<patch>" word, e.g. "... release 13.0, V13.0.88".
+  size_t v = r->output.rfind(", V");
+  if (v == std::string::npos)
+    return "ptxas unknown";
+  size_t end = r->output.find_first_of("\r\n", v);
+  return "ptxas " +
+         r->output.substr(v + 2, end == std::string::npos ? std::string::npos : end - v - 2);
+}
+
+Result<std::string> assemble_with_program(const std::string& ptx, const std::string& arch,
+                                          const std::string& what) {
   KILN_TRY_ASSIGN(auto dir, TempDir::create("kiln-ptxas"));
   std::string in = dir.path() + "/job.ptx", out = dir.path() + "/job.cubin";
   KILN_TRY(write_file_atomic(in, ptx));
@@ -61,6 +80,136 @@ Result<std::string> assemble_ptx(const std::string& ptx, const std::string& arch
                                           std::to_string(r->exit_code) + "): " + log);
   }
   return read_file(out);
+}
+
+#ifdef KILN_HAVE_NVPTXCOMPILER
+
+std::string result_name(nvPTXCompileResult r) {
+  switch (r) {
+  case NVPTXCOMPILE_SUCCESS: return "NVPTXCOMPILE_SUCCESS";
+  case NVPTXCOMPILE_ERROR_INVALID_COMPILER_HANDLE:
+    return "NVPTXCOMPILE_ERROR_INVALID_COMPILER_HANDLE";
+  case NVPTXCOMPILE_ERROR_INVALID_INPUT: return "NVPTXCOMPILE_ERROR_INVALID_INPUT";
+  case NVPTXCOMPILE_ERROR_COMPILATION_FAILURE: return "NVPTXCOMPILE_ERROR_COMPILATION_FAILURE";
+  case NVPTXCOMPILE_ERROR_INTERNAL: return "NVPTXCOMPILE_ERROR_INTERNAL";
+  case NVPTXCOMPILE_ERROR_OUT_OF_MEMORY: return "NVPTXCOMPILE_ERROR_OUT_OF_MEMORY";
+  case NVPTXCOMPILE_ERROR_COMPILER_INVOCATION_INCOMPLETE:
+    return "NVPTXCOMPILE_ERROR_COMPILER_INVOCATION_INCOMPLETE";
+  case NVPTXCOMPILE_ERROR_UNSUPPORTED_PTX_VERSION:
+    return "NVPTXCOMPILE_ERROR_UNSUPPORTED_PTX_VERSION";
+  default: return "nvPTXCompileResult " + std::to_string(int(r));
+  }
+}
+
+std::string library_version() {
+  unsigned major = 0, minor = 0;
+  std::string v = nvPTXCompilerGetVersion(&major, &minor) == NVPTXCOMPILE_SUCCESS
+                      ? "V" + std::to_string(major) + "." + std::to_string(minor)
+                      : std::string("unknown");
+  return "ptxas " + v + " in process (libnvptxcompiler_static " KILN_NVPTXCOMPILER_ID ")";
+}
+
+// One compiler handle, destroyed however the assembly ends.
+class Compiler {
+public:
+  ~Compiler() {
+    if (handle_)
+      nvPTXCompilerDestroy(&handle_);
+  }
+  nvPTXCompilerHandle& handle() { return handle_; }
+
+  // The error log (the info log where that is empty), without trailing newlines.
+  std::string log() const {
+    std::string text = read(nvPTXCompilerGetErrorLogSize, nvPTXCompilerGetErrorLog);
+    if (text.empty())
+      text = read(nvPTXCompilerGetInfoLogSize, nvPTXCompilerGetInfoLog);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\0'))
+      text.pop_back();
+    return text;
+  }
+
+private:
+  template <class Size, class Get>
+  std::string read(Size size, Get get) const {
+    size_t n = 0;
+    if (!handle_ || size(handle_, &n) != NVPTXCOMPILE_SUCCESS || n == 0)
+      return {};
+    std::string text(n, '\0');
+    if (get(handle_, text.data()) != NVPTXCOMPILE_SUCCESS)
+      return {};
+    text.resize(text.find('\0') == std::string::npos ? n : text.find('\0'));
+    return text;
+  }
+
+  nvPTXCompilerHandle handle_ = nullptr;
+};
+
+Result<std::string> assemble_in_process(const std::string& ptx, const std::string& arch,
+                                        const std::string& what) {
+  // The options "ptxas -c -arch=<arch>" gets: relocatable code at the
+  // default optimization level (-O3). No explicit -O: with it, PTX carrying
+  // debug info (-g jobs) fails ("Optimized debugging not supported").
+  const std::string gpu = "--gpu-name=" + arch;
+  const std::vector<const char*> options = {gpu.c_str(), "--compile-only"};
+  auto failed = [&](const Compiler& c, const char* step, nvPTXCompileResult r) {
+    std::string msg =
+        what + ": nvPTXCompiler " + gpu + " failed in " + step + " (" + result_name(r) + ")";
+    if (std::string log = c.log(); !log.empty())
+      msg += ": " + log;
+    return make_error(Code::internal, msg);
+  };
+  Compiler c;
+  if (nvPTXCompileResult r = nvPTXCompilerCreate(&c.handle(), ptx.size(), ptx.data());
+      r != NVPTXCOMPILE_SUCCESS)
+    return failed(c, "nvPTXCompilerCreate", r);
+  if (nvPTXCompileResult r = nvPTXCompilerCompile(c.handle(), int(options.size()), options.data());
+      r != NVPTXCOMPILE_SUCCESS)
+    return failed(c, "nvPTXCompilerCompile", r);
+  size_t size = 0;
+  if (nvPTXCompileResult r = nvPTXCompilerGetCompiledProgramSize(c.handle(), &size);
+      r != NVPTXCOMPILE_SUCCESS)
+    return failed(c, "nvPTXCompilerGetCompiledProgramSize", r);
+  std::string cubin(size, '\0');
+  if (nvPTXCompileResult r = nvPTXCompilerGetCompiledProgram(c.handle(), cubin.data());
+      r != NVPTXCOMPILE_SUCCESS)
+    return failed(c, "nvPTXCompilerGetCompiledProgram", r);
+  return cubin;
+}
+
+#endif
+
+} // namespace
+
+const std::string& ptxas_version() {
+  static const std::string version = []() -> std::string {
+    switch (ptx_assembler()) {
+    case PtxAssembler::none: return {};
+    case PtxAssembler::program: return program_version();
+    case PtxAssembler::library:
+#ifdef KILN_HAVE_NVPTXCOMPILER
+      return library_version();
+#else
+      break;
+#endif
+    }
+    return {};
+  }();
+  return version;
+}
+
+Result<std::string> assemble_ptx(const std::string& ptx, const std::string& arch,
+                                 const std::string& what) {
+  switch (ptx_assembler()) {
+  case PtxAssembler::none: break;
+  case PtxAssembler::program: return assemble_with_program(ptx, arch, what);
+  case PtxAssembler::library:
+#ifdef KILN_HAVE_NVPTXCOMPILER
+    return assemble_in_process(ptx, arch, what);
+#else
+    break;
+#endif
+  }
+  return make_error(Code::unavailable, what + ": no ptxas (set KILN_PTXAS or CUDA_HOME)");
 }
 
 } // namespace kiln::codegen

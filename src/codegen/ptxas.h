@@ -1,6 +1,8 @@
-// The CUDA toolkit's PTX assembler, run as a program: PTX → relocatable
-// cubin (-c), so nvJitLink can later link a closure's pieces without
-// compiling anything.
+// The CUDA toolkit's PTX assembler: PTX → relocatable cubin (-c), so
+// nvJitLink can later link a closure's pieces without compiling anything.
+// Where the build found the toolkit's PTX compiler library
+// (libnvptxcompiler_static), PTX is assembled in this process; else, or
+// when KILN_PTXAS names a program, the ptxas program is run.
 #pragma once
 
 #include <kiln/result.hpp>
@@ -9,15 +11,36 @@
 
 namespace kiln::codegen {
 
+/// What assembles cubins.
+enum class PtxAssembler {
+  none,    ///< nothing: NVIDIA jobs store PTX only
+  program, ///< the ptxas program at ptxas_path(), run once per job
+  library, ///< the PTX compiler library linked into this process
+};
+
+/// KILN_PTXAS set and empty: none; set: the program it names; unset: the
+/// library where it was linked at build time, else the program
+/// ptxas_path() finds, else none.
+PtxAssembler ptx_assembler();
+
+/// Whether the PTX compiler library was linked at build time.
+bool ptx_compiler_linked();
+
 /// $KILN_PTXAS, else $CUDA_HOME/bin/ptxas, else /usr/local/cuda/bin/ptxas,
-/// else ptxas on $PATH; empty if none is present.
+/// else ptxas on $PATH; empty if none is present. The program, whichever
+/// assembler ptx_assembler() names.
 const std::string& ptxas_path();
 
-/// "ptxas V13.0.88" or empty when there is no ptxas: part of the toolchain
-/// fingerprint of every NVIDIA job (the cubin depends on it).
+/// What assembles cubins and its version, empty when nothing does: part of
+/// the toolchain fingerprint of every NVIDIA job (the cubin depends on it).
+/// "ptxas V13.0.88" for the program; for the library, "ptxas V13.0 in
+/// process (libnvptxcompiler_static 0123456789abcdef)": its version and a
+/// hash of the library the build linked.
 const std::string& ptxas_version();
 
-/// Assembles PTX into a relocatable cubin for `arch` ("sm_90a").
+/// Assembles PTX into a relocatable cubin for `arch` ("sm_90a") with
+/// ptx_assembler(), at ptxas's default optimization level (-O3). Errors
+/// start with `what` and carry the assembler's log.
 Result<std::string> assemble_ptx(const std::string& ptx, const std::string& arch,
                                  const std::string& what);
 

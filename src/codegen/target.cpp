@@ -272,7 +272,7 @@ int llvm_newest_ptx_isa() {
 int newest_ptx_isa() {
   static const int newest = [] {
     int isa = llvm_newest_ptx_isa();
-    if (!ptxas_path().empty())
+    if (!ptxas_version().empty())
       if (int p = ptxas_isa(ptxas_version()); p > 0)
         isa = std::min(isa, p);
     return isa;

@@ -7,8 +7,10 @@
 #include "fixtures/jobs.hpp"
 #include "fixtures/process.hpp"
 
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <cctype>
 #include <cstdio>
@@ -82,6 +84,15 @@ define float @wave(float %x) {
   ret float %r
 }
 )";
+
+// A module as text and as bitcode: equal for equal modules.
+std::pair<std::string, std::string> module_bytes(const llvm::Module& m) {
+  std::string text, bc;
+  llvm::raw_string_ostream ts(text), bs(bc);
+  m.print(ts, nullptr);
+  llvm::WriteBitcodeToFile(m, bs);
+  return {text, bc};
+}
 
 int64_t control_value(const llvm::Module& m, const char* name) {
   const llvm::GlobalVariable* gv = m.getGlobalVariable(name, /*AllowInternal=*/true);
@@ -213,7 +224,7 @@ TEST_CASE("device libs: the files each target's code depends on") {
 
   std::vector<std::string> nv = codegen::toolchain_files(resolved("sm_90"));
   std::vector<std::string> expected;
-  if (!codegen::ptxas_path().empty())
+  if (codegen::ptx_assembler() == codegen::PtxAssembler::program)
     expected.push_back(codegen::ptxas_path());
   if (!libdevice_fingerprint().empty()) {
     REQUIRE_FALSE(nv.empty());
@@ -287,5 +298,70 @@ TEST_CASE("device libs: a job that needs no library is left as it is") {
       REQUIRE(m->getFunction("__nv_sinf"));
       CHECK(m->getFunction("__nv_sinf")->isDeclaration());
     }
+  }
+}
+
+TEST_CASE("device libs: lazy linking gives the module a whole parse gives") {
+  // libdevice (when installed) and the ROCm libraries, for jobs calling one
+  // function, several, and reading the AMD controls.
+  constexpr const char* kSeveral = R"(
+declare float @__nv_sinf(float)
+declare float @__nv_expf(float)
+declare double @__nv_pow(double, double)
+declare float @__ocml_sin_f32(float)
+declare double @__ocml_pow_f64(double, double)
+declare i64 @__ockl_get_local_id(i32)
+
+define float @nv_many(float %x, double %y) {
+  %s = call float @__nv_sinf(float %x)
+  %e = call float @__nv_expf(float %s)
+  %p = call double @__nv_pow(double %y, double %y)
+  %f = fptrunc double %p to float
+  %r = fadd float %e, %f
+  ret float %r
+}
+
+define float @amd_many(float %x, double %y) {
+  %s = call float @__ocml_sin_f32(float %x)
+  %p = call double @__ocml_pow_f64(double %y, double %y)
+  %i = call i64 @__ockl_get_local_id(i32 0)
+  %f = fptrunc double %p to float
+  %fi = sitofp i64 %i to float
+  %a = fadd float %s, %f
+  %r = fadd float %a, %fi
+  ret float %r
+}
+)";
+  bool nv = !libdevice_fingerprint().empty();
+  std::string math = data_file("gpu_math.ll");
+  for (const auto& [spec, ir, entry] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"sm_90", math, "nv_wave"},
+           {"sm_80", kSeveral, "nv_many"},
+           {"gfx942", math, "amd_wave"},
+           {"gfx1030", kSeveral, "amd_many"},
+           {"gfx90a", kReadsIsa, "wave"}}) {
+    if (spec.rfind("sm_", 0) == 0 && !nv)
+      continue;
+    CAPTURE(spec);
+    CAPTURE(entry);
+    core::TargetDesc t = resolved(spec);
+    ir::ExtractedJob job = extract_for(ir, entry, t);
+    llvm::LLVMContext lazy_ctx, eager_ctx;
+    auto lazy = parse_bitcode(lazy_ctx, job.bitcode);
+    auto eager = parse_bitcode(eager_ctx, job.bitcode);
+    size_t before = lazy->size();
+    Status ls = codegen::link_device_libs(*lazy, t);
+    INFO((ls ? std::string() : ls.error().message));
+    REQUIRE(ls);
+    REQUIRE(codegen::link_device_libs(*eager, t, codegen::LibraryLoading::eager));
+    CHECK(lazy->size() > before);
+    for (const llvm::Function& f : *lazy)
+      if (f.getName().starts_with("__nv_") || f.getName().starts_with("__ocml_"))
+        CHECK_MESSAGE(!f.isDeclaration(), f.getName().str());
+    auto [lazy_text, lazy_bc] = module_bytes(*lazy);
+    auto [eager_text, eager_bc] = module_bytes(*eager);
+    CHECK(lazy_text == eager_text);
+    CHECK(lazy_bc == eager_bc);
   }
 }

@@ -175,15 +175,22 @@ void register_names(llvm::LLVMContext& ctx, const ContextNames& names) {
     ctx.getOrInsertBundleTag(t);
 }
 
+// True if `kind`'s device library defines `callee`: libdevice's __nv_*;
+// the ROCm libraries' __ocml_*, __ockl_*, __oclc_* and hip.bc's fence.
+bool device_lib_defines(TargetKind kind, const std::string& callee) {
+  auto starts = [&](const char* p) { return callee.rfind(p, 0) == 0; };
+  if (kind == TargetKind::nvptx)
+    return starts("__nv_");
+  if (kind == TargetKind::amdgpu)
+    return starts("__ocml_") || starts("__ockl_") || starts("__oclc_") ||
+           callee == "__atomic_work_item_fence";
+  return false;
+}
+
 const Library* library_for(const TargetDesc& target, const std::vector<std::string>& callees) {
-  for (const std::string& c : callees) {
-    if (target.kind == TargetKind::nvptx && c.rfind("__nv_", 0) == 0)
-      return &libdevice();
-    if (target.kind == TargetKind::amdgpu &&
-        (c.rfind("__ocml_", 0) == 0 || c.rfind("__ockl_", 0) == 0 ||
-         c == "__atomic_work_item_fence"))
-      return &rocm_device_libs();
-  }
+  for (const std::string& c : callees)
+    if (device_lib_defines(target.kind, c))
+      return target.kind == TargetKind::nvptx ? &libdevice() : &rocm_device_libs();
   return nullptr;
 }
 
@@ -274,13 +281,12 @@ Status check_callees(const TargetDesc& target, const std::string& entry,
     if (target.kind == TargetKind::host) {
       provided = true;
     } else if (target.kind == TargetKind::nvptx) {
-      provided = starts(c, "__nv_") || c == "__nvvm_reflect" || starts(c, "cuda") ||
-                 starts(c, "__cuda") || core::supplied_at_load(target.kind, c);
+      provided = device_lib_defines(target.kind, c) || c == "__nvvm_reflect" ||
+                 starts(c, "cuda") || starts(c, "__cuda") || core::supplied_at_load(target.kind, c);
       hint = "libdevice (__nv_*), the CUDA device runtime (cuda*) or the driver (vprintf, "
              "malloc, free, __assertfail)";
     } else {
-      provided = starts(c, "__ocml_") || starts(c, "__ockl_") || starts(c, "__oclc_") ||
-                 c == "__atomic_work_item_fence";
+      provided = device_lib_defines(target.kind, c);
       hint = "the ROCm device libraries (__ocml_*, __ockl_*)";
     }
     if (provided)

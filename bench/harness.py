@@ -260,7 +260,7 @@ class Harness:
         self.raw["storage"] = st
         ratio = st["disk_bytes"] / st["raw_bytes"]
         with sqlite3.connect(db) as c:
-            features = c.execute("SELECT coalesce(sum(length(features)), 0) FROM jobs").fetchone()[0]
+            features = c.execute("SELECT coalesce(sum(length(features)), 0) FROM targets").fetchone()[0]
         st["features_bytes"] = features
         self.row(6, "cache file bytes vs raw artifact+image bytes (every workload)", ratio, "x",
                  "<= 0.35x", ratio <= 0.35,

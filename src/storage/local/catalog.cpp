@@ -4,8 +4,6 @@
 
 #include "storage/local/statement.h"
 
-#include "support/compress.h"
-
 #include <fnmatch.h>
 
 #include <map>
@@ -33,23 +31,16 @@ Result<std::vector<ClosureRecord>> Store::list_closures() {
 Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT arch, linker, format, raw_size, checksum, data FROM images "
-                          "WHERE closure_key = ?1 ORDER BY arch, linker"));
+                  prepare("SELECT arch, linker, format, raw_size, checksum, data, dict_id FROM "
+                          "images WHERE closure_key = ?1 ORDER BY arch, linker"));
   Bound b(s);
   b.text(1, closure.hex());
   std::vector<ImageRecord> out;
   while (b.step() == SQLITE_ROW) {
     ImageRecord r{{closure, b.col_text(0), b.col_text(1)}, b.col_text(2), {}};
     std::string what = "image of closure " + closure.hex() + " for " + r.key.arch;
-    int64_t raw_size = b.col_i64(3);
-    if (raw_size < 0)
-      return make_error(Code::corrupt, what + " has a negative size");
-    auto raw = zstd_decompress(b.col_blob(5), size_t(raw_size));
-    if (!raw)
-      return raw.error().context(what);
-    if (checksum_of(*raw) != b.col_i64(4))
-      return make_error(Code::corrupt, what + " fails its checksum");
-    r.bytes = raw.take();
+    KILN_TRY_ASSIGN(r.bytes,
+                    unpack(b.col_blob(5), b.col_i64(3), b.col_i64(4), b.col_dict(6), what));
     out.push_back(std::move(r));
   }
   return out;

@@ -37,6 +37,14 @@ public:
     sqlite3_bind_double(s_, i, v);
     return *this;
   }
+  /// A dictionary id, NULL for 0 (no dictionary).
+  Bound& dict(int i, int64_t id) {
+    if (id)
+      sqlite3_bind_int64(s_, i, id);
+    else
+      sqlite3_bind_null(s_, i);
+    return *this;
+  }
   int step() { return sqlite3_step(s_); }
   std::string col_text(int i) const {
     const unsigned char* p = sqlite3_column_text(s_, i);
@@ -49,10 +57,20 @@ public:
              : std::string();
   }
   int64_t col_i64(int i) const { return sqlite3_column_int64(s_, i); }
+  /// A dictionary id column: 0 for NULL.
+  int64_t col_dict(int i) const {
+    return sqlite3_column_type(s_, i) == SQLITE_NULL ? 0 : sqlite3_column_int64(s_, i);
+  }
   double col_real(int i) const { return sqlite3_column_double(s_, i); }
 
 private:
   sqlite3_stmt* s_;
+};
+
+/// A blob as stored: zstd data and the dictionary it needs (0: none).
+struct Packed {
+  std::string data;
+  int64_t dict = 0;
 };
 
 inline Hash128 key_of(const std::string& hex) {

@@ -7,7 +7,10 @@
 #include "support/files.h"
 
 #include <sqlite3.h>
+#include <zdict.h>
+#include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -241,7 +244,126 @@ std::string uri_path(const std::string& path) {
   return out;
 }
 
+// --- dictionaries --------------------------------------------------------------
+
+// The level of every stored blob (zstd_compress's).
+constexpr int kLevel = 9;
+// Training reads at most this many plain blobs of a kind, each at most
+// kMaxSampleSize, kMaxSampleBytes in all: zstd wants about a hundred times
+// the dictionary's size in samples, and training time grows with them.
+constexpr int kMaxSamples = 2000;
+constexpr int64_t kMaxSampleSize = 128 << 10;
+constexpr size_t kMaxSampleBytes = 2 << 20;
+constexpr size_t kMaxDictionarySize = 16 << 10;
+constexpr size_t kMinDictionarySize = 1 << 10;
+// compact() recompresses at most this many raw bytes per call, so that a
+// close stays short when a big cache gains its first dictionary.
+constexpr int64_t kCompactBytes = 32 << 20;
+constexpr int kCompactBlobs = 8192;
+
+std::string kind_name(bool image, const std::string& format) {
+  return (image ? "image " : "artifact ") + format;
+}
+
+using CompressContext = std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)>;
+
+CompressContext compress_context() { return {ZSTD_createCCtx(), ZSTD_freeCCtx}; }
+
+// A per-thread decompression context (small: output goes straight to its
+// buffer); compression contexts hold megabytes and are not kept.
+ZSTD_DCtx* thread_dctx() {
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> d(ZSTD_createDCtx(),
+                                                                     ZSTD_freeDCtx);
+  return d.get();
+}
+
+// One frame compressed with a dictionary; empty if zstd fails.
+std::string compress_with(ZSTD_CCtx* cctx, const ZSTD_CDict* cdict, std::string_view raw) {
+  if (!cctx)
+    return {};
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  size_t n = ZSTD_compress_usingCDict(cctx, out.data(), out.size(), raw.data(), raw.size(), cdict);
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return out;
+}
+
+// zstd_decompress with a dictionary: the same checks of every claimed size
+// before anything is allocated.
+Result<std::string> decompress_with(const ZSTD_DDict* ddict, std::string_view packed,
+                                    size_t expected) {
+  size_t limit = zstd_output_limit(packed.size());
+  if (expected > limit)
+    return make_error(Code::corrupt, "blob claims " + std::to_string(expected) + " bytes from " +
+                                         std::to_string(packed.size()) +
+                                         " compressed (at most " + std::to_string(limit) +
+                                         " allowed)");
+  unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size != expected)
+    return make_error(Code::corrupt, "compressed blob has a bad zstd header or size");
+  std::string out(expected, '\0');
+  size_t n = ZSTD_decompress_usingDDict(thread_dctx(), out.data(), out.size(), packed.data(),
+                                        packed.size(), ddict);
+  if (ZSTD_isError(n) || n != expected)
+    return make_error(Code::corrupt,
+                      std::string("compressed blob does not decompress with its dictionary: ") +
+                          (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size"));
+  return out;
+}
+
+// Blobs to train on: concatenated, with each one's size.
+struct Samples {
+  std::string bytes;
+  std::vector<size_t> sizes;
+  int64_t stored = 0; // their stored (plain zstd) size
+};
+
+// A dictionary of at most `capacity` bytes trained on `s`; empty if zstd
+// cannot make one.
+std::string train(const Samples& s, size_t capacity) {
+  std::string dict(capacity, '\0');
+  size_t n = ZDICT_trainFromBuffer(dict.data(), dict.size(), s.bytes.data(), s.sizes.data(),
+                                   unsigned(s.sizes.size()));
+  if (ZDICT_isError(n))
+    return {};
+  dict.resize(n);
+  return dict;
+}
+
+// What `dict` makes of the samples: their compressed size plus its own.
+int64_t cost_with(const std::string& dict, const Samples& s) {
+  ZSTD_CDict* c = ZSTD_createCDict(dict.data(), dict.size(), kLevel);
+  if (!c)
+    return INT64_MAX;
+  int64_t total = int64_t(dict.size());
+  size_t at = 0;
+  CompressContext cctx = compress_context();
+  for (size_t n : s.sizes) {
+    std::string out = compress_with(cctx.get(), c, std::string_view(s.bytes).substr(at, n));
+    total += out.empty() ? int64_t(n) : int64_t(out.size());
+    at += n;
+  }
+  ZSTD_freeCDict(c);
+  return total;
+}
+
 } // namespace
+
+// A zstd dictionary as one connection uses it, digested for decompression
+// and, once its kind's newest, for compression.
+struct Dictionary {
+  int64_t id = 0;
+  std::string kind;
+  std::string data;
+  ZSTD_DDict* ddict = nullptr;
+  mutable ZSTD_CDict* cdict = nullptr; ///< made under the store's lock, then only read
+  Dictionary() = default;
+  Dictionary(const Dictionary&) = delete;
+  Dictionary& operator=(const Dictionary&) = delete;
+  ~Dictionary() {
+    ZSTD_freeDDict(ddict);
+    ZSTD_freeCDict(cdict);
+  }
+};
 
 int schema_version() { return kMigrations[sizeof kMigrations / sizeof kMigrations[0] - 1].version; }
 
@@ -284,6 +406,7 @@ Result<sqlite3_stmt*> Store::prepare(const char* sql) {
 }
 
 Store::~Store() {
+  finish();
   for (auto& [k, s] : stmts_)
     sqlite3_finalize(s);
   std::lock_guard lock(open_files().mu);
@@ -457,6 +580,14 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
     sqlite3_finalize(s);
   }
   bool switch_mode = objects == 0 || current != (network.empty() ? "wal" : "delete");
+  if (objects == 0) {
+    // A new file, before anything is written to it (the journal mode
+    // switch writes its header, and fixes both for good): small pages,
+    // since every table and index takes at least one even when empty, and
+    // freed pages given back to the file system as gc runs.
+    KILN_TRY(st->exec("PRAGMA page_size=1024"));
+    KILN_TRY(st->exec("PRAGMA auto_vacuum=INCREMENTAL"));
+  }
   // SQLite's busy handler does not wait for that exclusive moment: retry
   // while another opener holds it.
   for (int attempt = 0; switch_mode; ++attempt) {
@@ -476,16 +607,15 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
     }
     return wal.error();
   }
-  // A new file gives freed pages back to the file system as gc runs.
-  if (objects == 0)
-    KILN_TRY(st->exec("PRAGMA auto_vacuum=INCREMENTAL"));
   KILN_TRY(st->exec("PRAGMA synchronous=NORMAL"));
   KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
   if (network.empty()) {
     // The WAL file stays between processes (emptied, not deleted): a short
-    // process does not create it again and sync the directory for it.
+    // process does not create it again and sync the directory for it. The
+    // last connection to close after writing removes it (finish()).
     int persist = 1;
     sqlite3_file_control(st->db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+    st->wal_ = true;
   }
   if (user_version < schema_version())
     KILN_TRY(st->migrate());
@@ -494,10 +624,59 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
 
 void Store::defer_checkpoint() {
   std::lock_guard lock(mu_);
+  deferred_ = true;
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
 }
 
+void Store::finish() {
+  if (!db_ || read_only_)
+    return;
+  bool wrote = migrated_ || sqlite3_total_changes64(db_) > 0;
+  if (wrote && !deferred_)
+    (void)compact(); // an optimisation: a failure leaves plain blobs, still valid
+  if (!wal_)
+    return;
+  // A loader that wrote leaves its frames for the next writer (no fsync
+  // here); any other connection, when it is the last one open, checkpoints
+  // and removes the -wal and -shm files. So does a loader that wrote
+  // nothing, since there is nothing to sync then.
+  bool quiet = !deferred_ || migrated_;
+  if (!quiet) {
+    struct stat wal;
+    quiet = ::stat((path_ + "-wal").c_str(), &wal) != 0 || wal.st_size == 0;
+  }
+  if (!quiet)
+    return;
+  std::lock_guard lock(mu_);
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+  // A cache other users may read keeps its side files, the WAL emptied:
+  // their read-only opens then read through them, which a writer arriving
+  // later does not disturb. Without them they read the file as immutable.
+  struct stat db;
+  if (::stat(path_.c_str(), &db) == 0 && (db.st_mode & 0044) != 0) {
+    (void)exec("PRAGMA journal_size_limit=0");
+    return;
+  }
+  int persist = 0;
+  sqlite3_file_control(db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+}
+
 Status Store::migrate() {
+  // Foreign keys are off while migrations rebuild tables (schema 5): a
+  // dropped table must not cascade to the rows that refer to it. The pragma
+  // is a no-op inside a transaction.
+  KILN_TRY(exec("PRAGMA foreign_keys=OFF"));
+  Status s = migrate_steps();
+  Status on = exec("PRAGMA foreign_keys=ON");
+  KILN_TRY(s);
+  KILN_TRY(on);
+  migrated_ = true;
+  // Pages the rebuilt tables left free go back to the file system (where
+  // the file has auto_vacuum: every file created since schema 5).
+  return exec("PRAGMA incremental_vacuum");
+}
+
+Status Store::migrate_steps() {
   KILN_TRY(exec("BEGIN IMMEDIATE"));
   // Another process may have migrated while we waited for the write lock.
   int current = 0;
@@ -551,31 +730,54 @@ Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& 
   return true;
 }
 
+Result<int64_t> Store::target_id(const JobRecord& job) {
+  // A few rows (one per target and CPU): no index needed. Writers are
+  // serialised, so two cannot insert the same description.
+  KILN_TRY_ASSIGN(auto find, prepare("SELECT id FROM targets WHERE spec = ?1 AND triple = ?2 AND "
+                                     "cpu = ?3 AND features = ?4 ORDER BY id LIMIT 1"));
+  {
+    Bound b(find);
+    b.text(1, job.target).text(2, job.triple).text(3, job.cpu).text(4, job.features);
+    int rc = b.step();
+    if (rc == SQLITE_ROW)
+      return b.col_i64(0);
+    if (rc != SQLITE_DONE)
+      return db_error("cannot look up target " + job.target);
+  }
+  KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO targets(spec, triple, cpu, features) VALUES "
+                                    "(?1, ?2, ?3, ?4)"));
+  Bound b(ins);
+  b.text(1, job.target).text(2, job.triple).text(3, job.cpu).text(4, job.features);
+  if (b.step() != SQLITE_DONE)
+    return db_error("cannot record target " + job.target);
+  return int64_t(sqlite3_last_insert_rowid(db_));
+}
+
 Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
-                              const std::vector<std::string>& packed,
+                              const std::vector<Packed>& packed,
                               const std::vector<JobRef>& refs) {
   std::string hex = job.key.hex();
+  KILN_TRY_ASSIGN(auto target, target_id(job));
   KILN_TRY_ASSIGN(auto ins,
-                  prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target, triple, cpu, "
-                          "features, options, module_hash, toolchain, compile_ms, created_at) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+                  prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target_id, options, "
+                          "module_hash, toolchain, compile_ms, created_at) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
   {
     Bound b(ins);
-    b.text(1, hex).text(2, job.entry).text(3, job.symbol).text(4, job.target);
-    b.text(5, job.triple).text(6, job.cpu).text(7, job.features).text(8, job.options);
-    b.text(9, job.module_hash.hex()).text(10, job.toolchain).real(11, job.compile_ms);
-    b.i64(12, job.created_at ? job.created_at : now_seconds());
+    b.text(1, hex).text(2, job.entry).text(3, job.symbol).i64(4, target);
+    b.text(5, job.options).text(6, job.module_hash.hex()).text(7, job.toolchain);
+    b.real(8, job.compile_ms).i64(9, job.created_at ? job.created_at : now_seconds());
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the job");
   }
   KILN_TRY_ASSIGN(
       auto art,
-      prepare("INSERT OR IGNORE INTO artifacts(job_key, format, raw_size, checksum, data) "
-              "VALUES (?1, ?2, ?3, ?4, ?5)"));
+      prepare("INSERT OR IGNORE INTO artifacts(job_key, format, raw_size, checksum, data, "
+              "dict_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   for (size_t i = 0; i < artifacts.size(); ++i) {
     Bound b(art);
     b.text(1, hex).text(2, artifacts[i].format).i64(3, int64_t(artifacts[i].bytes.size()));
-    b.i64(4, checksum_of(artifacts[i].bytes)).blob(5, packed[i]);
+    b.i64(4, checksum_of(artifacts[i].bytes)).blob(5, packed[i].data).dict(6, packed[i].dict);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert artifact " + artifacts[i].format);
   }
@@ -605,11 +807,17 @@ Status Store::transaction(const std::function<Status()>& body) {
 
 Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
                       const std::vector<JobRef>& refs) {
+  std::vector<std::shared_ptr<const Dictionary>> dicts;
+  {
+    std::lock_guard lock(mu_);
+    for (const Artifact& a : artifacts)
+      dicts.push_back(writing_dictionary(kind_name(false, a.format)));
+  }
   // Compress outside the lock: it is the expensive part.
-  std::vector<std::string> packed;
+  std::vector<Packed> packed;
   packed.reserve(artifacts.size());
-  for (const Artifact& a : artifacts)
-    packed.push_back(zstd_compress(a.bytes));
+  for (size_t i = 0; i < artifacts.size(); ++i)
+    packed.push_back(pack_with(dicts[i].get(), artifacts[i].bytes));
   std::lock_guard lock(mu_);
   Status s = transaction([&] { return insert_job_rows(job, artifacts, packed, refs); });
   if (!s)
@@ -635,13 +843,15 @@ static JobRecord read_job(const Bound& b) {
   return j;
 }
 
+// A job's columns with its target description; a job whose description is
+// missing reads with an empty one (and then fails verify's key check).
 #define KILN_JOB_COLUMNS                                                                           \
-  "key, entry, symbol, target, triple, cpu, features, options, module_hash, toolchain, "           \
-  "compile_ms, created_at"
+  "j.key, j.entry, j.symbol, t.spec, t.triple, t.cpu, t.features, j.options, j.module_hash, "      \
+  "j.toolchain, j.compile_ms, j.created_at FROM jobs j LEFT JOIN targets t ON t.id = j.target_id"
 
 Result<JobRecord> Store::get_job(const Hash128& key) {
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs WHERE key = ?1"));
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT " KILN_JOB_COLUMNS " WHERE j.key = ?1"));
   Bound b(s);
   b.text(1, key.hex());
   int rc = b.step();
@@ -655,7 +865,7 @@ Result<JobRecord> Store::get_job(const Hash128& key) {
 Result<std::vector<JobRecord>> Store::list_jobs() {
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT " KILN_JOB_COLUMNS " FROM jobs ORDER BY target, entry, key"));
+                  prepare("SELECT " KILN_JOB_COLUMNS " ORDER BY t.spec, j.entry, j.key"));
   Bound b(s);
   std::vector<JobRecord> out;
   int rc;
@@ -697,12 +907,19 @@ Result<std::vector<ArtifactInfo>> Store::artifact_infos(const Hash128& key) {
   return out;
 }
 
-// Decompresses and checks a stored blob; `what` names it in errors.
-static Result<std::string> unpack(const std::string& packed, int64_t raw_size, int64_t checksum,
-                                  const std::string& what) {
+Result<std::string> Store::unpack(const std::string& data, int64_t raw_size, int64_t checksum,
+                                  int64_t dict, const std::string& what) {
   if (raw_size < 0)
     return make_error(Code::corrupt, what + " has a negative size");
-  auto raw = zstd_decompress(packed, size_t(raw_size));
+  Result<std::string> raw = make_error(Code::internal, "unread");
+  if (dict == 0) {
+    raw = zstd_decompress(data, size_t(raw_size));
+  } else {
+    auto d = dictionary(dict);
+    if (!d)
+      return d.error().context(what);
+    raw = decompress_with((*d)->ddict, data, size_t(raw_size));
+  }
   if (!raw)
     return raw.error().context(what);
   if (checksum_of(*raw) != checksum)
@@ -710,22 +927,86 @@ static Result<std::string> unpack(const std::string& packed, int64_t raw_size, i
   return raw;
 }
 
-// Steps a bound (raw_size, checksum, data) query: the checked raw bytes,
-// not_found without a row, corrupt if damaged.
+// Steps a bound (raw_size, checksum, data, dict_id) query: the checked raw
+// bytes, not_found without a row, corrupt if damaged.
 Result<std::string> Store::step_blob(Bound& b, const std::string& what) {
   int rc = b.step();
   if (rc == SQLITE_DONE)
     return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");
   if (rc != SQLITE_ROW)
     return db_error("cannot read " + what);
-  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), what);
+  return unpack(b.col_blob(2), b.col_i64(0), b.col_i64(1), b.col_dict(3), what);
+}
+
+Result<std::shared_ptr<const Dictionary>> Store::dictionary(int64_t id) {
+  if (auto it = dictionaries_.find(id); it != dictionaries_.end())
+    return it->second;
+  std::string what = "dictionary " + std::to_string(id);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT kind, checksum, data FROM dictionaries WHERE id = ?1"));
+  Bound b(s);
+  b.i64(1, id);
+  int rc = b.step();
+  if (rc == SQLITE_DONE)
+    return make_error(Code::corrupt, what + ", which it needs, is not in cache '" + path_ + "'");
+  if (rc != SQLITE_ROW)
+    return db_error("cannot read " + what);
+  auto d = std::make_shared<Dictionary>();
+  d->id = id;
+  d->kind = b.col_text(0);
+  d->data = b.col_blob(2);
+  if (checksum_of(d->data) != b.col_i64(1))
+    return make_error(Code::corrupt, what + " (" + d->kind + ") fails its checksum");
+  d->ddict = ZSTD_createDDict(d->data.data(), d->data.size());
+  if (!d->ddict)
+    return make_error(Code::corrupt, what + " (" + d->kind + ") is not a zstd dictionary");
+  dictionaries_[id] = d;
+  return std::shared_ptr<const Dictionary>(d);
+}
+
+Result<std::shared_ptr<const Dictionary>> Store::dictionary_for(const std::string& kind) {
+  if (auto it = newest_dictionary_.find(kind); it != newest_dictionary_.end())
+    return it->second;
+  // Not cached while a kind has none: another process may train one.
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT max(id) FROM dictionaries WHERE kind = ?1"));
+  int64_t id = 0;
+  {
+    Bound b(s);
+    b.text(1, kind);
+    if (b.step() != SQLITE_ROW)
+      return db_error("cannot look up the dictionary for " + kind);
+    id = b.col_dict(0);
+  }
+  if (id == 0)
+    return std::shared_ptr<const Dictionary>();
+  KILN_TRY_ASSIGN(auto d, dictionary(id));
+  if (!d->cdict) {
+    d->cdict = ZSTD_createCDict(d->data.data(), d->data.size(), kLevel);
+    if (!d->cdict)
+      return make_error(Code::internal, "cannot prepare dictionary " + std::to_string(id));
+  }
+  newest_dictionary_[kind] = d;
+  return d;
+}
+
+std::shared_ptr<const Dictionary> Store::writing_dictionary(const std::string& kind) {
+  auto d = dictionary_for(kind);
+  return d ? d.take() : nullptr;
+}
+
+Packed Store::pack_with(const Dictionary* dict, const std::string& raw) {
+  if (dict && dict->cdict) {
+    std::string out = compress_with(compress_context().get(), dict->cdict, raw);
+    if (!out.empty())
+      return {std::move(out), dict->id};
+  }
+  return {zstd_compress(raw, kLevel), 0};
 }
 
 Result<std::string> Store::get_artifact(const Hash128& job, const std::string& format) {
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT raw_size, checksum, data FROM artifacts WHERE job_key = ?1 AND "
-                          "format = ?2"));
+                  prepare("SELECT raw_size, checksum, data, dict_id FROM artifacts WHERE "
+                          "job_key = ?1 AND format = ?2"));
   Bound b(s);
   b.text(1, job.hex()).text(2, format);
   return step_blob(b, "artifact " + format + " of job " + job.hex());
@@ -943,9 +1224,9 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
     }
     RootRead r{closure.take(), std::nullopt};
     if (!arch.empty()) {
-      KILN_TRY_ASSIGN(auto img, prepare("SELECT raw_size, checksum, data FROM images WHERE "
-                                        "closure_key = ?1 AND arch = ?2 ORDER BY created_at "
-                                        "DESC, linker DESC LIMIT 1"));
+      KILN_TRY_ASSIGN(auto img, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
+                                        "WHERE closure_key = ?1 AND arch = ?2 ORDER BY "
+                                        "created_at DESC, linker DESC LIMIT 1"));
       Bound b(img);
       b.text(1, key->hex()).text(2, arch);
       // A damaged image counts as absent here: the caller links anew.
@@ -1004,17 +1285,18 @@ Result<std::vector<NameRecord>> Store::list_names() {
   return out;
 }
 
-Status Store::insert_image_row(const ImageRecord& image, const std::string& packed) {
+Status Store::insert_image_row(const ImageRecord& image, const Packed& packed) {
   // Replace, not ignore: a stored image that failed its checks is relinked
   // and must be overwritten (same key, so otherwise the same bytes).
   KILN_TRY_ASSIGN(
       auto s, prepare("INSERT OR REPLACE INTO images(closure_key, arch, linker, format, raw_size, "
-                      "checksum, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+                      "checksum, data, created_at, dict_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                      "?8, ?9)"));
   const ImageKey &key = image.key;
   Bound b(s);
   b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker).text(4, image.format);
-  b.i64(5, int64_t(image.bytes.size())).i64(6, checksum_of(image.bytes)).blob(7, packed);
-  b.i64(8, now_seconds());
+  b.i64(5, int64_t(image.bytes.size())).i64(6, checksum_of(image.bytes)).blob(7, packed.data);
+  b.i64(8, now_seconds()).dict(9, packed.dict);
   if (b.step() != SQLITE_DONE)
     return db_error("cannot store the image of closure " + key.closure.hex());
   return Status::ok();
@@ -1028,7 +1310,12 @@ Status Store::put_image(const ImageKey& key, const std::string& format, const st
     return Status::ok();
   }
   ImageRecord image{key, format, bytes};
-  std::string packed = zstd_compress(bytes);
+  std::shared_ptr<const Dictionary> dict;
+  {
+    std::lock_guard lock(mu_);
+    dict = writing_dictionary(kind_name(true, format));
+  }
+  Packed packed = pack_with(dict.get(), bytes);
   std::lock_guard lock(mu_);
   return insert_image_row(image, packed);
 }
@@ -1038,8 +1325,8 @@ Result<std::string> Store::get_image(const ImageKey& key) {
   if (auto mem = memory_image(key.closure, key.arch, &key.linker))
     return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
-                          "arch = ?2 AND linker = ?3"));
+                  prepare("SELECT raw_size, checksum, data, dict_id FROM images WHERE "
+                          "closure_key = ?1 AND arch = ?2 AND linker = ?3"));
   Bound b(s);
   b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker);
   return step_blob(b, "image of closure " + key.closure.hex() + " for " + key.arch);
@@ -1050,8 +1337,9 @@ Result<std::string> Store::get_image_any_linker(const Hash128& closure, const st
   if (auto mem = memory_image(closure, arch, nullptr))
     return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT raw_size, checksum, data FROM images WHERE closure_key = ?1 AND "
-                          "arch = ?2 ORDER BY created_at DESC, linker DESC LIMIT 1"));
+                  prepare("SELECT raw_size, checksum, data, dict_id FROM images WHERE "
+                          "closure_key = ?1 AND arch = ?2 ORDER BY created_at DESC, linker DESC "
+                          "LIMIT 1"));
   Bound b(s);
   b.text(1, closure.hex()).text(2, arch);
   return step_blob(b, "image of closure " + closure.hex() + " for " + arch);
@@ -1085,6 +1373,218 @@ Status Store::check_closure_recorded(const ClosureRecord& closure,
                              n.closure.hex());
   }
   return Status::ok();
+}
+
+
+// --- compaction: dictionaries trained on the cache's own blobs ---------------
+
+Status Store::compact() {
+  if (read_only_)
+    return Status::ok();
+  std::lock_guard lock(mu_);
+  // Each kind with plain blobs, in a fixed order so that the same blobs
+  // always give the same dictionaries.
+  std::vector<std::tuple<bool, std::string, int64_t>> kinds;
+  for (bool image : {false, true}) {
+    KILN_TRY_ASSIGN(auto s, image ? prepare("SELECT format, count(*) FROM images WHERE dict_id IS "
+                                            "NULL GROUP BY format ORDER BY format")
+                                  : prepare("SELECT format, count(*) FROM artifacts WHERE dict_id "
+                                            "IS NULL GROUP BY format ORDER BY format"));
+    Bound b(s);
+    int rc;
+    while ((rc = b.step()) == SQLITE_ROW)
+      kinds.emplace_back(image, b.col_text(0), b.col_i64(1));
+    if (rc != SQLITE_DONE)
+      return db_error("cannot count plain blobs");
+  }
+  int64_t budget = kCompactBytes;
+  for (const auto& [image, format, plain] : kinds)
+    KILN_TRY(compact_kind(image, format, plain, budget));
+  // Free pages go back to the file system when the smaller blobs freed
+  // some, or when they are an eighth of the file (index pages that updates
+  // split); fewer stay for the next writer to reuse.
+  KILN_TRY_ASSIGN(auto free_pages, count("PRAGMA freelist_count"));
+  KILN_TRY_ASSIGN(auto pages, count("PRAGMA page_count"));
+  if (free_pages > 0 && (budget < kCompactBytes || free_pages * 8 > pages))
+    KILN_TRY(exec("PRAGMA incremental_vacuum"));
+  return Status::ok();
+}
+
+Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
+                           int64_t& budget) {
+  std::string kind = kind_name(image, format);
+  auto newest = dictionary_for(kind);
+  if (!newest)
+    return Status::ok(); // a damaged dictionary: verify reports it; nothing to do here
+  std::shared_ptr<const Dictionary> dict = newest.take();
+  if (!dict) {
+    if (plain < kMinDictionarySamples)
+      return Status::ok();
+    // A dictionary that did not pay for itself is tried again only when the
+    // kind's plain blobs have grown fourfold.
+    KILN_TRY_ASSIGN(auto attempt, prepare("SELECT value FROM meta WHERE key = ?1"));
+    {
+      Bound b(attempt);
+      b.text(1, "dictionary attempt: " + kind);
+      if (b.step() == SQLITE_ROW && plain < 4 * std::atoll(b.col_text(0).c_str()))
+        return Status::ok();
+    }
+    KILN_TRY_ASSIGN(dict, train_dictionary(image, format, plain));
+    if (!dict)
+      return Status::ok();
+  }
+  if (budget <= 0)
+    return Status::ok();
+  // Recompress plain blobs with the dictionary: the raw bytes, checksum and
+  // rowid stay; a damaged blob is left as it is, for verify to report. The
+  // rows are deleted and inserted again rather than updated in place: a row
+  // that shrinks keeps its page, and these shrink to a fraction.
+  return transaction([&]() -> Status {
+    KILN_TRY_ASSIGN(auto sel,
+                    image ? prepare("SELECT rowid, raw_size, checksum, data, closure_key, arch, "
+                                    "linker, created_at FROM images WHERE format = ?1 AND "
+                                    "dict_id IS NULL ORDER BY rowid LIMIT ?2")
+                          : prepare("SELECT rowid, raw_size, checksum, data, job_key FROM "
+                                    "artifacts WHERE format = ?1 AND dict_id IS NULL ORDER BY "
+                                    "rowid LIMIT ?2"));
+    struct Row {
+      int64_t rowid, raw_size, checksum;
+      std::string data, key, arch, linker;
+      int64_t created_at = 0;
+    };
+    std::vector<Row> rows;
+    CompressContext cctx = compress_context();
+    {
+      Bound b(sel);
+      b.text(1, format).i64(2, kCompactBlobs);
+      while (budget > 0 && b.step() == SQLITE_ROW) {
+        Row r{b.col_i64(0), b.col_i64(1), b.col_i64(2), b.col_blob(3), b.col_text(4), {}, {}};
+        if (image) {
+          r.arch = b.col_text(5);
+          r.linker = b.col_text(6);
+          r.created_at = b.col_i64(7);
+        }
+        budget -= std::max<int64_t>(r.raw_size, 1);
+        if (r.raw_size < 0)
+          continue;
+        auto raw = zstd_decompress(r.data, size_t(r.raw_size));
+        if (!raw || checksum_of(*raw) != r.checksum)
+          continue;
+        std::string packed = compress_with(cctx.get(), dict->cdict, *raw);
+        if (packed.empty())
+          continue;
+        r.data = std::move(packed);
+        rows.push_back(std::move(r));
+      }
+    }
+    KILN_TRY_ASSIGN(auto del, image ? prepare("DELETE FROM images WHERE rowid = ?1")
+                                    : prepare("DELETE FROM artifacts WHERE rowid = ?1"));
+    for (const Row& r : rows) {
+      Bound b(del);
+      b.i64(1, r.rowid);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot recompress a blob of " + kind);
+    }
+    KILN_TRY_ASSIGN(auto ins,
+                    image ? prepare("INSERT INTO images(rowid, closure_key, arch, linker, format, "
+                                    "raw_size, checksum, data, created_at, dict_id) VALUES (?1, "
+                                    "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
+                          : prepare("INSERT INTO artifacts(rowid, job_key, format, raw_size, "
+                                    "checksum, data, dict_id) VALUES (?1, ?2, ?5, ?6, ?7, ?8, "
+                                    "?10)"));
+    for (const Row& r : rows) {
+      Bound b(ins);
+      b.i64(1, r.rowid).text(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
+      b.blob(8, r.data).i64(10, dict->id);
+      if (image)
+        b.text(3, r.arch).text(4, r.linker).i64(9, r.created_at);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot recompress a blob of " + kind);
+    }
+    return Status::ok();
+  });
+}
+
+Result<std::shared_ptr<const Dictionary>> Store::train_dictionary(bool image,
+                                                                  const std::string& format,
+                                                                  int64_t plain) {
+  std::string kind = kind_name(image, format);
+  // Samples in key order, so that every cache holding the same blobs trains
+  // the same dictionary.
+  Samples samples;
+  KILN_TRY(read_transaction([&]() -> Status {
+    KILN_TRY_ASSIGN(auto s, image ? prepare("SELECT raw_size, checksum, data FROM images WHERE "
+                                            "format = ?1 AND dict_id IS NULL AND raw_size <= ?2 "
+                                            "ORDER BY closure_key, arch, linker LIMIT ?3")
+                                  : prepare("SELECT raw_size, checksum, data FROM artifacts WHERE "
+                                            "format = ?1 AND dict_id IS NULL AND raw_size <= ?2 "
+                                            "ORDER BY job_key LIMIT ?3"));
+    Bound b(s);
+    b.text(1, format).i64(2, kMaxSampleSize).i64(3, kMaxSamples);
+    while (samples.bytes.size() < kMaxSampleBytes && b.step() == SQLITE_ROW) {
+      std::string data = b.col_blob(2);
+      auto raw = unpack(data, b.col_i64(0), b.col_i64(1), 0, kind);
+      if (!raw)
+        continue; // damaged: not a sample
+      samples.bytes += *raw;
+      samples.sizes.push_back(raw->size());
+      samples.stored += int64_t(data.size());
+    }
+    return Status::ok();
+  }));
+  // The candidates: about an eighth of the samples (zstd's advice is a
+  // hundredth; small caches do better with more), and smaller ones, which
+  // win when the blobs are few. The one that stores the samples in the
+  // fewest bytes, itself included, is kept if it saves a tenth.
+  std::string best;
+  int64_t best_cost = INT64_MAX;
+  if (samples.sizes.size() >= size_t(kMinDictionarySamples)) {
+    size_t cap = kMaxDictionarySize;
+    while (cap > kMinDictionarySize && cap > samples.bytes.size() / 8)
+      cap /= 2;
+    for (size_t c : {cap, cap / 2, cap / 4}) {
+      if (c < kMinDictionarySize)
+        break;
+      std::string dict = train(samples, c);
+      if (dict.empty())
+        continue;
+      int64_t cost = cost_with(dict, samples);
+      if (cost < best_cost) {
+        best = std::move(dict);
+        best_cost = cost;
+      }
+    }
+  }
+  bool worth = !best.empty() && best_cost <= samples.stored - samples.stored / 10;
+  KILN_TRY(transaction([&]() -> Status {
+    if (!worth) {
+      KILN_TRY_ASSIGN(auto s, prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)"));
+      Bound b(s);
+      b.text(1, "dictionary attempt: " + kind).text(2, std::to_string(plain));
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot record a dictionary attempt");
+      return Status::ok();
+    }
+    // Another process may have trained one meanwhile: the first one stays.
+    KILN_TRY_ASSIGN(auto have, prepare("SELECT max(id) FROM dictionaries WHERE kind = ?1"));
+    {
+      Bound b(have);
+      b.text(1, kind);
+      if (b.step() == SQLITE_ROW && b.col_dict(0) != 0)
+        return Status::ok();
+    }
+    KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO dictionaries(kind, samples, checksum, data, "
+                                      "created_at) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    Bound b(ins);
+    b.text(1, kind).i64(2, int64_t(samples.sizes.size())).i64(3, checksum_of(best));
+    b.blob(4, best).i64(5, now_seconds());
+    if (b.step() != SQLITE_DONE)
+      return db_error("cannot store a dictionary for " + kind);
+    return Status::ok();
+  }));
+  if (!worth)
+    return std::shared_ptr<const Dictionary>();
+  return dictionary_for(kind);
 }
 
 } // namespace kiln::storage

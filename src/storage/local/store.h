@@ -2,6 +2,9 @@
 // deferred symbols, closures, linked images and names. Content-addressed rows
 // are written once (a concurrent duplicate insert is ignored); every blob is
 // zstd-compressed and carries an XXH3-64 checksum that is checked on read.
+// Blobs of a kind (artifacts or images of one format) are compressed with a
+// zstd dictionary trained on the cache's own blobs of that kind once there
+// are enough of them; dictionaries are stored in the file and never change.
 // One transaction per job: a failed or interrupted write leaves nothing.
 #pragma once
 
@@ -42,6 +45,12 @@ using core::JobRef;
 using core::NameRecord;
 
 class Bound;
+struct Dictionary;
+struct Packed;
+
+/// Plain blobs a kind needs before a dictionary is trained for it: fewer
+/// give a dictionary that does not pay for itself.
+inline constexpr int kMinDictionarySamples = 32;
 
 /// Schema version this binary writes; older caches are migrated at open,
 /// newer ones are refused.
@@ -88,9 +97,20 @@ public:
   /// For a process that mostly reads (the loader): closing does not
   /// checkpoint the WAL and pay its fsyncs; the next writer's checkpoint, or
   /// the next opener's recovery, takes its few writes (recency, counters, an
-  /// image it linked). Precompiles, imports and gc still checkpoint at close,
-  /// so a copy of a quiet cache file holds all their content.
+  /// image it linked). Nor does it compact. Other connections (precompiles,
+  /// imports, gc, inspection) compact if they wrote, and the last one to
+  /// close checkpoints the WAL and removes the -wal and -shm files: a quiet
+  /// cache is one file that holds all their content. A cache other users
+  /// can read keeps both, the WAL emptied, for their read-only opens.
   void defer_checkpoint();
+
+  /// Trains a dictionary for each kind of blob that has none and enough
+  /// plain blobs (kMinDictionarySamples, and the dictionary must pay for
+  /// itself), and recompresses plain blobs with their kind's dictionary, up
+  /// to a bounded amount of work per call. Runs when a connection that wrote
+  /// closes (unless defer_checkpoint was called); a no-op when read-only.
+  /// Deterministic: the same blobs give the same dictionary and bytes.
+  Status compact();
 
   /// True if the job row and every listed artifact format are present.
   Result<bool> has_job(const Hash128& key, const std::vector<std::string>& formats);
@@ -208,7 +228,10 @@ public:
 private:
   Store() = default;
   Status insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
-                         const std::vector<std::string>& packed, const std::vector<JobRef>& refs);
+                         const std::vector<Packed>& packed, const std::vector<JobRef>& refs);
+  /// The id of a job's target description, inserted if new; call inside a
+  /// write transaction.
+  Result<int64_t> target_id(const JobRecord& job);
   Status insert_closure_rows(const ClosureRecord& closure, const std::vector<NameRecord>& names,
                              int64_t now);
   /// The closure row and its members (Code::corrupt if it has none); call
@@ -217,7 +240,31 @@ private:
   /// Runs `body` in a read transaction (one snapshot of the file). Call with
   /// the lock held.
   Status read_transaction(const std::function<Status()>& body);
-  Status insert_image_row(const ImageRecord& image, const std::string& packed);
+  Status insert_image_row(const ImageRecord& image, const Packed& packed);
+  // --- dictionaries (store.cpp); call with the lock held ----------------------
+  /// The dictionary `id`, read and checked once per connection.
+  Result<std::shared_ptr<const Dictionary>> dictionary(int64_t id);
+  /// The newest dictionary of `kind` ("artifact obj", "image cubin"), ready
+  /// to compress with; null if the kind has none.
+  Result<std::shared_ptr<const Dictionary>> dictionary_for(const std::string& kind);
+  /// dictionary_for(kind) for a write: null (plain zstd) if the kind has
+  /// none, or if its dictionary cannot be read (verify reports that).
+  std::shared_ptr<const Dictionary> writing_dictionary(const std::string& kind);
+  /// `raw` compressed for storing, with `dict` (a dictionary_for result)
+  /// if not null. Needs no lock.
+  static Packed pack_with(const Dictionary* dict, const std::string& raw);
+  /// A stored blob's raw bytes: decompressed (with dictionary `dict`, 0 for
+  /// none) and checked against its size and checksum; `what` names it.
+  Result<std::string> unpack(const std::string& data, int64_t raw_size, int64_t checksum,
+                             int64_t dict, const std::string& what);
+  /// compact() for one kind, with its count of plain blobs.
+  Status compact_kind(bool image, const std::string& format, int64_t plain, int64_t& budget);
+  /// A new dictionary for a kind, trained on its `plain` blobs, if one pays
+  /// for itself; null if not (the attempt is recorded).
+  Result<std::shared_ptr<const Dictionary>> train_dictionary(bool image, const std::string& format,
+                                                             int64_t plain);
+  /// At close: compaction and the WAL's fate (see defer_checkpoint).
+  void finish();
   Result<int64_t> count(const char* sql);
   /// Runs `body` in a write transaction: committed if it succeeds, else rolled
   /// back. Call with the lock held.
@@ -231,6 +278,8 @@ private:
   Result<sqlite3_stmt*> prepare(const char* sql);
   Error db_error(const std::string& what) const;
   Status migrate();
+  /// The migrations this file lacks, in one write transaction.
+  Status migrate_steps();
   Result<std::string> step_blob(Bound& b, const std::string& what);
   /// The checks verify makes on the rows themselves (blobs, members, names).
   Status check_rows(std::vector<Problem>& out);
@@ -241,6 +290,12 @@ private:
   std::pair<uint64_t, uint64_t> file_id_{}; ///< (device, inode) while registered as open
   bool registered_ = false;
   bool read_only_ = false;
+  bool deferred_ = false; ///< defer_checkpoint was called
+  bool migrated_ = false; ///< this connection created or migrated the schema
+  bool wal_ = false;      ///< in WAL mode (not on a network file system)
+  /// Dictionaries read so far, by id; the newest of each kind, by kind.
+  std::map<int64_t, std::shared_ptr<const Dictionary>> dictionaries_;
+  std::map<std::string, std::shared_ptr<const Dictionary>> newest_dictionary_;
   std::string read_only_reason_;
   /// Read-only: images linked by this process, by (closure, arch, linker),
   /// with the order they were put in (the newest wins).

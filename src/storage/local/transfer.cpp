@@ -8,7 +8,6 @@
 #include "storage/signing.h"
 
 #include "core/check.h"
-#include "support/compress.h"
 #include "support/files.h"
 
 #include <algorithm>
@@ -17,16 +16,31 @@
 namespace kiln::storage {
 
 Status Store::put_bundle(const BundleData& data) {
-  std::vector<std::vector<std::string>> packed_jobs;
+  // Bundles carry raw bytes: each blob is compressed here with this cache's
+  // dictionary for its kind, if it has one.
+  std::map<std::string, std::shared_ptr<const Dictionary>> dicts;
+  {
+    std::lock_guard lock(mu_);
+    auto want = [&](const std::string& kind) {
+      if (!dicts.count(kind))
+        dicts[kind] = writing_dictionary(kind);
+    };
+    for (const BundleData::Job& j : data.jobs)
+      for (const Artifact& a : j.artifacts)
+        want("artifact " + a.format);
+    for (const ImageRecord& i : data.images)
+      want("image " + i.format);
+  }
+  std::vector<std::vector<Packed>> packed_jobs;
   for (const BundleData::Job& j : data.jobs) {
-    std::vector<std::string> packed;
+    std::vector<Packed> packed;
     for (const Artifact& a : j.artifacts)
-      packed.push_back(zstd_compress(a.bytes));
+      packed.push_back(pack_with(dicts["artifact " + a.format].get(), a.bytes));
     packed_jobs.push_back(std::move(packed));
   }
-  std::vector<std::string> packed_images;
+  std::vector<Packed> packed_images;
   for (const ImageRecord& i : data.images)
-    packed_images.push_back(zstd_compress(i.bytes));
+    packed_images.push_back(pack_with(dicts["image " + i.format].get(), i.bytes));
   std::lock_guard lock(mu_);
   int64_t now = now_seconds();
   return transaction([&]() -> Status {

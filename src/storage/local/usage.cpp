@@ -93,7 +93,8 @@ Result<Stats> Store::stats() {
         {"SELECT count(*) FROM images", &st.images},
         {"SELECT count(*) FROM names", &st.names},
         {"SELECT (SELECT coalesce(sum(length(data)), 0) FROM artifacts) + "
-         "(SELECT coalesce(sum(length(data)), 0) FROM images)",
+         "(SELECT coalesce(sum(length(data)), 0) FROM images) + "
+         "(SELECT coalesce(sum(length(data)), 0) FROM dictionaries)",
          &st.stored_bytes},
         {"SELECT (SELECT coalesce(sum(raw_size), 0) FROM artifacts) + "
          "(SELECT coalesce(sum(raw_size), 0) FROM images)",
@@ -104,7 +105,8 @@ Result<Stats> Store::stats() {
       *c.out = v;
     }
     KILN_TRY_ASSIGN(auto s,
-                    prepare("SELECT target, count(*) FROM jobs GROUP BY target ORDER BY target"));
+                    prepare("SELECT t.spec, count(*) FROM jobs j JOIN targets t ON "
+                            "t.id = j.target_id GROUP BY t.spec ORDER BY t.spec"));
     Bound b(s);
     while (b.step() == SQLITE_ROW)
       st.jobs_per_target.emplace_back(b.col_text(0), b.col_i64(1));

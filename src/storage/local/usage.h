@@ -35,7 +35,7 @@ struct Counters {
 
 struct Stats {
   int64_t jobs = 0, closures = 0, images = 0, names = 0;
-  int64_t stored_bytes = 0; ///< compressed blob bytes
+  int64_t stored_bytes = 0; ///< compressed blob bytes, with the dictionaries they use
   int64_t raw_bytes = 0;    ///< their uncompressed size
   int64_t file_bytes = 0;   ///< the database file's pages
   int64_t live_bytes = 0;   ///< pages in use (file less free pages)

@@ -1,6 +1,7 @@
-// Verification of a whole cache: the rows (blobs against their checksums,
-// closures' members, names' closures) checked in SQL, then every job's key,
-// every closure's key and every image checked by core.
+// Verification of a whole cache: the rows (dictionaries and blobs against
+// their checksums, closures' members, names' closures, jobs' targets) checked
+// in SQL, then every job's key, every closure's key and every image checked
+// by core.
 #include "storage/local/verify.h"
 
 #include "storage/local/statement.h"
@@ -8,7 +9,6 @@
 
 #include "core/check.h"
 #include "core/keys.h"
-#include "support/compress.h"
 
 #include <set>
 
@@ -16,29 +16,41 @@ namespace kiln::storage {
 
 Status Store::check_rows(std::vector<Problem>& out) {
   std::lock_guard lock(mu_);
+  // Dictionaries first: a damaged one is one problem, and every blob that
+  // needs it another.
+  {
+    KILN_TRY_ASSIGN(auto s,
+                    prepare("SELECT id, kind, checksum, data FROM dictionaries ORDER BY id"));
+    Bound b(s);
+    int rc;
+    while ((rc = b.step()) == SQLITE_ROW)
+      if (checksum_of(b.col_blob(3)) != b.col_i64(2)) {
+        std::string id = std::to_string(b.col_i64(0));
+        out.push_back({"dictionary", id,
+                       "dictionary " + id + " (" + b.col_text(1) + ") fails its checksum"});
+      }
+    if (rc != SQLITE_DONE)
+      return db_error("cannot read dictionaries");
+  }
   auto blobs = [&](const char *sql, const char *kind, bool closure_key) -> Status {
     KILN_TRY_ASSIGN(auto s, prepare(sql));
     Bound b(s);
     int rc;
     while ((rc = b.step()) == SQLITE_ROW) {
       std::string key = b.col_text(0), what = b.col_text(1);
-      int64_t raw_size = b.col_i64(2), checksum = b.col_i64(3);
       std::string label = std::string(kind) + " " + what + " of " +
                           (closure_key ? "closure " : "job ") + key;
-      auto raw = raw_size < 0 ? Result<std::string>(make_error(Code::corrupt, "negative size"))
-                              : zstd_decompress(b.col_blob(4), size_t(raw_size));
+      auto raw = unpack(b.col_blob(4), b.col_i64(2), b.col_i64(3), b.col_dict(5), label);
       if (!raw)
-        out.push_back({kind, key, label + ": " + raw.error().message});
-      else if (checksum_of(*raw) != checksum)
-        out.push_back({kind, key, label + " fails its checksum"});
+        out.push_back({kind, key, raw.error().message});
     }
     return rc == SQLITE_DONE ? Status::ok() : Status(db_error("cannot read blobs"));
   };
-  KILN_TRY(blobs("SELECT job_key, format, raw_size, checksum, data FROM artifacts "
+  KILN_TRY(blobs("SELECT job_key, format, raw_size, checksum, data, dict_id FROM artifacts "
                  "ORDER BY job_key, format",
                  "artifact", false));
-  KILN_TRY(blobs("SELECT closure_key, arch || ' (' || linker || ')', raw_size, checksum, data "
-                 "FROM images ORDER BY closure_key, arch",
+  KILN_TRY(blobs("SELECT closure_key, arch || ' (' || linker || ')', raw_size, checksum, data, "
+                 "dict_id FROM images ORDER BY closure_key, arch",
                  "image", true));
 
   struct Check {
@@ -69,6 +81,9 @@ Status Store::check_rows(std::vector<Problem>& out) {
       {"SELECT j.key, a.format FROM jobs j LEFT JOIN artifacts a ON a.job_key = j.key "
        "WHERE a.job_key IS NULL",
        "job", "has no artifacts"},
+      {"SELECT j.key, j.target_id FROM jobs j WHERE NOT EXISTS "
+       "(SELECT 1 FROM targets t WHERE t.id = j.target_id)",
+       "job", "target description missing: "},
       {"SELECT n.name || ' (' || n.target || ')', n.closure_key FROM names n WHERE NOT EXISTS "
        "(SELECT 1 FROM closures c WHERE c.key = n.closure_key)",
        "name", "names a missing closure: "},

@@ -20,7 +20,7 @@ class Store;
 
 /// One problem verify found: what kind of thing, its key, what is wrong.
 struct Problem {
-  std::string kind; ///< "artifact", "image", "closure", "job", "name"
+  std::string kind; ///< "dictionary", "artifact", "image", "closure", "job", "name"
   std::string key;
   std::string message;
 };

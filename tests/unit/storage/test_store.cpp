@@ -1,9 +1,15 @@
 // Unit tests for the local SQLite store (src/storage/local/store.h): creation, migration,
 // round trips, idempotent content-addressed writes, corruption detection,
-// refusal of foreign files, and concurrent writers (threads and processes).
+// refusal of foreign files, and concurrent writers (threads and processes);
+// schema 5: target descriptions stored once, dictionary-compressed blobs,
+// a quiet cache that is one small file.
 #include "storage/local/store.h"
 
 #include "fixtures/cache.hpp"
+#include "storage/bundle.h"
+#include "storage/local/transfer.h"
+#include "storage/local/verify.h"
+#include "support/compress.h"
 
 #include <doctest/doctest.h>
 
@@ -13,6 +19,8 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -715,4 +723,614 @@ TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping 
   CHECK(sqlite3_column_int(s, 0) == kiln::storage::schema_version());
   sqlite3_finalize(s);
   sqlite3_close(db);
+}
+
+// --- schema 5 -----------------------------------------------------------------
+
+namespace {
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+int64_t file_size(const std::string& path) {
+  struct stat sb;
+  REQUIRE(::stat(path.c_str(), &sb) == 0);
+  return int64_t(sb.st_size);
+}
+
+// Runs `sql` on `db` with the values `bind` binds; REQUIREs that it is done.
+void run_bound(sqlite3* db, const char* sql, const std::function<void(sqlite3_stmt*)>& bind) {
+  sqlite3_stmt* s = nullptr;
+  INFO(sql << ": " << sqlite3_errmsg(db));
+  REQUIRE(sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK);
+  bind(s);
+  int rc = sqlite3_step(s);
+  sqlite3_finalize(s);
+  INFO(sqlite3_errmsg(db));
+  REQUIRE(rc == SQLITE_DONE);
+}
+
+void bind_text(sqlite3_stmt* s, int i, const std::string& v) {
+  sqlite3_bind_text(s, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+}
+void bind_blob(sqlite3_stmt* s, int i, const std::string& v) {
+  sqlite3_bind_blob(s, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+}
+
+// Everything a cache holds, read through the store.
+struct Contents {
+  std::vector<JobRecord> jobs;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> artifacts; // by job
+  std::map<std::string, std::vector<JobRef>> refs;
+  std::vector<ClosureRecord> closures;
+  std::vector<ImageRecord> images;
+  std::vector<NameRecord> names;
+  std::map<std::string, std::string> units;
+};
+
+Contents contents_of(Store& st) {
+  Contents c;
+  auto jobs = st.list_jobs();
+  REQUIRE(jobs);
+  c.jobs = jobs.take();
+  for (const JobRecord& j : c.jobs) {
+    auto infos = st.artifact_infos(j.key);
+    REQUIRE(infos);
+    for (const ArtifactInfo& i : *infos) {
+      auto bytes = st.get_artifact(j.key, i.format);
+      INFO((bytes ? std::string() : bytes.error().message));
+      REQUIRE(bytes);
+      c.artifacts[j.key.hex()].emplace_back(i.format, bytes.take());
+    }
+    auto refs = st.job_refs(j.key);
+    REQUIRE(refs);
+    c.refs[j.key.hex()] = refs.take();
+  }
+  auto closures = st.list_closures();
+  REQUIRE(closures);
+  c.closures = closures.take();
+  for (const ClosureRecord& cl : c.closures) {
+    auto images = st.images_of(cl.key);
+    REQUIRE(images);
+    for (ImageRecord& i : *images)
+      c.images.push_back(std::move(i));
+  }
+  auto names = st.list_names();
+  REQUIRE(names);
+  c.names = names.take();
+  for (const NameRecord& n : c.names) {
+    auto unit = st.name_unit(n.name, n.target);
+    REQUIRE(unit);
+    c.units[n.name + "\t" + n.target] = unit.take();
+  }
+  return c;
+}
+
+void check_same(const Contents& a, const Contents& b) {
+  REQUIRE(a.jobs.size() == b.jobs.size());
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    const JobRecord &x = a.jobs[i], &y = b.jobs[i];
+    CAPTURE(x.key.hex());
+    CHECK(x.key == y.key);
+    CHECK(x.entry == y.entry);
+    CHECK(x.symbol == y.symbol);
+    CHECK(x.target == y.target);
+    CHECK(x.triple == y.triple);
+    CHECK(x.cpu == y.cpu);
+    CHECK(x.features == y.features);
+    CHECK(x.options == y.options);
+    CHECK(x.module_hash == y.module_hash);
+    CHECK(x.toolchain == y.toolchain);
+    CHECK(x.compile_ms == y.compile_ms);
+    CHECK(x.created_at == y.created_at);
+  }
+  CHECK(a.artifacts == b.artifacts);
+  REQUIRE(a.refs.size() == b.refs.size());
+  for (const auto& [k, refs] : a.refs) {
+    REQUIRE(b.refs.count(k));
+    REQUIRE(refs.size() == b.refs.at(k).size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      CHECK(refs[i].symbol == b.refs.at(k)[i].symbol);
+      CHECK(refs[i].entry == b.refs.at(k)[i].entry);
+    }
+  }
+  REQUIRE(a.closures.size() == b.closures.size());
+  for (size_t i = 0; i < a.closures.size(); ++i) {
+    CHECK(a.closures[i].key == b.closures[i].key);
+    CHECK(a.closures[i].root_job == b.closures[i].root_job);
+    CHECK(a.closures[i].target == b.closures[i].target);
+    REQUIRE(a.closures[i].members.size() == b.closures[i].members.size());
+    for (size_t m = 0; m < a.closures[i].members.size(); ++m) {
+      CHECK(a.closures[i].members[m].symbol == b.closures[i].members[m].symbol);
+      CHECK(a.closures[i].members[m].job == b.closures[i].members[m].job);
+      CHECK(a.closures[i].members[m].entry == b.closures[i].members[m].entry);
+    }
+  }
+  REQUIRE(a.images.size() == b.images.size());
+  for (size_t i = 0; i < a.images.size(); ++i) {
+    CHECK(a.images[i].key.closure == b.images[i].key.closure);
+    CHECK(a.images[i].key.arch == b.images[i].key.arch);
+    CHECK(a.images[i].key.linker == b.images[i].key.linker);
+    CHECK(a.images[i].format == b.images[i].format);
+    CHECK(a.images[i].bytes == b.images[i].bytes);
+  }
+  REQUIRE(a.names.size() == b.names.size());
+  for (size_t i = 0; i < a.names.size(); ++i) {
+    CHECK(a.names[i].name == b.names[i].name);
+    CHECK(a.names[i].target == b.names[i].target);
+    CHECK(a.names[i].closure == b.names[i].closure);
+  }
+  CHECK(a.units == b.units);
+}
+
+// `c`'s rows written into a new file at `path` as a schema-4 Kiln laid them
+// out: migrations 1 to 4, every blob plain zstd, each job row with its own
+// target description.
+void write_schema4(const Contents& c, const std::string& path) {
+  std::string sql;
+  for (const char* f : {"0001_initial.sql", "0002_lifecycle.sql", "0003_memos.sql",
+                        "0004_leases_and_units.sql"}) {
+    auto text = kiln::read_file(std::string(KILN_SOURCE_DIR) + "/schema/" + f);
+    REQUIRE(text);
+    sql += *text;
+  }
+  sql += "PRAGMA application_id=1263094862; PRAGMA user_version=4;"
+         "INSERT INTO meta(key, value) VALUES ('format', 'kiln-cache');"
+         "INSERT INTO settings(name, value) VALUES ('max_size', '123456789');"
+         "INSERT INTO counters(name, value) VALUES ('loads', 7);"
+         "INSERT INTO memos(key, roots, deps, created_at) VALUES ('" +
+         std::string(32, 'e') + "', 'r' || char(9) || 'host' || char(9) || '" +
+         std::string(32, 'c') + "', '', 5);";
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=WAL", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO((err ? err : ""));
+  sqlite3_free(err);
+  REQUIRE(rc == SQLITE_OK);
+  for (const JobRecord& j : c.jobs) {
+    run_bound(db, "INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+              [&](sqlite3_stmt* s) {
+                bind_text(s, 1, j.key.hex());
+                bind_text(s, 2, j.entry);
+                bind_text(s, 3, j.symbol);
+                bind_text(s, 4, j.target);
+                bind_text(s, 5, j.triple);
+                bind_text(s, 6, j.cpu);
+                bind_text(s, 7, j.features);
+                bind_text(s, 8, j.options);
+                bind_text(s, 9, j.module_hash.hex());
+                bind_text(s, 10, j.toolchain);
+                sqlite3_bind_double(s, 11, j.compile_ms);
+                sqlite3_bind_int64(s, 12, j.created_at);
+              });
+    for (const auto& [format, bytes] : c.artifacts.at(j.key.hex()))
+      run_bound(db, "INSERT INTO artifacts VALUES (?1, ?2, ?3, ?4, ?5)", [&](sqlite3_stmt* s) {
+        bind_text(s, 1, j.key.hex());
+        bind_text(s, 2, format);
+        sqlite3_bind_int64(s, 3, int64_t(bytes.size()));
+        sqlite3_bind_int64(s, 4, int64_t(hash64(bytes)));
+        bind_blob(s, 5, zstd_compress(bytes));
+      });
+    for (const JobRef& r : c.refs.at(j.key.hex()))
+      run_bound(db, "INSERT INTO job_refs VALUES (?1, ?2, ?3)", [&](sqlite3_stmt* s) {
+        bind_text(s, 1, j.key.hex());
+        bind_text(s, 2, r.symbol);
+        bind_text(s, 3, r.entry);
+      });
+    run_bound(db, "INSERT INTO job_leases VALUES (?1, 'holder', 99)",
+              [&](sqlite3_stmt* s) { bind_text(s, 1, j.key.hex()); });
+  }
+  for (const ClosureRecord& cl : c.closures) {
+    run_bound(db, "INSERT INTO closures VALUES (?1, ?2, ?3, 1, 2)", [&](sqlite3_stmt* s) {
+      bind_text(s, 1, cl.key.hex());
+      bind_text(s, 2, cl.root_job.hex());
+      bind_text(s, 3, cl.target);
+    });
+    for (const ClosureMember& m : cl.members)
+      run_bound(db, "INSERT INTO closure_members VALUES (?1, ?2, ?3)", [&](sqlite3_stmt* s) {
+        bind_text(s, 1, cl.key.hex());
+        bind_text(s, 2, m.symbol);
+        bind_text(s, 3, m.job.hex());
+      });
+  }
+  for (const ImageRecord& i : c.images)
+    run_bound(db, "INSERT INTO images VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 3)",
+              [&](sqlite3_stmt* s) {
+                bind_text(s, 1, i.key.closure.hex());
+                bind_text(s, 2, i.key.arch);
+                bind_text(s, 3, i.key.linker);
+                bind_text(s, 4, i.format);
+                sqlite3_bind_int64(s, 5, int64_t(i.bytes.size()));
+                sqlite3_bind_int64(s, 6, int64_t(hash64(i.bytes)));
+                bind_blob(s, 7, zstd_compress(i.bytes));
+              });
+  for (const NameRecord& n : c.names)
+    run_bound(db, "INSERT INTO names VALUES (?1, ?2, ?3, 4, ?4)", [&](sqlite3_stmt* s) {
+      bind_text(s, 1, n.name);
+      bind_text(s, 2, n.target);
+      bind_text(s, 3, n.closure.hex());
+      bind_text(s, 4, c.units.at(n.name + "\t" + n.target));
+    });
+  sqlite3_close(db);
+}
+
+// A unit of `n` small host functions u0 .. u<n-1>, each a root.
+std::string small_functions(int n) {
+  std::string ir;
+  for (int i = 0; i < n; ++i)
+    ir += "define i64 @u" + std::to_string(i) + "(i64 %x) {\n  %a = mul i64 %x, " +
+          std::to_string(i + 1) + "\n  %b = add i64 %a, " + std::to_string(i) +
+          "\n  ret i64 %b\n}\n";
+  return ir;
+}
+
+CompileReport precompile_small(int n, const std::string& path, unsigned jobs = 2) {
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("small.ll", small_functions(n))};
+  req.remote = "off";
+  req.jobs = jobs;
+  return precompile(req, path);
+}
+
+// Blobs alike as compiled code is: one body, a few bytes that differ.
+std::string alike_blob(int i) {
+  static const std::string body = random_bytes(3000, 7);
+  std::string s = body;
+  for (int k = 0; k < 8; ++k)
+    s[size_t(i * 131 + k * 373) % s.size()] = char(i + k);
+  return s + "blob " + std::to_string(i);
+}
+
+Status put_alike(Store& st, int i) {
+  return st.put_job(consistent_job("e" + std::to_string(i)), {{"obj", alike_blob(i)}}, {});
+}
+
+} // namespace
+
+TEST_CASE("schema 5: a schema-4 cache is migrated; every record reads back identically and "
+          "verifies") {
+  // A real precompile for two host targets (two target descriptions, each
+  // with a long CPU feature string), with images and names.
+  TestCache src = empty_cache("kiln-migrate-5-src");
+  src.report = precompile(data_request("nested.ll", {"nest_a"}, {"host", "host:x86-64-v3"}),
+                          src.path());
+  src.open();
+  Contents before = contents_of(*src.store);
+  REQUIRE(before.jobs.size() == 6);
+  REQUIRE(before.images.size() == 2);
+  std::set<std::string> features;
+  for (const JobRecord& j : before.jobs)
+    features.insert(j.features);
+  REQUIRE(features.size() == 2);
+
+  TestCache old = empty_cache("kiln-migrate-5");
+  write_schema4(before, old.path());
+  old.open();
+  Contents after = contents_of(*old.store);
+  check_same(before, after);
+  auto rep = verify_cache(*old.store);
+  REQUIRE(rep);
+  for (const Problem& p : rep->problems)
+    INFO(p.message);
+  CHECK(rep->problems.empty());
+  CHECK(rep->jobs == 6);
+  CHECK(rep->closures == 2);
+  // Kept through the rebuilt tables: settings, counters, leases, memos.
+  CHECK(*old.store->max_size() == 123456789);
+  CHECK(stats_ok(*old.store).counters.loads == 7);
+  auto memo = old.store->get_memo(*parse_hash128(std::string(32, 'e')));
+  REQUIRE(memo);
+  REQUIRE(memo->roots.size() == 1);
+  CHECK(memo->roots[0].closure.hex() == std::string(32, 'c'));
+  CHECK(stats_ok(*old.store).jobs_per_target ==
+        std::vector<std::pair<std::string, int64_t>>{{"host", 3}, {"host:x86-64-v3", 3}});
+  old.store.reset();
+
+  RawDb raw(old.path());
+  CHECK(raw.scalar("PRAGMA user_version") == schema_version());
+  CHECK(raw.scalar("SELECT count(*) FROM targets") == 2);
+  CHECK(raw.scalar("SELECT count(*) FROM job_leases") == 6);
+  CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%5'") == 0);
+  CHECK(raw.text("PRAGMA foreign_key_check") == "");
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  // Not every job row holds its features any more.
+  CHECK(raw.scalar("SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'features'") == 0);
+  // A migrated cache takes new writes.
+  TestCache& c = old;
+  c.open();
+  CHECK(c.store->put_job(consistent_job("new"), {{"obj", "bytes"}}, {}));
+  CHECK(*c.store->get_artifact(consistent_job("new").key, "obj") == "bytes");
+}
+
+TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last writer to close "
+          "leaves no -wal or -shm") {
+  TempDir dir = temp_dir("kiln-quiet");
+  std::string path = cache_file(dir);
+  auto one_file = [&] { return !exists(path + "-wal") && !exists(path + "-shm"); };
+  { auto st = open_store(path); }
+  CHECK(one_file());
+  CHECK(file_size(path) <= 32000);
+  {
+    RawDb raw(path);
+    CHECK(raw.scalar("PRAGMA page_size") == 1024);
+    CHECK(raw.scalar("PRAGMA auto_vacuum") == 2); // incremental
+    CHECK(raw.scalar("PRAGMA freelist_count") == 0);
+  }
+  // A loader's first open creates the cache, so it too leaves one file.
+  TempDir dir2 = temp_dir("kiln-quiet");
+  {
+    auto st = open_store(cache_file(dir2));
+    st->defer_checkpoint();
+  }
+  CHECK(!exists(cache_file(dir2) + "-wal"));
+  CHECK(file_size(cache_file(dir2)) <= 32000);
+
+  {
+    auto st = open_store(path);
+    REQUIRE(put_simple(*st, 1));
+  }
+  CHECK(one_file());
+  // A loader that writes leaves its frames for the next writer: no sync.
+  {
+    auto st = open_store(path);
+    st->defer_checkpoint();
+    Counters c;
+    c.loads = 1;
+    REQUIRE(st->add_counters(c));
+  }
+  REQUIRE(exists(path + "-wal"));
+  CHECK(file_size(path + "-wal") > 0);
+  // So does one that wrote nothing while such frames wait.
+  {
+    auto st = open_store(path);
+    st->defer_checkpoint();
+    CHECK(st->get_job(make_job(1).key));
+  }
+  CHECK(exists(path + "-wal"));
+  // Any other connection, when it is the last, checkpoints and cleans up.
+  {
+    auto st = open_store(path);
+    CHECK(st->get_job(make_job(1).key));
+  }
+  CHECK(one_file());
+  CHECK(stats_ok(*open_store(path)).counters.loads == 1);
+  CHECK(one_file());
+  // A loader that wrote nothing on a quiet cache leaves it quiet.
+  {
+    auto st = open_store(path);
+    st->defer_checkpoint();
+    CHECK(st->get_job(make_job(1).key));
+  }
+  CHECK(one_file());
+  // A writer that is not the last to close leaves the WAL to the last.
+  auto reader = open_store(path);
+  {
+    auto writer = open_store(path);
+    REQUIRE(put_simple(*writer, 2));
+  }
+  CHECK(exists(path + "-wal"));
+  reader.reset();
+  CHECK(one_file());
+  {
+    RawDb raw(path);
+    CHECK(raw.scalar("SELECT count(*) FROM jobs") == 2);
+  }
+  // A cache other users may read keeps its side files for their read-only
+  // opens, the WAL emptied.
+  REQUIRE(::chmod(path.c_str(), 0644) == 0);
+  {
+    auto st = open_store(path);
+    REQUIRE(put_simple(*st, 3));
+  }
+  REQUIRE(exists(path + "-wal"));
+  CHECK(file_size(path + "-wal") == 0);
+  CHECK(exists(path + "-shm"));
+  auto ro = Store::open(path, OpenMode::read_only);
+  REQUIRE(ro);
+  CHECK(*(*ro)->get_artifact(make_job(3).key, "obj") == object_bytes(3));
+}
+
+TEST_CASE("dictionaries: trained when a writer closes with enough blobs of a kind; new blobs "
+          "use it; every reader gets the raw bytes") {
+  TestCache c = open_cache("kiln-dict");
+  int n = kMinDictionarySamples;
+  for (int i = 0; i < n - 1; ++i)
+    REQUIRE(put_alike(*c.store, i));
+  c.open();
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 0);
+    CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == n - 1);
+  }
+  REQUIRE(put_alike(*c.store, n - 1));
+  c.open();
+  int64_t plain = 0;
+  for (int i = 0; i < n; ++i)
+    plain += int64_t(zstd_compress(alike_blob(i)).size());
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 1);
+    CHECK(raw.text("SELECT kind FROM dictionaries") == "artifact obj");
+    CHECK(raw.scalar("SELECT samples FROM dictionaries") == n);
+    CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == 0);
+    int64_t stored = raw.scalar("SELECT sum(length(data)) FROM artifacts");
+    int64_t dict = raw.scalar("SELECT length(data) FROM dictionaries");
+    INFO("plain " << plain << ", with the dictionary " << stored << " + " << dict);
+    CHECK(stored + dict < plain / 4);
+  }
+  for (int i = 0; i < n; ++i)
+    CHECK(*c.store->get_artifact(consistent_job("e" + std::to_string(i)).key, "obj") ==
+          alike_blob(i));
+  // A new blob is compressed with the dictionary as it is stored.
+  REQUIRE(put_alike(*c.store, 1000));
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == 0);
+  }
+  CHECK(*c.store->get_artifact(consistent_job("e1000").key, "obj") == alike_blob(1000));
+  // Stats count the dictionary among the stored bytes.
+  Stats st = stats_ok(*c.store);
+  RawDb raw(c.path());
+  CHECK(st.stored_bytes == raw.scalar("SELECT sum(length(data)) FROM artifacts") +
+                               raw.scalar("SELECT length(data) FROM dictionaries"));
+  auto rep = verify_cache(*c.store);
+  REQUIRE(rep);
+  CHECK(rep->problems.empty());
+  c.store.reset();
+  // Read-only, whether through the WAL's side files or the file alone.
+  for (bool side_files : {false, true}) {
+    CAPTURE(side_files);
+    std::unique_ptr<Store> holder;
+    if (side_files) {
+      holder = open_store(c.path());
+      holder->defer_checkpoint();
+      REQUIRE(holder->add_counters(Counters{.loads = 1}));
+    }
+    auto ro = Store::open(c.path(), OpenMode::read_only);
+    REQUIRE(ro);
+    for (int i : {0, n - 1, 1000})
+      CHECK(*(*ro)->get_artifact(consistent_job("e" + std::to_string(i)).key, "obj") ==
+            alike_blob(i));
+    auto ro_rep = verify_cache(**ro);
+    REQUIRE(ro_rep);
+    CHECK(ro_rep->problems.empty());
+  }
+}
+
+TEST_CASE("dictionaries: the same blobs give the same dictionary and bytes, in any order") {
+  TestCache a = open_cache("kiln-dict-a"), b = open_cache("kiln-dict-b");
+  int n = kMinDictionarySamples + 8;
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(put_alike(*a.store, i));
+    REQUIRE(put_alike(*b.store, n - 1 - i));
+  }
+  a.store.reset();
+  b.store.reset();
+  auto dump = [](const std::string& path) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    std::map<std::string, std::string> out;
+    for (const char* sql : {"SELECT 'dict ' || kind, data FROM dictionaries",
+                            "SELECT job_key, data FROM artifacts"}) {
+      sqlite3_stmt* s = nullptr;
+      REQUIRE(sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK);
+      while (sqlite3_step(s) == SQLITE_ROW)
+        out[reinterpret_cast<const char*>(sqlite3_column_text(s, 0))] =
+            std::string(static_cast<const char*>(sqlite3_column_blob(s, 1)),
+                        size_t(sqlite3_column_bytes(s, 1)));
+      sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return out;
+  };
+  auto da = dump(a.path()), db = dump(b.path());
+  CHECK(da.size() == size_t(n + 1));
+  CHECK(da.count("dict artifact obj"));
+  CHECK(da == db);
+}
+
+TEST_CASE("dictionaries: none for too few blobs or blobs a dictionary cannot help") {
+  TestCache c = open_cache("kiln-dict-none");
+  int n = kMinDictionarySamples + 4;
+  // Unlike blobs: each one random.
+  for (int i = 0; i < n; ++i)
+    REQUIRE(c.store->put_job(consistent_job("r" + std::to_string(i)),
+                             {{"ptx", random_bytes(2000, uint32_t(i + 1))}}, {}));
+  c.open();
+  RawDb raw(c.path());
+  CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 0);
+  CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == n);
+  // The attempt is recorded and not repeated at every close.
+  CHECK(raw.text("SELECT value FROM meta WHERE key = 'dictionary attempt: artifact ptx'") ==
+        std::to_string(n));
+  REQUIRE(c.store->put_job(consistent_job("another"), {{"ptx", random_bytes(2000, 999)}}, {}));
+  c.open();
+  CHECK(raw.text("SELECT value FROM meta WHERE key = 'dictionary attempt: artifact ptx'") ==
+        std::to_string(n));
+  CHECK(*c.store->get_artifact(consistent_job("r3").key, "ptx") == random_bytes(2000, 4));
+}
+
+TEST_CASE("dictionaries: a damaged dictionary or blob is corrupt and verify names it") {
+  TestCache c = open_cache("kiln-dict-damage");
+  int n = kMinDictionarySamples;
+  for (int i = 0; i < n; ++i)
+    REQUIRE(put_alike(*c.store, i));
+  c.store.reset();
+  std::string victim = consistent_job("e3").key.hex();
+  SUBCASE("a blob") {
+    RawDb raw(c.path());
+    REQUIRE(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NOT NULL") == n);
+    raw.must("UPDATE artifacts SET data = substr(data, 1, 6) || randomblob(length(data) - 6) "
+             "WHERE job_key = '" + victim + "'");
+  }
+  SUBCASE("the dictionary") {
+    RawDb raw(c.path());
+    raw.must("UPDATE dictionaries SET data = substr(data, 1, 100) || x'00' || substr(data, 102)");
+  }
+  c.open();
+  auto art = c.store->get_artifact(consistent_job("e3").key, "obj");
+  REQUIRE_FALSE(art);
+  CHECK(art.error().code == Code::corrupt);
+  auto rep = verify_cache(*c.store);
+  REQUIRE(rep);
+  std::set<std::string> kinds, keys;
+  for (const Problem& p : rep->problems) {
+    kinds.insert(p.kind);
+    keys.insert(p.key);
+  }
+  CHECK(keys.count(victim));
+  if (kinds.count("dictionary"))
+    CHECK(rep->problems.size() == size_t(n + 1)); // it, and every blob that needs it
+  else
+    CHECK(rep->problems.size() == 1);
+  // New blobs of the kind are still stored and read.
+  REQUIRE(put_alike(*c.store, 500));
+  CHECK(*c.store->get_artifact(consistent_job("e500").key, "obj") == alike_blob(500));
+}
+
+TEST_CASE("dictionaries: a real precompile's objects and images; bundles carry raw bytes that "
+          "a cache without the dictionary reads") {
+  TestCache c = empty_cache("kiln-dict-real");
+  c.report = precompile_small(40, c.path());
+  REQUIRE(c.report.roots.size() == 40);
+  CHECK(!exists(c.path() + "-wal"));
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM dictionaries WHERE kind IN ('artifact obj', "
+                     "'image so')") == 2);
+    CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == 0);
+    CHECK(raw.scalar("SELECT count(*) FROM images WHERE dict_id IS NULL") == 0);
+    CHECK(raw.scalar("SELECT count(*) FROM targets") == 1);
+  }
+  c.open();
+  Contents here = contents_of(*c.store);
+  auto rep = verify_cache(*c.store);
+  REQUIRE(rep);
+  CHECK(rep->problems.empty());
+  Stats st = stats_ok(*c.store);
+  INFO("stored " << st.stored_bytes << " of " << st.raw_bytes << " raw");
+  CHECK(st.stored_bytes * 5 < st.raw_bytes);
+
+  std::string file = c.dir.path() + "/all.kiln";
+  REQUIRE(export_bundle(*c.store, file, {}));
+  auto bytes = read_file(file);
+  REQUIRE(bytes);
+  auto data = decode_bundle(*bytes);
+  REQUIRE(data);
+  REQUIRE(data->jobs.size() == 40);
+  for (const BundleData::Job& j : data->jobs)
+    for (const Artifact& a : j.artifacts)
+      CHECK(*c.store->get_artifact(j.record.key, a.format) == a.bytes);
+  TestCache other = open_cache("kiln-dict-import");
+  REQUIRE(import_bundle(*other.store, file));
+  Contents there = contents_of(*other.store);
+  CHECK(there.artifacts == here.artifacts);
+  REQUIRE(there.images.size() == here.images.size());
+  for (size_t i = 0; i < here.images.size(); ++i)
+    CHECK(there.images[i].bytes == here.images[i].bytes);
+  auto orep = verify_cache(*other.store);
+  REQUIRE(orep);
+  CHECK(orep->problems.empty());
 }

@@ -32,7 +32,11 @@
 
 namespace kiln::memo {
 
-std::string host_cpu_identity() {
+namespace {
+
+// What the CPU says of itself, read once per process: CPUID traps to the
+// hypervisor in a virtual machine, tens of microseconds per request.
+std::string read_cpu_identity() {
   std::ostringstream id;
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -78,6 +82,13 @@ std::string host_cpu_identity() {
   }
 #endif
   return id.str();
+}
+
+} // namespace
+
+std::string host_cpu_identity() {
+  static const std::string id = read_cpu_identity();
+  return id;
 }
 
 std::string unit_of(const CompileRequest& request) {

@@ -59,11 +59,6 @@ Status finish(llvm::Module& m, const JobInput& job, const TargetDesc& target) {
     }
     f->setName(symbol);
   }
-  // A job that defers to itself holds a declaration of its own symbol.
-  if (llvm::Function* self = m.getFunction(job.symbol); self && self != entry) {
-    self->replaceAllUsesWith(entry);
-    self->eraseFromParent();
-  }
   for (llvm::Function& f : m) {
     if (f.isDeclaration())
       continue;

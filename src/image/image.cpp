@@ -90,10 +90,7 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
 
   Result<std::string> image = make_error(Code::internal, "no linker");
   if (kind == TargetKind::nvptx) {
-    if (needs_device_runtime(nv))
-      if (auto rt = link::cuda_device_runtime())
-        nv.push_back(rt.take());
-    image = link::nvjitlink_cubin(nv, closure.target);
+    image = link::nvjitlink_cubin(nv, closure.target, needs_device_runtime(nv));
   } else if (kind == TargetKind::host) {
     image = link::link_host_image(blobs, names);
   } else {

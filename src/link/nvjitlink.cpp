@@ -89,7 +89,7 @@ const Api& api() {
 }
 
 struct DeviceRuntime {
-  NvInput input;
+  std::string bytes;
   std::string fingerprint = "no libcudadevrt";
   std::string error;
 };
@@ -114,7 +114,7 @@ const DeviceRuntime& device_runtime() {
         return;
       }
       rt.fingerprint = "libcudadevrt " + hash128(*bytes).short_hex(16);
-      rt.input = {"libcudadevrt.a", bytes.take(), false, true};
+      rt.bytes = bytes.take();
       return;
     }
     rt.error = "the CUDA device runtime is not installed (looked for libcudadevrt.a in "
@@ -126,11 +126,11 @@ const DeviceRuntime& device_runtime() {
 
 } // namespace
 
-Result<NvInput> cuda_device_runtime() {
+Status cuda_device_runtime() {
   const DeviceRuntime& rt = device_runtime();
   if (!rt.error.empty())
     return make_error(Code::unavailable, rt.error);
-  return rt.input;
+  return Status::ok();
 }
 
 std::string cuda_device_runtime_fingerprint() { return device_runtime().fingerprint; }
@@ -142,7 +142,8 @@ Result<std::string> nvjitlink_fingerprint() {
   return a.fingerprint;
 }
 
-Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch) {
+Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch,
+                                    bool with_device_runtime) {
   const Api& a = api();
   if (!a.error.empty())
     return make_error(Code::unavailable, a.error);
@@ -172,9 +173,7 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   };
   for (const NvInput& in : inputs) {
     int rc;
-    if (in.library) {
-      rc = a.AddData(h, kInputLibrary, in.bytes.data(), in.bytes.size(), in.name.c_str());
-    } else if (in.ptx) {
+    if (in.ptx) {
       // nvJitLink reads PTX as a C string: it must be NUL-terminated.
       std::string text = in.bytes + '\0';
       rc = a.AddData(h, kInputPtx, text.data(), text.size(), in.name.c_str());
@@ -184,6 +183,12 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
     if (rc != 0)
       return fail("rejected input " + in.name);
   }
+  // The device runtime where installed; where not, nvJitLink names what
+  // stays undefined.
+  if (with_device_runtime)
+    if (const DeviceRuntime& rt = device_runtime(); rt.error.empty())
+      if (a.AddData(h, kInputLibrary, rt.bytes.data(), rt.bytes.size(), "libcudadevrt.a") != 0)
+        return fail("rejected libcudadevrt.a");
   if (a.Complete(h) != 0)
     return fail("failed to link " + std::to_string(inputs.size()) + " input(s)");
   size_t size = 0;

@@ -14,14 +14,13 @@ struct NvInput {
   std::string name;  ///< for the error log: the job key
   std::string bytes;
   bool ptx = false;  ///< PTX text rather than a relocatable cubin
-  bool library = false; ///< a static library (libcudadevrt.a): members linked as needed
 };
 
-/// The toolkit's CUDA device runtime (libcudadevrt.a: dynamic parallelism,
-/// device-side graph launches) as a library input, read once per process
-/// from $KILN_CUDADEVRT, $CUDA_HOME/lib64, /usr/local/cuda/lib64 or
-/// /usr/lib/x86_64-linux-gnu; unavailable where none is installed.
-Result<NvInput> cuda_device_runtime();
+/// Whether the toolkit's CUDA device runtime (libcudadevrt.a: dynamic
+/// parallelism, device-side graph launches) is installed: read once per
+/// process from $KILN_CUDADEVRT, $CUDA_HOME/lib64, /usr/local/cuda/lib64 or
+/// /usr/lib/x86_64-linux-gnu; unavailable, saying where it looked, if not.
+Status cuda_device_runtime();
 
 /// "libcudadevrt <hash of its bytes>", or "no libcudadevrt": part of every
 /// NVIDIA image key, since the images that need it embed its code.
@@ -30,8 +29,10 @@ std::string cuda_device_runtime_fingerprint();
 /// "nvJitLink 13.0", or unavailable if the library cannot be loaded.
 Result<std::string> nvjitlink_fingerprint();
 
-/// Links the inputs for `arch` ("sm_90"); nvJitLink's error log is in the
-/// error message.
-Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch);
+/// Links the inputs for `arch` ("sm_90"), and the CUDA device runtime as a
+/// library (only its members the inputs call) with `device_runtime` where it
+/// is installed; nvJitLink's error log is in the error message.
+Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch,
+                                    bool device_runtime = false);
 
 } // namespace kiln::link

@@ -6,6 +6,9 @@
 #include "ir/diagnose.h"
 #include "ir/diagnostics.h"
 
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/LLVMBitCodes.h>
+#include <llvm/Bitstream/BitstreamReader.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -18,6 +21,90 @@
 namespace kiln::ir {
 
 namespace {
+
+// LLVM's bitcode reader sizes its type table from the table's first record
+// before reading a type, so 2 KB of hostile bitcode can ask for petabytes
+// and end the process with std::bad_alloc. The counts are checked against
+// what the bytes could hold first: every type takes a record of at least
+// one bit. Malformed streams are left to the reader, which reports them.
+Status check_bitcode_counts(const std::string& name, llvm::StringRef bytes) {
+  const unsigned char* begin = bytes.bytes_begin();
+  const unsigned char* end = bytes.bytes_end();
+  if (llvm::isBitcodeWrapper(begin, end) && llvm::SkipBitcodeWrapperHeader(begin, end, true))
+    return Status::ok();
+  if (!llvm::isRawBitcode(begin, end))
+    return Status::ok();
+  const uint64_t bits = uint64_t(end - begin) * 8;
+  llvm::BitstreamCursor cursor(llvm::ArrayRef<uint8_t>(begin, end));
+  llvm::BitstreamBlockInfo info;
+  cursor.setBlockInfo(&info);
+  if (llvm::Error e = cursor.JumpToBit(32)) { // past the magic
+    llvm::consumeError(std::move(e));
+    return Status::ok();
+  }
+  std::vector<unsigned> blocks; // the blocks the cursor is in
+  llvm::SmallVector<uint64_t, 8> record;
+  while (!cursor.AtEndOfStream()) {
+    llvm::Expected<llvm::BitstreamEntry> entry = cursor.advance();
+    if (!entry) {
+      llvm::consumeError(entry.takeError());
+      return Status::ok();
+    }
+    switch (entry->Kind) {
+    case llvm::BitstreamEntry::Error:
+      return Status::ok();
+    case llvm::BitstreamEntry::EndBlock:
+      if (blocks.empty())
+        return Status::ok();
+      blocks.pop_back();
+      break;
+    case llvm::BitstreamEntry::SubBlock: {
+      llvm::Error e = llvm::Error::success();
+      if (entry->ID == llvm::bitc::BLOCKINFO_BLOCK_ID) {
+        auto read = cursor.ReadBlockInfoBlock();
+        if (!read) {
+          e = read.takeError();
+        } else if (*read) {
+          info = std::move(**read);
+          break;
+        } else {
+          return Status::ok();
+        }
+      } else if (entry->ID == llvm::bitc::MODULE_BLOCK_ID ||
+                 entry->ID == llvm::bitc::TYPE_BLOCK_ID_NEW) {
+        e = cursor.EnterSubBlock(entry->ID);
+        blocks.push_back(entry->ID);
+      } else {
+        e = cursor.SkipBlock();
+      }
+      if (e) {
+        llvm::consumeError(std::move(e));
+        return Status::ok();
+      }
+      break;
+    }
+    case llvm::BitstreamEntry::Record: {
+      record.clear();
+      bool types = !blocks.empty() && blocks.back() == llvm::bitc::TYPE_BLOCK_ID_NEW;
+      llvm::Expected<unsigned> code = types ? cursor.readRecord(entry->ID, record)
+                                            : cursor.skipRecord(entry->ID);
+      if (!code) {
+        llvm::consumeError(code.takeError());
+        return Status::ok();
+      }
+      if (types && *code == llvm::bitc::TYPE_CODE_NUMENTRY && !record.empty() &&
+          record[0] > bits)
+        return make_error(Code::invalid_argument,
+                          "'" + name + "' is malformed bitcode: its type table claims " +
+                              std::to_string(record[0]) + " types in " +
+                              std::to_string(bytes.size()) + " bytes")
+            .at(name);
+      break;
+    }
+    }
+  }
+  return Status::ok();
+}
 
 Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const Input& in) {
   std::unique_ptr<llvm::MemoryBuffer> buf;
@@ -35,6 +122,7 @@ Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const In
   // Source, PTX or a binary: say what it is and how to make IR of it, not
   // what the IR parser thinks of it.
   KILN_TRY(check_input_kind(in.name, buf->getBuffer()));
+  KILN_TRY(check_bitcode_counts(in.name, buf->getBuffer()));
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
   if (!m) {

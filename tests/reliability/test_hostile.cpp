@@ -74,6 +74,19 @@ TEST_CASE("fuzz finding: bitcode that LLVM's reader rejects is an input error") 
   CHECK(r.err.find(input.filename().string()) != std::string::npos);
 }
 
+TEST_CASE("fuzz finding: bitcode whose type table claims more types than it holds is an input "
+          "error, not std::bad_alloc") {
+  // 1,928 bytes whose TYPE_CODE_NUMENTRY asks LLVM's reader for 6.4e15
+  // types: it allocated them first and ended the process.
+  Cache cache;
+  fs::path input = fs::path(KILN_FUZZ_REGRESSIONS) / "ir_ingest-type-table-count.bc";
+  RunResult r = precompile(cache, {input.string()});
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("its type table claims") != std::string::npos);
+  CHECK(r.err.find(input.filename().string()) != std::string::npos);
+}
+
 TEST_CASE("a bundle whose lengths claim more than it holds is refused without allocating them") {
   TempDir dir;
   // PortableBinary: an endianness byte, then the jobs vector's length, and

@@ -107,6 +107,9 @@ constexpr X86FeatureBit kX86[] = {
     {"amx-complex", 7, 1, edx, 8, kAmx},
     {"avxvnniint16", 7, 1, edx, 10, kAvx},
     {"prefetchi", 7, 1, edx, 14, 0},
+    // AMD CPUs (Zen 5) report PREFETCHIT0/1 in cpuid 0x80000021 eax bit 20
+    // instead, and LLVM reads both: either entry makes the feature present.
+    {"prefetchi", 0x80000021, 0, eax, 20, 0},
     {"usermsr", 7, 1, edx, 15, 0},
     // cpuid 0xd.1: the xsave variants
     {"xsaveopt", 0xd, 1, eax, 0, 0},

@@ -101,9 +101,24 @@ PYBIND11_MODULE(_kiln, m) {
         return "<kiln.Root " + r.name + " " + r.target + " " + r.closure + ">";
       });
 
+  py::class_<kiln::LibraryReport>(m, "Library", "A kernel library a compile recorded.")
+      .def_readonly("name", &kiln::LibraryReport::name)
+      .def_readonly("target", &kiln::LibraryReport::target)
+      .def_readonly("closure", &kiln::LibraryReport::closure)
+      .def_readonly("roots", &kiln::LibraryReport::roots)
+      .def_readonly("members", &kiln::LibraryReport::members)
+      .def_readonly("image", &kiln::LibraryReport::image)
+      .def_readonly("note", &kiln::LibraryReport::note)
+      .def_readonly("error", &kiln::LibraryReport::error)
+      .def("__repr__", [](const kiln::LibraryReport& l) {
+        return "<kiln.Library " + l.name + " " + l.target + " " + std::to_string(l.roots) +
+               " roots " + l.closure + ">";
+      });
+
   py::class_<kiln::CompileReport>(m, "CompileResult", "What a compile did, job by job.")
       .def_readonly("jobs", &kiln::CompileReport::jobs)
       .def_readonly("roots", &kiln::CompileReport::roots)
+      .def_readonly("libraries", &kiln::CompileReport::libraries)
       .def_property_readonly("ok", &kiln::CompileReport::ok)
       .def_property_readonly("keys",
                              [](const kiln::CompileReport& r) {
@@ -157,7 +172,8 @@ PYBIND11_MODULE(_kiln, m) {
       .def(
           "_compile",
           [](const kiln::Cache& self, const PySources& sources, std::vector<std::string> entries,
-             std::vector<std::string> targets, int opt, bool debug, unsigned jobs, bool link) {
+             std::vector<std::string> targets, int opt, bool debug, unsigned jobs, bool link,
+             const std::string& library) {
             Inputs in = inputs_of(sources);
             kiln::CompileRequest req;
             for (size_t i = 0; i < in.names.size(); ++i)
@@ -169,6 +185,7 @@ PYBIND11_MODULE(_kiln, m) {
             req.debug = debug;
             req.jobs = jobs;
             req.link_images = link;
+            req.library = library;
             kiln::Result<kiln::CompileReport> r = kiln::make_error(kiln::Code::internal, "");
             {
               py::gil_scoped_release nogil;
@@ -204,6 +221,15 @@ PYBIND11_MODULE(_kiln, m) {
              {
                py::gil_scoped_release nogil;
                r = self.load(name, target);
+             }
+             return make_image(value_or_raise(std::move(r)));
+           })
+      .def("_load_library",
+           [](const kiln::Cache& self, const std::string& name, const std::string& target) {
+             kiln::Result<kiln::Image> r = kiln::make_error(kiln::Code::internal, "");
+             {
+               py::gil_scoped_release nogil;
+               r = self.load_library(name, target);
              }
              return make_image(value_or_raise(std::move(r)));
            })

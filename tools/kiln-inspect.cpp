@@ -190,6 +190,79 @@ int cmd_image(Store& store, const std::string& what, const std::string& target,
   return 0;
 }
 
+int cmd_libraries(Store& store, bool as_json) {
+  auto libs = store.list_libraries();
+  if (!libs)
+    return report(libs.error());
+  if (as_json) {
+    json out = json::array();
+    for (const auto& l : *libs)
+      out.push_back({{"name", l.name},
+                     {"target", l.target},
+                     {"closure", l.closure.hex()},
+                     {"roots", l.roots.size()}});
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  for (const auto& l : *libs)
+    std::printf("%-24s %-12s %s  %zu roots\n", l.name.c_str(), l.target.c_str(),
+                l.closure.hex().c_str(), l.roots.size());
+  return 0;
+}
+
+int cmd_library(Store& store, const std::string& name, std::string target,
+                const std::string& out_path, bool as_json) {
+  if (target.empty()) {
+    auto libs = store.list_libraries(name);
+    if (!libs)
+      return report(libs.error());
+    if (libs->empty())
+      return report(kiln::make_error(kiln::Code::not_found, "no library named '" + name +
+                                                                 "' in cache '" + store.path() +
+                                                                 "'"));
+    target = libs->front().target;
+  }
+  if (!out_path.empty()) {
+    auto image = kiln::image::export_library_image(store, name, target, out_path);
+    if (!image)
+      return report(image.error());
+    std::fprintf(stderr,
+                 "kiln-inspect: wrote the %s image of library %s (closure %s, %zu jobs, %zu "
+                 "bytes) to %s\n",
+                 target.c_str(), name.c_str(), image->closure.key.hex().c_str(),
+                 image->closure.members.size(), image->bytes, out_path.c_str());
+    return 0;
+  }
+  auto lib = store.get_library(name, target);
+  if (!lib)
+    return report(lib.error());
+  auto closure = store.get_closure(lib->closure);
+  if (!closure)
+    return report(closure.error().context("library '" + name + "' (" + target + ")"));
+  auto images = store.images_of(lib->closure);
+  size_t image_count = images ? images->size() : 0;
+  if (as_json) {
+    json members = json::array();
+    for (const auto& m : closure->members)
+      members.push_back({{"symbol", m.symbol}, {"entry", m.entry}, {"key", m.job.hex()}});
+    json out{{"kind", "library"},     {"name", name},
+             {"target", target},      {"closure", lib->closure.hex()},
+             {"roots", lib->roots},   {"members", members},
+             {"images", image_count}};
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::printf("library     %s\ntarget      %s\nclosure     %s\nroots       %zu\nmembers     "
+              "%zu\nimages      %zu\n",
+              name.c_str(), target.c_str(), lib->closure.hex().c_str(), lib->roots.size(),
+              closure->members.size(), image_count);
+  for (const std::string& r : lib->roots)
+    std::printf("  root %s\n", r.c_str());
+  for (const auto& m : closure->members)
+    std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), m.symbol.c_str(), m.entry.c_str());
+  return 0;
+}
+
 int cmd_dump(Store& store, const std::string& what, const std::string& format) {
   auto bytes = kiln::storage::dump_artifact(store, what, format);
   if (!bytes)
@@ -522,6 +595,15 @@ int main(int argc, char** argv) {
   image->add_option("NAME_OR_KEY", what, "root name or closure key")->required();
   image->add_option("--target", target, "target spec")->required();
   image->add_option("-o", out_path, "output file")->required();
+  CLI::App* libraries = app.add_subcommand("libraries", "list kernel libraries");
+  libraries->add_flag("--json", as_json, "JSON output");
+  CLI::App* library = app.add_subcommand(
+      "library", "show a kernel library (its roots and jobs), or write its image with -o");
+  library->add_option("NAME", what, "library name")->required();
+  library->add_option("--target", target, "target of the library (default: the first)");
+  library->add_option("-o", out_path, "write the library's linked image here (linking it if "
+                                      "needed)");
+  library->add_flag("--json", as_json, "JSON output");
   CLI::App* dump = app.add_subcommand("dump", "write a job's artifact to stdout");
   dump->add_option("KEY", what, "job key")->required();
   dump->add_option("--format", format, "ptx, bitcode or object")->required();
@@ -618,6 +700,10 @@ int main(int argc, char** argv) {
     return cmd_image(**store, what, target, out_path);
   if (dump->parsed())
     return cmd_dump(**store, what, format);
+  if (libraries->parsed())
+    return cmd_libraries(**store, as_json);
+  if (library->parsed())
+    return cmd_library(**store, what, target, out_path, as_json);
   if (stats->parsed())
     return cmd_stats(**store, as_json, zero);
   if (graph->parsed())

@@ -53,6 +53,9 @@ kiln::Error first_failure(const kiln::CompileReport& report) {
                               "root " + r.name + " (" + r.target + "): " + r.error)
           .with_entry(r.name)
           .with_target(r.target);
+  for (const kiln::LibraryReport& l : report.libraries)
+    if (!l.error.empty())
+      return kiln::make_error(kiln::Code::internal, l.error).with_target(l.target);
   return kiln::make_error(kiln::Code::internal, "the precompile failed");
 }
 
@@ -83,6 +86,10 @@ int main(int argc, char** argv) {
   app.add_flag("-g", debug, "keep debug info");
   app.add_flag("--json", json, "print one JSON object describing jobs and roots");
   app.add_flag("--no-link", no_link, "do not link images (they are linked at first load)");
+  std::string library;
+  app.add_option("--library", library,
+                 "also record the roots of each target as kernel library NAME: one image "
+                 "holding all their kernels (kiln_library_load)");
   app.add_flag("-q,--quiet", quiet, "no progress display");
   app.add_flag("--explain", explain, "print each job's key components (with --json: a "
                                      "\"components\" object per job)");
@@ -146,6 +153,7 @@ int main(int argc, char** argv) {
   req.debug = debug;
   req.jobs = jobs;
   req.link_images = !no_link;
+  req.library = library;
   bool tty = !quiet && ::isatty(STDERR_FILENO);
   if (tty)
     req.progress = [](const kiln::Progress& p) {
@@ -207,6 +215,13 @@ int main(int argc, char** argv) {
     if (!r.error.empty())
       std::cerr << "kiln-precompile: root " << r.name << " (" << r.target << "): " << r.error
                 << "\n";
+  for (const kiln::LibraryReport& l : report->libraries) {
+    if (!l.error.empty())
+      std::cerr << "kiln-precompile: " << l.error << "\n";
+    else if (!l.note.empty())
+      std::cerr << "kiln-precompile: note: library " << l.name << " (" << l.target
+                << ") has no image yet: " << l.note << "\n";
+  }
 
   if (json) {
     nlohmann::ordered_json out;
@@ -261,6 +276,23 @@ int main(int argc, char** argv) {
                             {"new_closure", r.closure},
                             {"new_unit", r.unit}};
       out["roots"].push_back(std::move(rr));
+    }
+    if (!report->libraries.empty()) {
+      out["libraries"] = nlohmann::ordered_json::array();
+      for (const kiln::LibraryReport& l : report->libraries) {
+        nlohmann::ordered_json lj;
+        lj["name"] = l.name;
+        lj["target"] = l.target;
+        lj["closure"] = l.closure;
+        lj["roots"] = l.roots;
+        lj["members"] = l.members;
+        lj["image"] = l.image;
+        if (!l.note.empty())
+          lj["note"] = l.note;
+        if (!l.error.empty())
+          lj["error"] = l.error;
+        out["libraries"].push_back(std::move(lj));
+      }
     }
     // A failed job or root fails the run: the first one is its error.
     if (!report->ok())

@@ -52,6 +52,11 @@ struct CompileRequest {
   bool debug = false;                        ///< keep debug info
   unsigned jobs = 0;                         ///< parallel compiles; 0: hardware threads
   bool link_images = true;                   ///< link an image per root after compiling
+  /// A kernel library: when not empty, the request's roots for each target
+  /// are also recorded under this name as one library, loaded as one image
+  /// (kiln_library_load); its image is linked with the roots' when
+  /// link_images is set.
+  std::string library;
   /// The shared tier: redis://[user:password@]host[:port][/db][?options];
   /// empty: $KILN_REMOTE; "off": none. Jobs, closures and images the local
   /// cache lacks are fetched from it; what is compiled or linked is published.
@@ -108,9 +113,23 @@ struct RootReport {
   std::string previous_unit;
 };
 
+/// A kernel library the request recorded (CompileRequest::library), one per
+/// target.
+struct LibraryReport {
+  std::string name;
+  std::string target;
+  std::string closure;  ///< 32 hex: the union of the roots' closures; empty on error
+  size_t roots = 0;     ///< how many roots it holds
+  size_t members = 0;   ///< how many jobs its image links
+  bool image = false;   ///< its image is linked and cached
+  std::string note;     ///< why no image was linked
+  std::string error;    ///< why it was not recorded (a root failed, two kernels share a name)
+};
+
 struct CompileReport {
   std::vector<JobReport> jobs;   ///< every distinct job, in discovery order
   std::vector<RootReport> roots;
+  std::vector<LibraryReport> libraries;
   size_t evicted_closures = 0; ///< closures the size limit evicted afterwards
   bool memo_hit = false;       ///< answered from the request memo: nothing parsed
   std::vector<std::string> warnings; ///< e.g. IR built for another GPU than its target

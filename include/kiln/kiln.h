@@ -75,6 +75,17 @@ kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems);
 kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
                             kiln_image** out);
 
+/** Loads a kernel library: the roots one precompile recorded under `name`
+ *  (kiln-precompile --library NAME, CompileRequest::library) as one image
+ *  holding all their kernels and deferred closures, as a CUDA module holds
+ *  many kernels. kiln_image_lookup then finds every root (and every job of
+ *  their closures) by its source name. target: as for kiln_image_load.
+ *  A cached library image loads without linking; if only the roots' job
+ *  artifacts are cached it is relinked once and stored.
+ *  On success *out owns the image; release it with kiln_image_release. */
+kiln_status kiln_library_load(kiln_cache* cache, const char* name, const char* target,
+                              kiln_image** out);
+
 /** Looks up a function of a loaded image by its original entry name (any
  *  job of the closure). For host images *out is the function's address; for
  *  NVIDIA images a CUfunction, for AMD images a hipFunction_t (kernels only:

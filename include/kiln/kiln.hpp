@@ -71,6 +71,10 @@ public:
   /// the best match for this process's devices.
   Result<Image> load(std::string_view name, std::string_view target = {}) const;
 
+  /// Loads a kernel library (kiln_library_load): one image holding all its
+  /// roots' kernels; empty target means the best match.
+  Result<Image> load_library(std::string_view name, std::string_view target = {}) const;
+
   /// Verifies the whole cache (as kiln_cache_verify): the problems found,
   /// none when it is healthy. An error means the cache could not be read.
   Result<std::vector<CacheProblem>> verify() const;

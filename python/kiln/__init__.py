@@ -19,9 +19,9 @@ import os
 from . import _kiln
 from ._errors import (CompileError, CorruptError, InternalError, InvalidArgumentError,
                       KilnError, NotFoundError, UnavailableError)
-from ._kiln import CompileResult, Image, Job, Root, present_target
+from ._kiln import CompileResult, Image, Job, Library, Root, present_target
 
-__all__ = ["Cache", "CompileResult", "Image", "Job", "Root", "present_target", "KilnError",
+__all__ = ["Cache", "CompileResult", "Image", "Job", "Library", "Root", "present_target", "KilnError",
            "NotFoundError", "InvalidArgumentError", "UnavailableError", "CorruptError",
            "InternalError", "CompileError"]
 
@@ -66,18 +66,23 @@ class Cache(_kiln.Cache):
     def __init__(self, path=None):
         super().__init__(os.fspath(path) if path is not None else "")
 
-    def compile(self, ir, entries=None, targets=None, opt=2, debug=False, jobs=0, link=True):
+    def compile(self, ir, entries=None, targets=None, opt=2, debug=False, jobs=0, link=True,
+                library=None):
         """Compiles what the cache lacks; returns a CompileResult (``keys``,
-        ``statuses``, ``jobs``, ``roots``). Bad input raises
+        ``statuses``, ``jobs``, ``roots``, ``libraries``). With ``library``,
+        the roots of each target are also recorded as that kernel library
+        (load it with ``load_library``). Bad input raises
         InvalidArgumentError and writes nothing; failed jobs raise
         CompileError (the others are stored; ``e.result`` has them all)."""
         result = self._compile(_sources(ir), _strings("entries", entries),
-                               _strings("targets", targets), opt, debug, jobs, link)
+                               _strings("targets", targets), opt, debug, jobs, link,
+                               library or "")
         if not result.ok:
             failed = [j for j in result.jobs if j.status == "failed"]
             what = "; ".join(f"job '{j.entry}' ({j.target}): {j.error}" for j in failed)
-            root_errors = "; ".join(f"root '{r.name}' ({r.target}): {r.error}"
-                                    for r in result.roots if r.error)
+            root_errors = "; ".join([f"root '{r.name}' ({r.target}): {r.error}"
+                                     for r in result.roots if r.error] +
+                                    [l.error for l in result.libraries if l.error])
             first = failed[0] if failed else None
             raise CompileError(what or root_errors, result,
                                entry=first.entry if first else "",
@@ -94,3 +99,9 @@ class Cache(_kiln.Cache):
     def load(self, name, target=None):
         """Loads a precompiled root by name (or 32-hex closure key)."""
         return self._load(name, target or "")
+
+    def load_library(self, name, target=None):
+        """Loads a kernel library (``compile(..., library=NAME)`` or
+        ``kiln-precompile --library NAME``): one image holding every root's
+        kernels, each found by ``image.lookup(source_name)``."""
+        return self._load_library(name, target or "")

@@ -8,6 +8,7 @@
 #include <cereal/types/vector.hpp>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 namespace kiln::core {
@@ -58,6 +59,40 @@ Hash128 job_key(const KeyComponents& c) {
 Hash128 closure_key(const Hash128& root, ClosureMap members) {
   std::sort(members.begin(), members.end());
   return hash_of(std::string("kiln-closure"), kKeyFormat, root, members);
+}
+
+Result<ClosureRecord> library_closure(const std::vector<ClosureRecord>& roots) {
+  if (roots.empty())
+    return make_error(Code::invalid_argument, "a library needs at least one root");
+  const ClosureRecord* first = &roots.front();
+  for (const ClosureRecord& r : roots) {
+    if (r.target != first->target)
+      return make_error(Code::invalid_argument, "a library's roots are for one target, not " +
+                                                    first->target + " and " + r.target);
+    if (r.key < first->key)
+      first = &r;
+  }
+  std::map<std::string, const ClosureMember*> by_symbol;
+  for (const ClosureRecord& r : roots)
+    for (const ClosureMember& m : r.members) {
+      auto [it, fresh] = by_symbol.emplace(m.symbol, &m);
+      if (!fresh && !(it->second->job == m.job))
+        return make_error(Code::invalid_argument,
+                          "two roots bring different code under the symbol '" + m.symbol +
+                              "' (entries '" + it->second->entry + "', job " +
+                              it->second->job.hex() + ", and '" + m.entry + "', job " +
+                              m.job.hex() + "): a library's kernels need distinct names");
+    }
+  ClosureRecord out;
+  out.root_job = first->root_job;
+  out.target = first->target;
+  ClosureMap members;
+  for (const auto& [symbol, m] : by_symbol) {
+    out.members.push_back(*m);
+    members.emplace_back(symbol, m->job);
+  }
+  out.key = closure_key(out.root_job, std::move(members));
+  return out;
 }
 
 Result<KeyComponents> components_of(const std::string& module_hash_hex, const std::string& entry,

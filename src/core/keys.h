@@ -63,6 +63,14 @@ using ClosureMap = std::vector<std::pair<std::string, Hash128>>; ///< symbol →
 /// Hashes the root job and the sorted (symbol → job key) map.
 Hash128 closure_key(const Hash128& root, ClosureMap members);
 
+/// A library's closure: every member of `roots` (closures of one target,
+/// members' entries filled) once, rooted at the root job of the closure
+/// with the smallest key, keyed by closure_key: the same roots give the
+/// same closure in any order, and one whose members change gives another.
+/// Two roots that bring different jobs under one symbol (two units that
+/// each define a kernel of that name) are `invalid_argument`, naming both.
+Result<ClosureRecord> library_closure(const std::vector<ClosureRecord>& roots);
+
 /// The key components as a cache stores them (target spec and resolved
 /// triple/cpu/features, canonical options "-O2 -g", toolchain): so a stored
 /// job's key can be recomputed (verify, import) and compared (explain).

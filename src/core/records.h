@@ -63,6 +63,15 @@ struct NameRecord {
   Hash128 closure;
 };
 
+/// A kernel library: the roots of one precompile request for one target,
+/// loaded as one image. Its closure is the union of the roots' closures.
+struct LibraryRecord {
+  std::string name;
+  std::string target;
+  Hash128 closure;
+  std::vector<std::string> roots; ///< the root names, sorted
+};
+
 struct ImageKey {
   Hash128 closure;
   std::string arch;

@@ -14,6 +14,7 @@
 #include "core/explain.h"
 #include "core/keys.h"
 #include "memo/memo.h"
+#include "memo/library.h"
 #include "codegen/ptxas.h"
 #include "ir/diagnose.h"
 #include "ir/extract.h"
@@ -543,6 +544,16 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     }
     rep.roots.push_back(std::move(rr));
   }
+  if (!p.request.library.empty()) {
+    std::vector<core::ClosureRecord> closures;
+    for (const RootReport& r : rep.roots) {
+      auto k = parse_hash128(r.closure);
+      auto c = k ? store.get_closure(*k) : Result<core::ClosureRecord>(k.error());
+      closures.push_back(c ? c.take() : core::ClosureRecord{});
+    }
+    rep.libraries = memo::record_libraries(cache, p.request.library, closures, rep.roots,
+                                           p.request.link_images);
+  }
   release.now();
 
   storage::Counters usage;
@@ -564,6 +575,9 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     // make the run pointless.
     for (const RootReport& r : rep.roots)
       if (auto k = parse_hash128(r.closure))
+        gc.keep.push_back(*k);
+    for (const LibraryReport& l : rep.libraries)
+      if (auto k = parse_hash128(l.closure))
         gc.keep.push_back(*k);
     if (auto evicted = store.gc(gc))
       rep.evicted_closures = evicted->evicted_closures.size();

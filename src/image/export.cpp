@@ -1,10 +1,24 @@
-// Writing a root's image to a file (kiln-inspect image).
+// Writing a root's or a library's image to a file (kiln-inspect image,
+// kiln-inspect library -o).
 #include "image/export.h"
 
 #include "image/image.h"
 #include "support/files.h"
 
 namespace kiln::image {
+
+namespace {
+
+Result<ExportedImage> write_image(storage::Store& store, const Hash128& key,
+                                  const std::string& path) {
+  KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
+  storage::Storage local(store);
+  KILN_TRY_ASSIGN(auto bytes, fetch_or_link(local, closure));
+  KILN_TRY(write_file_atomic(path, bytes));
+  return ExportedImage{std::move(closure), bytes.size()};
+}
+
+} // namespace
 
 Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
                                    const std::string& target, const std::string& path) {
@@ -16,11 +30,13 @@ Result<ExportedImage> export_image(storage::Store& store, const std::string& wha
   } else {
     return k.error();
   }
-  KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
-  storage::Storage local(store);
-  KILN_TRY_ASSIGN(auto bytes, fetch_or_link(local, closure));
-  KILN_TRY(write_file_atomic(path, bytes));
-  return ExportedImage{std::move(closure), bytes.size()};
+  return write_image(store, key, path);
+}
+
+Result<ExportedImage> export_library_image(storage::Store& store, const std::string& name,
+                                           const std::string& target, const std::string& path) {
+  KILN_TRY_ASSIGN(auto lib, store.get_library(name, target));
+  return write_image(store, lib.closure, path);
 }
 
 } // namespace kiln::image

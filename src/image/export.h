@@ -23,4 +23,9 @@ struct ExportedImage {
 Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
                                    const std::string& target, const std::string& path);
 
+/// Writes the image of kernel library `name` for `target` (one image
+/// holding all its roots' kernels) to `path`, atomically.
+Result<ExportedImage> export_library_image(storage::Store& store, const std::string& name,
+                                           const std::string& target, const std::string& path);
+
 } // namespace kiln::image

@@ -38,6 +38,9 @@ bool CompileReport::ok() const {
   for (const RootReport& r : roots)
     if (!r.error.empty())
       return false;
+  for (const LibraryReport& l : libraries)
+    if (!l.error.empty())
+      return false;
   return true;
 }
 

@@ -80,6 +80,21 @@ kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* tar
   });
 }
 
+kiln_status kiln_library_load(kiln_cache* cache, const char* name, const char* target,
+                              kiln_image** out) {
+  return kiln::runtime::c_entry("kiln_library_load", [&]() -> kiln_status {
+    if (!cache || !name || !out)
+      return fail(kiln::make_error(kiln::Code::invalid_argument,
+                                   "kiln_library_load: cache, name and out must not be NULL"));
+    *out = nullptr;
+    auto img = kiln::runtime::load_library(*cache, name, target ? target : "");
+    if (!img)
+      return fail(img.error());
+    *out = img.take().release();
+    return KILN_OK;
+  });
+}
+
 kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) {
   return kiln::runtime::c_entry("kiln_image_lookup", [&]() -> kiln_status {
     if (!image || !entry || !out) [[unlikely]]
@@ -143,6 +158,11 @@ Result<Cache> Cache::open(const std::string& path, unsigned flags) {
 
 Result<Image> Cache::load(std::string_view name, std::string_view target) const {
   KILN_TRY_ASSIGN(auto img, runtime::load_image(*cache_, name, target));
+  return Image(std::move(img).release());
+}
+
+Result<Image> Cache::load_library(std::string_view name, std::string_view target) const {
+  KILN_TRY_ASSIGN(auto img, runtime::load_library(*cache_, name, target));
   return Image(std::move(img).release());
 }
 

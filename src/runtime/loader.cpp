@@ -33,14 +33,21 @@ Result<Hash128> resolve(storage::Storage& storage, std::string_view name,
 // process's devices (an NVIDIA GPU, then an AMD GPU), else the best host
 // build this CPU runs. With none that runs, a host target the cache has, so
 // that the load says why it cannot run.
+Result<std::string> choose_among(storage::Store& store, const std::vector<core::NameRecord>& names);
+
 Result<std::string> choose_target(storage::Store& store, std::string_view name) {
-  std::vector<std::string> have;
   if (is_hash128_hex(name)) {
     auto c = store.get_closure(*parse_hash128(name));
     if (c)
       return c->target;
   }
   KILN_TRY_ASSIGN(auto names, store.names_for(std::string(name)));
+  return choose_among(store, names);
+}
+
+// The best of the targets `names` are recorded for (roots or libraries).
+Result<std::string> choose_among(storage::Store& store, const std::vector<core::NameRecord>& names) {
+  std::vector<std::string> have;
   std::vector<HostBuild> host_builds;
   for (const core::NameRecord &n : names) {
     have.push_back(n.target);
@@ -145,6 +152,34 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   KILN_TRY_ASSIGN(auto mod, backend.load(*bytes, *closure, img->symbols));
   img->module = std::move(mod);
   cache.record_load(key, linked);
+  return img;
+}
+
+Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_view name,
+                                                 std::string_view target_arg) {
+  if (name.empty())
+    return make_error(Code::invalid_argument, "empty library name");
+  storage::Store& store = cache.storage->local();
+  std::string target(target_arg);
+  if (target.empty()) {
+    KILN_TRY_ASSIGN(auto libs, store.list_libraries(std::string(name)));
+    if (libs.empty())
+      return make_error(Code::not_found, "no library named '" + std::string(name) +
+                                             "' in cache '" + store.path() + "'");
+    std::vector<core::NameRecord> names;
+    for (const core::LibraryRecord& l : libs)
+      names.push_back({l.name, l.target, l.closure});
+    KILN_TRY_ASSIGN(auto t, choose_among(store, names));
+    target = t;
+  }
+  auto lib = store.get_library(std::string(name), target);
+  if (!lib)
+    return lib.error().context("loading library '" + std::string(name) + "'");
+  // A library's closure is a closure: the same load, its image the one
+  // image of all the roots' kernels.
+  auto img = load_image(cache, lib->closure.hex(), target);
+  if (!img)
+    return img.error().context("loading library '" + std::string(name) + "'");
   return img;
 }
 

@@ -98,12 +98,19 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   auto members = prepare("SELECT job_key FROM closure_members WHERE closure_key = ?1");
   auto images = prepare("SELECT count(*) FROM images WHERE closure_key = ?1");
   auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
+  auto libraries = has_libraries();
+  if (!libraries)
+    return fail(libraries.error());
+  // Without the table (no library was ever recorded) a statement that
+  // deletes nothing stands in.
+  auto del_libraries = prepare(*libraries ? "DELETE FROM libraries WHERE closure_key = ?1"
+                                          : "SELECT ?1 WHERE 0");
   auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
   auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS "
                          "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1) AND "
                          KILN_UNLEASED("?1"));
 #undef KILN_UNLEASED
-  for (auto* p : {&members, &images, &del_names, &del_closure, &del_job})
+  for (auto* p : {&members, &images, &del_names, &del_libraries, &del_closure, &del_job})
     if (!*p)
       return fail(p->error());
   for (const auto& [key, last_used] : order) {
@@ -129,7 +136,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
       if (b.step() == SQLITE_ROW)
         rep.evicted_images += b.col_i64(0);
     }
-    for (auto* p : {&del_names, &del_closure}) {
+    for (auto* p : {&del_names, &del_libraries, &del_closure}) {
       Bound b(**p);
       b.text(1, key);
       if (b.step() != SQLITE_DONE)

@@ -42,6 +42,7 @@ using core::ImageKey;
 using core::ImageRecord;
 using core::JobRecord;
 using core::JobRef;
+using core::LibraryRecord;
 using core::NameRecord;
 
 class Bound;
@@ -174,6 +175,17 @@ public:
   Result<std::vector<NameRecord>> names_for(const std::string& name);
   Result<std::vector<NameRecord>> list_names();
 
+  // --- kernel libraries: a request's roots for one target, loaded as one
+  // image; the closure is the union of theirs (core::library_closure). ------
+  /// Records the closure (idempotent) and points (name, target) at it, with
+  /// its root names, in one transaction. A member job that is not in the
+  /// cache is `not_found`, as in put_closure.
+  Status put_library(const ClosureRecord& closure, const LibraryRecord& library);
+  /// not_found if no library of that name is recorded for `target`.
+  Result<LibraryRecord> get_library(const std::string& name, const std::string& target);
+  /// Every target the library is recorded for; every library (empty name).
+  Result<std::vector<LibraryRecord>> list_libraries(const std::string& name = "");
+
   Status put_image(const ImageKey& key, const std::string& format, const std::string& bytes);
   /// The raw bytes of an image: not_found if absent, corrupt if damaged.
   Result<std::string> get_image(const ImageKey& key);
@@ -257,6 +269,9 @@ private:
   /// none) and checked against its size and checksum; `what` names it.
   Result<std::string> unpack(const std::string& data, int64_t raw_size, int64_t checksum,
                              int64_t dict, const std::string& what);
+  /// Whether the libraries table exists (the first library makes it);
+  /// call with the lock held.
+  Result<bool> has_libraries();
   /// compact() for one kind, with its count of plain blobs.
   Status compact_kind(bool image, const std::string& format, int64_t plain, int64_t& budget);
   /// A new dictionary for a kind, trained on its `plain` blobs, if one pays

@@ -1,0 +1,181 @@
+// Kernel libraries: a request's roots recorded under one name and loaded as
+// one image (kiln_library_load), through the compiler's report, the store,
+// the memo, gc and verify; the C, C++ and ELF views of the image agree.
+#include "fixtures/cache.hpp"
+
+#include "core/keys.h"
+#include "support/elf.h"
+
+#include <kiln/compiler.hpp>
+#include <kiln/kiln.h>
+#include <kiln/kiln.hpp>
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+using IntFn = int (*)(int);
+
+CompileReport compile_library(const std::string& path, std::vector<std::string> entries,
+                              std::vector<std::string> targets = {}) {
+  CompileRequest req = data_request("nested.ll", std::move(entries), std::move(targets));
+  req.library = "nest";
+  auto r = compile(req, path);
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  REQUIRE(r->ok());
+  return r.take();
+}
+
+} // namespace
+
+TEST_CASE("library: the roots load as one image and every root is found by its name") {
+  TestCache c = empty_cache("kiln-library");
+  CompileReport rep = compile_library(c.path(), {"nest_a", "nest_b", "nest_c"});
+  REQUIRE(rep.libraries.size() == 1);
+  const LibraryReport& lib = rep.libraries[0];
+  CHECK(lib.name == "nest");
+  CHECK(lib.target == "host");
+  CHECK(lib.roots == 3);
+  CHECK(lib.members == 3); // nest_a's closure holds the other two: each job once
+  CHECK(lib.image);
+  CHECK(lib.error.empty());
+
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  kiln_image* img = nullptr;
+  kiln_status st = kiln_library_load(cache, "nest", "host", &img);
+  INFO(kiln_last_error());
+  REQUIRE(st == KILN_OK);
+  void *a = nullptr, *b = nullptr, *cf = nullptr;
+  REQUIRE(kiln_image_lookup(img, "nest_a", &a) == KILN_OK);
+  REQUIRE(kiln_image_lookup(img, "nest_b", &b) == KILN_OK);
+  REQUIRE(kiln_image_lookup(img, "nest_c", &cf) == KILN_OK);
+  CHECK(reinterpret_cast<IntFn>(a)(1) == 333);
+  CHECK(reinterpret_cast<IntFn>(cf)(7) == 21);
+  // The library's closure is a closure: loadable by key, the same image.
+  kiln_image* by_key = nullptr;
+  REQUIRE(kiln_image_load(cache, lib.closure.c_str(), "host", &by_key) == KILN_OK);
+  kiln_image_release(by_key);
+  kiln_image_release(img);
+  // No target: the best match, as for a root.
+  REQUIRE(kiln_library_load(cache, "nest", nullptr, &img) == KILN_OK);
+  CHECK(std::string(kiln_image_target(img)) == "host");
+  kiln_image_release(img);
+  CHECK(kiln_library_load(cache, "no-such-library", "host", &img) == KILN_NOT_FOUND);
+  CHECK(std::string(kiln_last_error()).find("no-such-library") != std::string::npos);
+  CHECK(kiln_library_load(cache, nullptr, "host", &img) == KILN_INVALID_ARGUMENT);
+  kiln_cache_close(cache);
+
+  // C++: the same image.
+  auto cpp = Cache::open(c.path());
+  REQUIRE(cpp);
+  auto image = cpp->load_library("nest", "host");
+  REQUIRE(image);
+  auto fb = image->function<int(int)>("nest_b");
+  REQUIRE(fb);
+  auto fa = image->function<int(int)>("nest_a");
+  REQUIRE(fa);
+  CHECK((*fa)(1) == 333);
+  CHECK(!cpp->load_library("nest", "sm_90"));
+
+  // The store lists it with its roots; verify finds nothing wrong.
+  c.open();
+  auto libs = c.store->list_libraries();
+  REQUIRE(libs);
+  REQUIRE(libs->size() == 1);
+  CHECK((*libs)[0].roots == std::vector<std::string>{"nest_a", "nest_b", "nest_c"});
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  CHECK(problems->empty());
+}
+
+TEST_CASE("library: the same roots give the same closure in any order and by the memo; other "
+          "roots another") {
+  TestCache c = empty_cache("kiln-library");
+  CompileReport first = compile_library(c.path(), {"nest_b", "nest_c"});
+  CompileReport again = compile_library(c.path(), {"nest_b", "nest_c"});
+  CHECK(again.memo_hit);
+  REQUIRE(again.libraries.size() == 1);
+  CHECK(again.libraries[0].closure == first.libraries[0].closure);
+  CHECK(again.libraries[0].image);
+  CompileReport reordered = compile_library(c.path(), {"nest_c", "nest_b"});
+  CHECK(reordered.libraries[0].closure == first.libraries[0].closure);
+  CompileReport more = compile_library(c.path(), {"nest_a", "nest_b", "nest_c"});
+  CHECK(more.libraries[0].closure != first.libraries[0].closure);
+  // The name now holds the newer roots.
+  c.open();
+  auto lib = c.store->get_library("nest", "host");
+  REQUIRE(lib);
+  CHECK(lib->closure.hex() == more.libraries[0].closure);
+  CHECK(lib->roots.size() == 3);
+}
+
+TEST_CASE("library: two roots that bring different code under one symbol are refused") {
+  core::ClosureRecord a, b;
+  a.key = hash128(std::string("a"));
+  a.target = b.target = "sm_90";
+  b.key = hash128(std::string("b"));
+  a.members = {{"_Z1kv", hash128(std::string("job1")), "_Z1kv"}};
+  b.members = {{"_Z1kv", hash128(std::string("job2")), "_Z1kv"}};
+  auto both = core::library_closure({a, b});
+  REQUIRE(!both);
+  CHECK(both.error().code == Code::invalid_argument);
+  CHECK(both.error().message.find("_Z1kv") != std::string::npos);
+  // The same job under the same symbol is one member.
+  b.members = a.members;
+  auto same = core::library_closure({a, b});
+  REQUIRE(same);
+  CHECK(same->members.size() == 1);
+  b.target = "host";
+  CHECK(!core::library_closure({a, b}));
+  CHECK(!core::library_closure({}));
+}
+
+TEST_CASE("library: an NVIDIA library is one cubin holding every kernel under its source name") {
+  TestCache c = empty_cache("kiln-library");
+  CompileRequest req = data_request("gpu_nvptx.ll", {}, {"sm_90"});
+  req.library = "kernels";
+  auto r = compile(req, c.path());
+  REQUIRE(r);
+  if (!r->ok() || r->libraries.empty() || !r->libraries[0].image) {
+    std::string why = r->libraries.empty() ? "no library" : r->libraries[0].note;
+    MESSAGE("skipped: no NVIDIA linker here: " << why);
+    return;
+  }
+  c.open();
+  auto lib = c.store->get_library("kernels", "sm_90");
+  REQUIRE(lib);
+  CHECK(lib->roots.size() == 3);
+  auto images = c.store->images_of(lib->closure);
+  REQUIRE(images);
+  REQUIRE(images->size() == 1);
+  auto elf = read_elf((*images)[0].bytes);
+  REQUIRE(elf);
+  std::set<std::string> defined;
+  for (const ElfSymbol& s : elf->symbols)
+    if (s.defined)
+      defined.insert(s.name);
+  for (const char* k : {"k_nested", "k_fact", "k_cycle"})
+    CHECK_MESSAGE(defined.count(k), k);
+}
+
+TEST_CASE("library: gc removes a library with its closure") {
+  TestCache c = empty_cache("kiln-library");
+  compile_library(c.path(), {"nest_b"});
+  c.open();
+  REQUIRE(c.store->list_libraries()->size() == 1);
+  storage::GcOptions gc;
+  gc.max_size = 0;
+  REQUIRE(c.store->gc(gc));
+  CHECK(c.store->list_libraries()->empty());
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  CHECK(problems->empty());
+}

@@ -24,6 +24,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -53,6 +55,21 @@ struct CollectDiagnostics : llvm::DiagnosticHandler {
     return true;
   }
 };
+
+// One target machine per thread and (cpu, features), kept for the process:
+// creating one builds the subtarget's register tables (thousands of AMDGPU
+// registers, their alias lists sorted), which cost as much as compiling a
+// small kernel. A machine is used by one thread at a time, one module after
+// another, as llc would; its output does not depend on what it compiled before.
+llvm::TargetMachine* target_machine(const llvm::Target* t, const llvm::Triple& triple,
+                                    const std::string& cpu, const std::string& features) {
+  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  std::unique_ptr<llvm::TargetMachine>& tm = machines[cpu + '\n' + features];
+  if (!tm)
+    tm.reset(t->createTargetMachine(triple, cpu, features, llvm::TargetOptions(), std::nullopt,
+                                    std::nullopt, llvm::CodeGenOptLevel::Default));
+  return tm.get();
+}
 
 } // namespace
 
@@ -100,10 +117,7 @@ extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, co
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!t)
     return fail("no AMDGPU backend: " + err);
-  llvm::TargetOptions to;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      triple, cpu, features ? features : "", to, std::nullopt, std::nullopt,
-      llvm::CodeGenOptLevel::Default));
+  llvm::TargetMachine* tm = target_machine(t, triple, cpu, features ? features : "");
   if (!tm)
     return fail("cannot create a target machine");
   linked->setDataLayout(tm->createDataLayout());

@@ -10,6 +10,7 @@
 #endif
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -28,14 +29,29 @@ core::CpuFeatures read_features() {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     xcr0 = (uint64_t(hi) << 32) | lo;
   }
+  // The table names about a hundred bits from a dozen leaves. Each cpuid
+  // traps to the hypervisor in a virtual machine (10-15 us), so each leaf
+  // is read once: the first host load pays a dozen, not two hundred.
+  struct Leaf {
+    unsigned leaf, subleaf;
+    unsigned r[4];
+  };
+  std::vector<Leaf> read;
+  auto regs = [&](unsigned leaf, unsigned subleaf) -> const unsigned* {
+    for (const Leaf& l : read)
+      if (l.leaf == leaf && l.subleaf == subleaf)
+        return l.r;
+    unsigned max = leaf >= 0x80000000 ? max_ext : max_basic;
+    Leaf l{leaf, subleaf, {0, 0, 0, 0}};
+    if (leaf <= max)
+      __cpuid_count(leaf, subleaf, l.r[0], l.r[1], l.r[2], l.r[3]);
+    read.push_back(l);
+    return read.back().r;
+  };
   for (const core::X86FeatureBit& f : core::x86_feature_bits()) {
     bool has = f.reg < 0;
-    if (!has) {
-      unsigned max = f.leaf >= 0x80000000 ? max_ext : max_basic;
-      unsigned r[4] = {0, 0, 0, 0};
-      if (f.leaf <= max && __get_cpuid_count(f.leaf, f.subleaf, &r[0], &r[1], &r[2], &r[3]))
-        has = (r[f.reg] >> f.bit) & 1u;
-    }
+    if (!has)
+      has = (regs(f.leaf, f.subleaf)[f.reg] >> f.bit) & 1u;
     if (has && (xcr0 & f.xcr0) == f.xcr0)
       out.present.insert(f.name);
   }

@@ -10,6 +10,7 @@
 // BLAKE2b caps them at 64 bytes.
 #include "storage/signing.h"
 
+#include "support/dynlib.h"
 #include "support/files.h"
 
 #include <sodium.h>
@@ -17,17 +18,56 @@
 #include <cctype>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 namespace kiln::storage {
 namespace {
 
-void init_sodium() {
+// libsodium, opened when the first key is parsed (support/dynlib.h): a
+// process that signs nothing does not map it. The header gives the types
+// and constants; every call goes through this table.
+struct Sodium {
+  decltype(&::sodium_init) init = nullptr;
+  decltype(&::sodium_hex2bin) hex2bin = nullptr;
+  decltype(&::sodium_base642bin) base642bin = nullptr;
+  decltype(&::sodium_memzero) memzero = nullptr;
+  decltype(&::crypto_auth_hmacsha512256_init) hmac_init = nullptr;
+  decltype(&::crypto_auth_hmacsha512256_update) hmac_update = nullptr;
+  decltype(&::crypto_auth_hmacsha512256_final) hmac_final = nullptr;
+  decltype(&::crypto_verify_32) verify_32 = nullptr;
+};
+
+Sodium na;
+
+Status init_sodium() {
   static std::once_flag once;
+  static std::optional<Error> failed;
   std::call_once(once, [] {
+    auto lib = open_library(KILN_SODIUM_SONAME, "signing");
+    if (!lib) {
+      failed = lib.error();
+      return;
+    }
+    void* h = *lib;
+    if (!bind_symbol(h, "sodium_init", na.init) ||
+        !bind_symbol(h, "sodium_hex2bin", na.hex2bin) ||
+        !bind_symbol(h, "sodium_base642bin", na.base642bin) ||
+        !bind_symbol(h, "sodium_memzero", na.memzero) ||
+        !bind_symbol(h, "crypto_auth_hmacsha512256_init", na.hmac_init) ||
+        !bind_symbol(h, "crypto_auth_hmacsha512256_update", na.hmac_update) ||
+        !bind_symbol(h, "crypto_auth_hmacsha512256_final", na.hmac_final) ||
+        !bind_symbol(h, "crypto_verify_32", na.verify_32)) {
+      failed = make_error(Code::unavailable,
+                          std::string(KILN_SODIUM_SONAME) + " lacks a function signing calls");
+      return;
+    }
     // Only fails without a usable random source, which HMAC never needs.
-    int rc = sodium_init();
+    int rc = na.init();
     (void)rc;
   });
+  if (failed)
+    return *failed;
+  return Status::ok();
 }
 
 std::string_view trim(std::string_view s) {
@@ -51,7 +91,7 @@ std::optional<std::vector<unsigned char>> decode_secret(std::string_view text) {
   size_t len = 0;
   const char* end = nullptr;
   if (text.size() % 2 == 0 && all_hex(text)) {
-    if (sodium_hex2bin(out.data(), out.size(), text.data(), text.size(), nullptr, &len, &end) ==
+    if (na.hex2bin(out.data(), out.size(), text.data(), text.size(), nullptr, &len, &end) ==
             0 &&
         end == text.data() + text.size()) {
       out.resize(len);
@@ -60,21 +100,21 @@ std::optional<std::vector<unsigned char>> decode_secret(std::string_view text) {
   }
   for (int variant : {sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
                       sodium_base64_VARIANT_URLSAFE, sodium_base64_VARIANT_URLSAFE_NO_PADDING}) {
-    if (sodium_base642bin(out.data(), out.size(), text.data(), text.size(), nullptr, &len, &end,
+    if (na.base642bin(out.data(), out.size(), text.data(), text.size(), nullptr, &len, &end,
                           variant) == 0 &&
         end == text.data() + text.size()) {
       out.resize(len);
       return out;
     }
   }
-  sodium_memzero(out.data(), out.size());
+  na.memzero(out.data(), out.size());
   return std::nullopt;
 }
 
 } // namespace
 
 Result<SigningKey> SigningKey::parse(std::string_view text, const std::string& source) {
-  init_sodium();
+  KILN_TRY(init_sodium());
   std::string from_file;
   std::string where = source;
   text = trim(text);
@@ -91,7 +131,7 @@ Result<SigningKey> SigningKey::parse(std::string_view text, const std::string& s
   }
   auto wipe = [&] {
     if (!from_file.empty())
-      sodium_memzero(from_file.data(), from_file.size());
+      na.memzero(from_file.data(), from_file.size());
   };
   if (text.empty()) {
     wipe();
@@ -104,7 +144,7 @@ Result<SigningKey> SigningKey::parse(std::string_view text, const std::string& s
                       where + ": the signing key is neither hex nor base64");
   if (secret->size() < kMinSecretBytes) {
     size_t n = secret->size();
-    sodium_memzero(secret->data(), secret->size());
+    na.memzero(secret->data(), secret->size());
     return make_error(Code::invalid_argument,
                       where + ": the signing key holds " + std::to_string(n) +
                           " bytes; it needs at least " + std::to_string(kMinSecretBytes));
@@ -114,17 +154,17 @@ Result<SigningKey> SigningKey::parse(std::string_view text, const std::string& s
 
 SigningKey::~SigningKey() {
   if (!secret_.empty())
-    sodium_memzero(secret_.data(), secret_.size());
+    na.memzero(secret_.data(), secret_.size());
 }
 
 std::string SigningKey::mac(std::string_view content) const {
   crypto_auth_hmacsha512256_state state;
-  crypto_auth_hmacsha512256_init(&state, secret_.data(), secret_.size());
-  crypto_auth_hmacsha512256_update(&state, reinterpret_cast<const unsigned char*>(content.data()),
+  na.hmac_init(&state, secret_.data(), secret_.size());
+  na.hmac_update(&state, reinterpret_cast<const unsigned char*>(content.data()),
                                    content.size());
   unsigned char out[crypto_auth_hmacsha512256_BYTES];
-  crypto_auth_hmacsha512256_final(&state, out);
-  sodium_memzero(&state, sizeof state);
+  na.hmac_final(&state, out);
+  na.memzero(&state, sizeof state);
   static_assert(sizeof out == kMacBytes);
   return std::string(reinterpret_cast<const char*>(out), sizeof out);
 }
@@ -133,7 +173,7 @@ bool SigningKey::verify(std::string_view content, std::string_view mac) const {
   if (mac.size() != kMacBytes)
     return false;
   std::string want = this->mac(content);
-  return crypto_verify_32(reinterpret_cast<const unsigned char*>(want.data()),
+  return na.verify_32(reinterpret_cast<const unsigned char*>(want.data()),
                           reinterpret_cast<const unsigned char*>(mac.data())) == 0;
 }
 

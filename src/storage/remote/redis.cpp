@@ -2,9 +2,13 @@
 // connection.
 #include "storage/remote/redis.h"
 
+#include "support/dynlib.h"
+
 #include <hiredis/hiredis.h>
 
 #include <cerrno>
+#include <mutex>
+#include <optional>
 #include <sys/time.h>
 
 namespace kiln::storage::remote {
@@ -50,12 +54,51 @@ Result<std::string> percent_decode(const std::string& s) {
   return out;
 }
 
+// hiredis, opened at the first connection (support/dynlib.h): the header
+// gives the types, the library is the one the build was configured with.
+struct Hiredis {
+  decltype(&::redisConnectWithTimeout) connect = nullptr;
+  decltype(&::redisSetTimeout) set_timeout = nullptr;
+  decltype(&::redisCommand) command = nullptr;
+  decltype(&::redisAppendCommand) append_command = nullptr;
+  decltype(&::redisGetReply) get_reply = nullptr;
+  decltype(&::freeReplyObject) free_reply = nullptr;
+  decltype(&::redisFree) free = nullptr;
+};
+
+Hiredis api;
+
+Status load_hiredis() {
+  static std::once_flag once;
+  static std::optional<Error> failed;
+  std::call_once(once, [] {
+    auto lib = open_library(KILN_HIREDIS_SONAME, "the Redis tier");
+    if (!lib) {
+      failed = lib.error();
+      return;
+    }
+    void* h = *lib;
+    if (!bind_symbol(h, "redisConnectWithTimeout", api.connect) ||
+        !bind_symbol(h, "redisSetTimeout", api.set_timeout) ||
+        !bind_symbol(h, "redisCommand", api.command) ||
+        !bind_symbol(h, "redisAppendCommand", api.append_command) ||
+        !bind_symbol(h, "redisGetReply", api.get_reply) ||
+        !bind_symbol(h, "freeReplyObject", api.free_reply) ||
+        !bind_symbol(h, "redisFree", api.free))
+      failed = make_error(Code::unavailable, std::string(KILN_HIREDIS_SONAME) +
+                                                 " lacks a function the Redis tier calls");
+  });
+  if (failed)
+    return *failed;
+  return Status::ok();
+}
+
 struct Reply {
   redisReply* r = nullptr;
   explicit Reply(void* p) : r(static_cast<redisReply*>(p)) {}
   ~Reply() {
     if (r)
-      freeReplyObject(r);
+      api.free_reply(r);
   }
   Reply(const Reply&) = delete;
   Reply& operator=(const Reply&) = delete;
@@ -165,7 +208,7 @@ RedisBackend::RedisBackend(RedisConfig config) : config_(std::move(config)) {}
 
 RedisBackend::~RedisBackend() {
   if (ctx_)
-    redisFree(ctx_);
+    api.free(ctx_);
 }
 
 Error RedisBackend::failure(std::string why) {
@@ -174,7 +217,7 @@ Error RedisBackend::failure(std::string why) {
     why = why.substr(0, why.find(':')) + ": no answer within " +
           std::to_string(config_.timeout_ms) + " ms";
   if (ctx_) {
-    redisFree(ctx_);
+    api.free(ctx_);
     ctx_ = nullptr;
   }
   return make_error(Code::unavailable, std::move(why));
@@ -183,13 +226,14 @@ Error RedisBackend::failure(std::string why) {
 Status RedisBackend::connect() {
   if (ctx_)
     return Status::ok();
+  KILN_TRY(load_hiredis());
   timeval tv{config_.timeout_ms / 1000, (config_.timeout_ms % 1000) * 1000};
-  ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, tv);
+  ctx_ = api.connect(config_.host.c_str(), config_.port, tv);
   if (!ctx_)
     return failure("cannot allocate a connection");
   if (ctx_->err)
     return failure(ctx_->errstr);
-  if (redisSetTimeout(ctx_, tv) != REDIS_OK)
+  if (api.set_timeout(ctx_, tv) != REDIS_OK)
     return failure("cannot set the timeout");
   auto simple = [&](Reply r, const char* what) -> Status {
     if (!r.r)
@@ -200,15 +244,15 @@ Status RedisBackend::connect() {
   };
   if (!config_.password.empty())
     KILN_TRY(config_.user.empty()
-                 ? simple(Reply(redisCommand(ctx_, "AUTH %b", config_.password.data(),
+                 ? simple(Reply(api.command(ctx_, "AUTH %b", config_.password.data(),
                                              config_.password.size())),
                           "AUTH")
-                 : simple(Reply(redisCommand(ctx_, "AUTH %b %b", config_.user.data(),
+                 : simple(Reply(api.command(ctx_, "AUTH %b %b", config_.user.data(),
                                              config_.user.size(), config_.password.data(),
                                              config_.password.size())),
                           "AUTH"));
   if (config_.db != 0)
-    KILN_TRY(simple(Reply(redisCommand(ctx_, "SELECT %d", config_.db)), "SELECT"));
+    KILN_TRY(simple(Reply(api.command(ctx_, "SELECT %d", config_.db)), "SELECT"));
   return Status::ok();
 }
 
@@ -218,16 +262,16 @@ Result<std::optional<std::string>> RedisBackend::get(const std::string& key) {
   // value of any size. GETRANGE reads at most one byte past the maximum,
   // which tells a value that is too large; EXISTS, in the same round trip,
   // tells a missing key from an empty value.
-  if (redisAppendCommand(ctx_, "EXISTS %b", key.data(), key.size()) != REDIS_OK ||
-      redisAppendCommand(ctx_, "GETRANGE %b 0 %lld", key.data(), key.size(),
+  if (api.append_command(ctx_, "EXISTS %b", key.data(), key.size()) != REDIS_OK ||
+      api.append_command(ctx_, "GETRANGE %b 0 %lld", key.data(), key.size(),
                          static_cast<long long>(kMaxValueBytes)) != REDIS_OK)
     return failure(std::string("GET: ") + ctx_->errstr);
   void* raw = nullptr;
-  if (redisGetReply(ctx_, &raw) != REDIS_OK)
+  if (api.get_reply(ctx_, &raw) != REDIS_OK)
     return failure(std::string("GET: ") + ctx_->errstr);
   Reply exists(raw);
   raw = nullptr;
-  if (redisGetReply(ctx_, &raw) != REDIS_OK)
+  if (api.get_reply(ctx_, &raw) != REDIS_OK)
     return failure(std::string("GET: ") + ctx_->errstr);
   Reply r(raw);
   for (const Reply* reply : {&exists, &r})
@@ -248,9 +292,9 @@ Status RedisBackend::put(const std::string& key, std::string_view value,
                          std::chrono::seconds ttl) {
   KILN_TRY(connect());
   Reply r(ttl.count() > 0
-              ? redisCommand(ctx_, "SET %b %b EX %lld", key.data(), key.size(), value.data(),
+              ? api.command(ctx_, "SET %b %b EX %lld", key.data(), key.size(), value.data(),
                              value.size(), static_cast<long long>(ttl.count()))
-              : redisCommand(ctx_, "SET %b %b", key.data(), key.size(), value.data(),
+              : api.command(ctx_, "SET %b %b", key.data(), key.size(), value.data(),
                              value.size()));
   if (!r.r)
     return failure(std::string("SET: ") + ctx_->errstr);
@@ -261,7 +305,7 @@ Status RedisBackend::put(const std::string& key, std::string_view value,
 
 Status RedisBackend::remove(const std::string& key) {
   KILN_TRY(connect());
-  Reply r(redisCommand(ctx_, "DEL %b", key.data(), key.size()));
+  Reply r(api.command(ctx_, "DEL %b", key.data(), key.size()));
   if (!r.r)
     return failure(std::string("DEL: ") + ctx_->errstr);
   if (r.r->type == REDIS_REPLY_ERROR)

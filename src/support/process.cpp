@@ -12,7 +12,17 @@ extern char** environ;
 
 namespace kiln {
 
-Result<ProcessResult> run_process(const std::vector<std::string>& argv) {
+Result<ProcessResult> run_process(const std::vector<std::string>& argv,
+                                  const std::vector<std::string>& defaults) {
+  std::vector<char*> env;
+  for (char** e = environ; e && *e; ++e)
+    env.push_back(*e);
+  for (const std::string& d : defaults) {
+    std::string name = d.substr(0, d.find('='));
+    if (!std::getenv(name.c_str()))
+      env.push_back(const_cast<char*>(d.c_str()));
+  }
+  env.push_back(nullptr);
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0)
     return make_error(Code::internal, std::string("pipe failed: ") + std::strerror(errno));
@@ -26,7 +36,7 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv) {
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid;
-  int rc = ::posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+  int rc = ::posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&fa);
   ::close(pipefd[1]);
   if (rc != 0) {

@@ -14,9 +14,11 @@ struct ProcessResult {
   std::string output; ///< stdout and stderr together
 };
 
-/// Runs argv[0] (a path) with argv, stdin from /dev/null. Fails only if the
-/// program cannot be started.
-Result<ProcessResult> run_process(const std::vector<std::string>& argv);
+/// Runs argv[0] (a path) with argv, stdin from /dev/null, in this process's
+/// environment plus `defaults` ("NAME=value"), each added only where the
+/// environment does not set NAME. Fails only if the program cannot be started.
+Result<ProcessResult> run_process(const std::vector<std::string>& argv,
+                                  const std::vector<std::string>& defaults = {});
 
 /// The first executable named `name` in $PATH, or empty.
 std::string find_in_path(const std::string& name);

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 #include <sys/stat.h>
 
@@ -61,6 +62,17 @@ TEST_CASE("run_process: a program killed by a signal exits 128 + the signal") {
   REQUIRE(r);
   CHECK(r->exit_code == 128 + 9);
   CHECK(r->output == "before\n");
+}
+
+TEST_CASE("run_process: defaults join the environment only where it does not set them") {
+  EnvVar set("KILN_TEST_SET", "from-env");
+  EnvVar unset("KILN_TEST_UNSET", nullptr);
+  auto r = run_process({shell(), "-c", "printf '%s|%s|%s' \"$KILN_TEST_SET\" \"$KILN_TEST_UNSET\" "
+                                       "\"$HOME\""},
+                       {"KILN_TEST_SET=default", "KILN_TEST_UNSET=default"});
+  REQUIRE(r);
+  const char* home = std::getenv("HOME");
+  CHECK(r->output == std::string("from-env|default|") + (home ? home : ""));
 }
 
 TEST_CASE("run_process: a program that cannot be started is unavailable, naming it") {

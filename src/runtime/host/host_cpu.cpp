@@ -10,6 +10,9 @@
 #endif
 
 #include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace kiln::runtime {
@@ -85,6 +88,17 @@ const core::CpuFeatures& host_cpu_features() {
 }
 
 core::CpuGap host_cpu_gap(const core::JobRecord& root) {
+  // Every load of host code asks, and the answer depends only on the stored
+  // feature string and target: a process loading many roots built for one
+  // CPU parses their kilobyte of features once, not once per load.
+  static std::mutex mu;
+  static std::unordered_map<std::string, core::CpuGap> known;
+  std::string key = root.target + '\n' + root.features;
+  {
+    std::lock_guard lock(mu);
+    if (auto it = known.find(key); it != known.end())
+      return it->second;
+  }
   core::CpuGap gap = core::compare_cpu_features(root.features, host_cpu_features());
   // LLVM may name features newer than the table. Code built for this very
   // CPU (plain "host", every known feature as here) still runs: refusing it
@@ -92,6 +106,10 @@ core::CpuGap host_cpu_gap(const core::JobRecord& root) {
   if (gap.missing.empty() && !gap.unknown.empty() && root.target == "host" &&
       core::same_cpu_features(root.features, host_cpu_features()))
     gap.unknown.clear();
+  std::lock_guard lock(mu);
+  if (known.size() >= 64) // a handful of CPUs in practice; never unbounded
+    known.clear();
+  known.emplace(std::move(key), gap);
   return gap;
 }
 

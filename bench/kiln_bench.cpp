@@ -9,23 +9,34 @@
 //   kiln-bench store    --work DIR [--jobs N] [--probes N]
 //   kiln-bench stats    --cache DB
 //   kiln-bench extract-check --ir FILE [--ir FILE]...
+//   kiln-bench hit       --ir FILE --entry NAME --cache DB [--repeats N]
+//   kiln-bench coldsplit --ir FILE --target SPEC --work DIR [--jobs N]
+//   kiln-bench cpuid     [--repeats N]
 #include "storage/local/store.h"
+#include "support/compress.h"
 #include "timing.hpp"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
 #include "codegen/target.h"
+#include "core/host_cpu.h"
 #include "core/keys.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
 
 #include <kiln/compiler.hpp>
 #include <kiln/kiln.h>
+#include <kiln/kiln_compiler.h>
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
 #include <sqlite3.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -221,13 +232,19 @@ int cmd_inproc(const Args& a) {
     jobs = rep.jobs.size();
   }
 
-  // Key cost: extract + hash + key for every job of the closure.
-  std::vector<double> keys;
+  // Key cost: what every request that misses the memo pays before it can
+  // know what is cached: ingest (parse + link the unit), then extract +
+  // hash + key for every job of the closure.
+  std::vector<double> keys, ingest;
   {
-    llvm::LLVMContext ctx;
-    auto unit = must(kiln::ir::ingest(ctx, {{ir, read_file(ir), true}}), "ingest");
-    for (long r = 0; r < std::max(repeats, 5L); ++r)
+    std::string bytes = read_file(ir);
+    for (long r = 0; r < std::max(repeats, 5L); ++r) {
+      llvm::LLVMContext ctx;
+      auto t0 = Clock::now();
+      auto unit = must(kiln::ir::ingest(ctx, {{ir, bytes, true}}), "ingest");
+      ingest.push_back(ms_since(t0));
       keys.push_back(time_keys(*unit, a.entries).total_ms);
+    }
   }
 
   const std::string& root = a.entries.front();
@@ -238,6 +255,17 @@ int cmd_inproc(const Args& a) {
     if (kiln_image_load(cache, root.c_str(), "host", out) != KILN_OK)
       die(std::string("load: ") + kiln_last_error());
   };
+
+  // The first load after open: the image stored by the cold compile, the
+  // first image this process loads, on a new handle.
+  double first_load = 0;
+  {
+    kiln_image* img = nullptr;
+    auto t0 = Clock::now();
+    load_once(&img);
+    first_load = ms_since(t0);
+    kiln_image_release(img);
+  }
 
   // Relink: the image evicted, the closure's artifacts linked again.
   std::vector<double> relink;
@@ -288,11 +316,50 @@ int cmd_inproc(const Args& a) {
   kiln_cache_close(cache);
 
   std::printf("{\"jobs\": %zu, \"cold_ms\": %.4f, \"plan_ms\": %.4f, \"compile_ms_sum\": %.4f, "
-              "\"key_ms_sum\": %.5f, \"relink_ms\": %.4f, \"warm_load_ms\": %.5f, "
+              "\"ingest_ms\": %.5f, \"key_ms_sum\": %.5f, \"relink_ms\": %.4f, "
+              "\"first_load_ms\": %.5f, \"warm_load_ms\": %.5f, \"warm_load_best_ms\": %.5f, "
               "\"warm_load_p99_ms\": %.5f, \"lookup_ns\": %.2f, \"repeats\": %ld}\n",
-              jobs, median(cold), median(plan), median(compile_sum), median(keys),
-              median(relink), median(warm), percentile(warm, 0.99), median(lookup_ns), repeats);
+              jobs, median(cold), median(plan), median(compile_sum), median(ingest), median(keys),
+              median(relink), first_load, median(warm), percentile(warm, 0.0),
+              percentile(warm, 0.99), median(lookup_ns), repeats);
   return 0;
+}
+
+// CPU milliseconds of this process, its children already waited for, and
+// its live children (the persistent codegen workers), from /proc.
+double cpu_ms_with_children() {
+  auto ms = [](const rusage& ru) {
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+           double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  };
+  rusage self{}, reaped{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &reaped);
+  double total = ms(self) + ms(reaped);
+  const long tick = sysconf(_SC_CLK_TCK);
+  const std::string me = std::to_string(getpid());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!in || !std::getline(in, line))
+      continue;
+    // pid (comm) state ppid ... utime(14) stime(15): fields after the comm.
+    size_t close = line.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream f(line.substr(close + 2));
+    std::string state, ppid, skip;
+    f >> state >> ppid;
+    if (ppid != me)
+      continue;
+    for (int i = 0; i < 9; ++i)
+      f >> skip;
+    double ut = 0, st = 0;
+    f >> ut >> st;
+    total += (ut + st) * 1e3 / double(tick);
+  }
+  return total;
 }
 
 // -j1 vs -j2 on independent roots; no image linking (that is sequential).
@@ -303,14 +370,10 @@ int cmd_parallel(const Args& a) {
   fs::create_directories(work);
   std::string db = work + "/parallel.db";
   std::map<unsigned, std::vector<double>> t;
-  std::map<unsigned, double> cpu_ms, wall_ms; // CPU time this process got, over the runs
+  // CPU time this process and its codegen workers got, over the runs.
+  std::map<unsigned, double> cpu_ms, wall_ms;
   size_t jobs = 0;
-  auto cpu_now = [] {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    return (double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-            double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3);
-  };
+  auto cpu_now = [] { return cpu_ms_with_children(); };
   for (unsigned j : {1u, 2u}) {
     kiln::CompileRequest req = request_for(ir, a.entries, j);
     req.link_images = false;
@@ -328,8 +391,8 @@ int cmd_parallel(const Args& a) {
         die("precompile failed");
     }
   }
-  // CPUs busy on average during the -j2 runs: below 2 means the machine did
-  // not give this process two cores (shared, loaded).
+  // CPUs busy on average during the -j2 runs (this process and its codegen
+  // workers): below 2 means the machine did not give it two cores.
   std::printf("{\"jobs\": %zu, \"j1_ms\": %.3f, \"j2_ms\": %.3f, \"j1_cpus\": %.2f, "
               "\"j2_cpus\": %.2f, \"repeats\": %ld}\n",
               jobs, median(t[1]), median(t[2]), cpu_ms[1] / wall_ms[1], cpu_ms[2] / wall_ms[2],
@@ -434,11 +497,43 @@ int cmd_stats(const Args& a) {
   auto st = must(store->stats(), "stats");
   std::error_code ec;
   auto file = fs::file_size(db, ec);
+  // What the dictionaries save: every blob as stored (with its kind's
+  // dictionary where it has one) against the same bytes compressed alone at
+  // the store's level.
+  long long with_dict = 0, plain = 0, blobs = 0, dict_blobs = 0;
+  {
+    sqlite3* h = nullptr;
+    if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* q = nullptr;
+      const char* sql =
+          "SELECT 0, job_key, format, length(data), dict_id IS NOT NULL FROM artifacts UNION ALL "
+          "SELECT 1, closure_key, arch, length(data), dict_id IS NOT NULL FROM images";
+      if (sqlite3_prepare_v2(h, sql, -1, &q, nullptr) == SQLITE_OK) {
+        while (sqlite3_step(q) == SQLITE_ROW) {
+          std::string key = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
+          std::string what = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
+          auto hash = must(kiln::parse_hash128(key), "key");
+          auto raw = sqlite3_column_int(q, 0) == 0 ? store->get_artifact(hash, what)
+                                                   : store->get_image_any_linker(hash, what);
+          if (!raw)
+            continue;
+          with_dict += sqlite3_column_int64(q, 3);
+          plain += (long long)kiln::zstd_compress(*raw).size();
+          dict_blobs += sqlite3_column_int(q, 4);
+          ++blobs;
+        }
+      }
+      sqlite3_finalize(q);
+    }
+    sqlite3_close(h);
+  }
   std::printf("{\"jobs\": %lld, \"images\": %lld, \"stored_bytes\": %lld, \"raw_bytes\": %lld, "
-              "\"file_bytes\": %lld, \"live_bytes\": %lld, \"disk_bytes\": %lld}\n",
+              "\"file_bytes\": %lld, \"live_bytes\": %lld, \"disk_bytes\": %lld, "
+              "\"blobs\": %lld, \"dict_blobs\": %lld, \"blob_bytes\": %lld, "
+              "\"plain_zstd_bytes\": %lld}\n",
               (long long)st.jobs, (long long)st.images, (long long)st.stored_bytes,
               (long long)st.raw_bytes, (long long)st.file_bytes, (long long)st.live_bytes,
-              (long long)(ec ? 0 : file));
+              (long long)(ec ? 0 : file), blobs, dict_blobs, with_dict, plain);
   return 0;
 }
 
@@ -509,11 +604,153 @@ int cmd_extract_check(const Args& a) {
   return mismatches ? 1 : 0;
 }
 
+// Time to first kernel in process: kiln_compile_or_load through the C API,
+// answered from the request memo (the unit's bytes hashed, the memo row
+// read, the image loaded), against kiln_image_load of the same root alone.
+int cmd_hit(const Args& a) {
+  std::string ir = a.get("ir");
+  std::string db = a.get("cache");
+  long repeats = a.num("repeats", 1000);
+  if (a.entries.size() != 1)
+    die("hit needs one --entry");
+  const std::string& entry = a.entries.front();
+  std::string bytes = read_file(ir);
+  kiln_source src{ir.c_str(), bytes.data(), bytes.size()};
+  kiln_compile_options opt;
+  kiln_compile_options_init(&opt);
+  opt.sources = &src;
+  opt.source_count = 1;
+
+  kiln_cache* cache = nullptr;
+  if (kiln_cache_open(db.c_str(), &cache) != KILN_OK)
+    die(kiln_last_error());
+  auto call = [&] {
+    kiln_image* img = nullptr;
+    auto t0 = Clock::now();
+    if (kiln_compile_or_load(cache, &opt, entry.c_str(), "host", &img, nullptr) != KILN_OK)
+      die(std::string("compile_or_load: ") + kiln_compile_last_error()->message);
+    double ms = ms_since(t0);
+    kiln_image_release(img);
+    return ms;
+  };
+  // The first call compiles (or loads) and records the memo; the second is
+  // the first memo hit of this handle.
+  double first_call = call();
+  double first_hit = call();
+  std::vector<double> hit, load;
+  for (long r = 0; r < repeats; ++r)
+    hit.push_back(call());
+  for (long r = 0; r < repeats; ++r) {
+    kiln_image* img = nullptr;
+    auto t0 = Clock::now();
+    if (kiln_image_load(cache, entry.c_str(), "host", &img) != KILN_OK)
+      die(std::string("load: ") + kiln_last_error());
+    load.push_back(ms_since(t0));
+    kiln_image_release(img);
+  }
+  kiln_cache_close(cache);
+  std::printf("{\"first_call_ms\": %.4f, \"first_hit_ms\": %.5f, \"hit_ms\": %.5f, "
+              "\"hit_best_ms\": %.5f, \"hit_p90_ms\": %.5f, \"load_ms\": %.5f, "
+              "\"load_best_ms\": %.5f, \"source_bytes\": %zu, \"repeats\": %ld}\n",
+              first_call, first_hit, median(hit), percentile(hit, 0.0), percentile(hit, 0.9),
+              median(load), percentile(load, 0.0), bytes.size(), repeats);
+  return 0;
+}
+
+// A cold precompile of one unit for one target, in process, split into its
+// phases: ingest alone; plan (ingest + extract + key every job); compile
+// and store every job (no images); then link every root's image from the
+// stored jobs (a second run that finds every job cached).
+int cmd_coldsplit(const Args& a) {
+  std::string ir = a.get("ir");
+  std::string work = a.get("work");
+  std::string target = a.get("target");
+  unsigned jobs_n = unsigned(a.num("jobs", 0));
+  fs::create_directories(work);
+  std::string db = work + "/coldsplit.db";
+  remove_cache(db);
+  std::string bytes = read_file(ir);
+  double ingest = 0;
+  {
+    llvm::LLVMContext ctx;
+    auto t0 = Clock::now();
+    must(kiln::ir::ingest(ctx, {{ir, bytes, true}}), "ingest");
+    ingest = ms_since(t0);
+  }
+  auto request = [&](bool link) {
+    kiln::CompileRequest req;
+    req.inputs.push_back(kiln::SourceInput::memory(ir, bytes));
+    req.targets = {target};
+    req.jobs = jobs_n;
+    req.link_images = link;
+    return req;
+  };
+  auto t0 = Clock::now();
+  kiln::Plan p = must(kiln::Plan::create(request(false)), "plan " + ir);
+  double plan = ms_since(t0);
+  t0 = Clock::now();
+  auto rep = must(p.run(db), "run " + ir);
+  double compile_run = ms_since(t0);
+  double compile_sum = 0;
+  for (const kiln::JobReport& j : rep.jobs) {
+    if (j.status != kiln::JobStatus::compiled)
+      die("job " + j.entry + " was not compiled: " + j.error);
+    compile_sum += j.compile_ms;
+  }
+  kiln::Plan q = must(kiln::Plan::create(request(true)), "plan " + ir);
+  t0 = Clock::now();
+  auto rep2 = must(q.run(db), "link " + ir);
+  double link_run = ms_since(t0);
+  size_t images = 0;
+  for (const kiln::RootReport& r : rep2.roots)
+    images += r.image;
+  std::printf("{\"jobs\": %zu, \"ingest_ms\": %.3f, \"plan_ms\": %.3f, "
+              "\"compile_run_ms\": %.3f, \"compile_ms_sum\": %.3f, \"link_run_ms\": %.3f, "
+              "\"images\": %zu}\n",
+              rep.jobs.size(), ingest, plan, compile_run, compile_sum, link_run, images);
+  return 0;
+}
+
+// What reading this CPU's features costs a process: one cpuid per entry of
+// the loader's feature table, as the host loader reads them before the
+// first host image (cpuid traps to the hypervisor in a virtual machine).
+int cmd_cpuid(const Args& a) {
+  long repeats = a.num("repeats", 20);
+#if defined(__x86_64__)
+  const auto& bits = kiln::core::x86_feature_bits();
+  // The loader reads each distinct leaf once (runtime/host/host_cpu.cpp).
+  std::vector<std::pair<unsigned, unsigned>> leaves;
+  for (const kiln::core::X86FeatureBit& f : bits)
+    if (f.reg >= 0 && std::find(leaves.begin(), leaves.end(),
+                                std::make_pair(f.leaf, f.subleaf)) == leaves.end())
+      leaves.emplace_back(f.leaf, f.subleaf);
+  std::vector<double> t;
+  unsigned sink = 0;
+  for (long r = 0; r < repeats; ++r) {
+    auto t0 = Clock::now();
+    for (const auto& [leaf, subleaf] : leaves) {
+      unsigned q[4] = {0, 0, 0, 0};
+      __get_cpuid_count(leaf, subleaf, &q[0], &q[1], &q[2], &q[3]);
+      sink += q[0];
+    }
+    t.push_back(ms_since(t0));
+  }
+  asm volatile("" : : "r"(sink) : "memory");
+  std::printf("{\"entries\": %zu, \"leaves\": %zu, \"read_ms\": %.4f, \"per_cpuid_us\": %.3f}\n",
+              bits.size(), leaves.size(), median(t), median(t) * 1e3 / double(leaves.size()));
+#else
+  (void)repeats;
+  std::printf("{\"entries\": 0, \"read_ms\": 0, \"per_cpuid_us\": 0}\n");
+#endif
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2)
-    die("usage: kiln-bench inproc|parallel|breakdown|store|stats --option VALUE...");
+    die("usage: kiln-bench inproc|parallel|breakdown|store|stats|extract-check|hit|coldsplit|"
+        "cpuid --option VALUE...");
   std::string cmd = argv[1];
   Args a = Args::parse(argc, argv, 2);
   if (cmd == "inproc")
@@ -528,5 +765,11 @@ int main(int argc, char** argv) {
     return cmd_stats(a);
   if (cmd == "extract-check")
     return cmd_extract_check(a);
+  if (cmd == "hit")
+    return cmd_hit(a);
+  if (cmd == "coldsplit")
+    return cmd_coldsplit(a);
+  if (cmd == "cpuid")
+    return cmd_cpuid(a);
   die("unknown command '" + cmd + "'");
 }

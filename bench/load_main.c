@@ -1,11 +1,13 @@
 /* kiln-bench-load: what a program does at start: open the cache, load the
  * named roots' images for the host and look each root up. Run as a fresh
  * process by bench/harness.py; prints one JSON object with its own timings
- * (the harness also times the whole process).
+ * (the harness also times the whole process) and the descriptors it holds
+ * with every image loaded.
  *
  *   kiln-bench-load CACHE NAME...      (or @FILE: one name per line) */
 #include <kiln/kiln.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,18 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Descriptors this process holds (less the one reading the directory). */
+static int open_fds(void) {
+  DIR* d = opendir("/proc/self/fd");
+  if (!d)
+    return -1;
+  int n = 0;
+  while (readdir(d))
+    ++n;
+  closedir(d);
+  return n - 3; /* ".", ".." and the directory's own descriptor */
 }
 
 static char** read_names(const char* path, int* count) {
@@ -68,11 +82,12 @@ int main(int argc, char** argv) {
     }
   }
   double t_load = now_ms();
+  int fds = open_fds();
   /* Images stay loaded, as in a program; the close flushes usage counters. */
   kiln_cache_close(cache);
   double t_close = now_ms();
   printf("{\"roots\": %d, \"open_ms\": %.4f, \"load_ms\": %.4f, \"close_ms\": %.4f, "
-         "\"main_ms\": %.4f}\n",
-         count, t_open - t0, t_load - t_open, t_close - t_load, t_close - t0);
+         "\"main_ms\": %.4f, \"fds\": %d}\n",
+         count, t_open - t0, t_load - t_open, t_close - t_load, t_close - t0, fds);
   return 0;
 }

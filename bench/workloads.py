@@ -99,6 +99,118 @@ def gpu_unit():
         '\nattributes #0 = { "kiln-kernel" }\n'
 
 
+# GPU-shaped units for the cold-compile comparison with the hand pipeline:
+# N kernels, each like one instantiation of a templated element-wise kernel
+# (a grid-stride loop with two loads, a store, a few dozen instructions of
+# math whose constants and shape vary with the instantiation), for each
+# target's own triple, layout and kernel convention.
+UNIT_KERNEL_COUNTS = [1, 10, 200, 1000]
+GPU_TARGETS = {
+    # spec: (triple, datalayout, kernel convention, pointer type)
+    "sm_90": ("nvptx64-nvidia-cuda",
+              "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64",
+              "ptx_kernel", "ptr"),
+    "gfx942": ("amdgcn-amd-amdhsa",
+               "e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-"
+               "p7:160:256:256:32-p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-"
+               "v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-"
+               "S32-A5-G1-ni:7:8:9",
+               "amdgpu_kernel", "ptr addrspace(1)"),
+    "host": ("x86_64-unknown-linux-gnu",
+             "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128",
+             "", "ptr"),
+}
+
+
+def _f(v):
+    """A float constant as LLVM IR writes it (exactly representable)."""
+    return f"{v:.6e}"
+
+
+def gpu_kernel(target, k):
+    """Kernel k of a unit for `target`: out[i] = f_k(a[i], b[i]) over a
+    grid-stride loop (the host walks i = 0..n-1)."""
+    _, _, cc, pt = GPU_TARGETS[target]
+    cc = cc + " " if cc else ""
+    c = [1.0 + ((k * 7 + j * 3) % 29) / 32.0 for j in range(8)]
+    terms = 2 + k % 4          # polynomial terms: the instantiation's "order"
+    clamp = k % 3 == 0         # some instantiations clamp, some use a select
+    L = [f"define {cc}void @k{k}({pt} %out, {pt} %a, {pt} %b, i32 %n) {{", "entry:"]
+    if target == "sm_90":
+        L += ["  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()",
+              "  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()",
+              "  %ctaid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()",
+              "  %nctaid = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()",
+              "  %base0 = mul i32 %ctaid, %ntid",
+              "  %first = add i32 %base0, %tid",
+              "  %stride = mul i32 %ntid, %nctaid"]
+    elif target == "gfx942":
+        L += ["  %tid = call i32 @llvm.amdgcn.workitem.id.x()",
+              "  %wg = call i32 @llvm.amdgcn.workgroup.id.x()",
+              "  %base0 = shl i32 %wg, 8",
+              "  %first = add i32 %base0, %tid",
+              "  %stride = add i32 0, 1048576"]  # launched as 4096 groups of 256
+    else:
+        L += ["  %first = add i32 0, 0", "  %stride = add i32 1, 0"]
+    L += ["  %go = icmp slt i32 %first, %n",
+          "  br i1 %go, label %body, label %done",
+          "body:",
+          "  %i = phi i32 [ %first, %entry ], [ %next, %body ]",
+          "  %ix = sext i32 %i to i64",
+          f"  %pa = getelementptr inbounds float, {pt} %a, i64 %ix",
+          f"  %x = load float, {pt} %pa, align 4",
+          f"  %pb = getelementptr inbounds float, {pt} %b, i64 %ix",
+          f"  %y = load float, {pt} %pb, align 4",
+          f"  %s0 = fmul float %x, {_f(c[0])}",
+          f"  %s1 = call float @llvm.fma.f32(float %y, float {_f(c[1])}, float %s0)"]
+    # Horner's rule: p = ((c2 x + c3) x + c4) ...
+    acc = _f(c[2])
+    for t in range(terms):
+        L.append(f"  %h{t} = call float @llvm.fma.f32(float {acc}, float %x, "
+                 f"float {_f(c[3 + t])})")
+        acc = f"%h{t}"
+    L += [f"  %m0 = fadd float %s1, {acc}",
+          "  %m1 = call float @llvm.fabs.f32(float %m0)",
+          "  %m2 = call float @llvm.sqrt.f32(float %m1)",
+          f"  %m3 = fmul float %m2, %y",
+          f"  %m4 = fsub float %m3, {_f(c[7])}"]
+    if clamp:
+        L += ["  %m5 = call float @llvm.maxnum.f32(float %m4, float 0.000000e+00)",
+              f"  %r = call float @llvm.minnum.f32(float %m5, float {_f(64.0 + k % 7)})"]
+    else:
+        L += [f"  %lt = fcmp olt float %m4, {_f(c[6])}",
+              "  %m5 = fdiv float %m4, %m2",
+              "  %r = select i1 %lt, float %m5, float %m4"]
+    L += [f"  %po = getelementptr inbounds float, {pt} %out, i64 %ix",
+          f"  store float %r, {pt} %po, align 4",
+          "  %next = add nsw i32 %i, %stride",
+          "  %more = icmp slt i32 %next, %n",
+          "  br i1 %more, label %body, label %done",
+          "done:",
+          "  ret void",
+          "}"]
+    return "\n".join(L) + "\n"
+
+
+def gpu_kernel_unit(target, n):
+    triple, layout, _, _ = GPU_TARGETS[target]
+    decls = ["declare float @llvm.fma.f32(float, float, float)",
+             "declare float @llvm.fabs.f32(float)",
+             "declare float @llvm.sqrt.f32(float)",
+             "declare float @llvm.maxnum.f32(float, float)",
+             "declare float @llvm.minnum.f32(float, float)"]
+    if target == "sm_90":
+        decls += [f"declare i32 @llvm.nvvm.read.ptx.sreg.{r}.x()"
+                  for r in ("tid", "ntid", "ctaid", "nctaid")]
+    elif target == "gfx942":
+        decls += ["declare i32 @llvm.amdgcn.workitem.id.x()",
+                  "declare i32 @llvm.amdgcn.workgroup.id.x()"]
+    head = [f"; {n} instantiations of an element-wise kernel for {target}",
+            f'target datalayout = "{layout}"', f'target triple = "{triple}"', ""]
+    return "\n".join(head) + "\n".join(gpu_kernel(target, k) for k in range(n)) + \
+        "\n" + "\n".join(decls) + "\n"
+
+
 def write_all(work):
     """Writes every workload under `work`; returns {name: (path, entries)}."""
     os.makedirs(work, exist_ok=True)
@@ -120,6 +232,10 @@ def write_all(work):
     put("unit_1.c", unit_roots_c(1), [])
     put("parallel.ll", parallel_unit(), [f"par{i}" for i in range(PARALLEL_ROOTS)])
     put("gpu.ll", gpu_unit(), ["gpu_medium"])
+    for target in GPU_TARGETS:
+        for n in UNIT_KERNEL_COUNTS:
+            put(f"kernels_{target}_{n}.ll", gpu_kernel_unit(target, n),
+                [f"k{k}" for k in range(n)])
     return files
 
 

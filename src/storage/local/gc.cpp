@@ -103,8 +103,8 @@ Result<GcReport> Store::gc(const GcOptions& options) {
     return fail(libraries.error());
   // Without the table (no library was ever recorded) a statement that
   // deletes nothing stands in.
-  auto del_libraries = prepare(*libraries ? "DELETE FROM libraries WHERE closure_key = ?1"
-                                          : "SELECT ?1 WHERE 0");
+  auto del_libraries = *libraries ? prepare("DELETE FROM libraries WHERE closure_key = ?1")
+                                  : prepare("SELECT ?1 WHERE 0");
   auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
   auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS "
                          "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1) AND "

@@ -1315,11 +1315,6 @@ std::vector<std::string> split_lines(const std::string& s) {
 // verification are a closure's; the row names it and lists the root names
 // it was made from, one per line. gc deletes the row with its closure.
 // Caches of this schema without the table read as having no library.
-static const char* const kLibrariesTable =
-    "CREATE TABLE IF NOT EXISTS libraries (name TEXT NOT NULL, target TEXT NOT NULL, "
-    "closure_key TEXT NOT NULL REFERENCES closures(key), roots TEXT NOT NULL, "
-    "updated_at INTEGER NOT NULL, PRIMARY KEY (name, target)) WITHOUT ROWID";
-
 Result<bool> Store::has_libraries() {
   KILN_TRY_ASSIGN(auto s, prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
                                   "name = 'libraries'"));
@@ -1351,7 +1346,9 @@ Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& lib
   Status s = transaction([&]() -> Status {
     int64_t now = now_seconds();
     if (!table)
-      KILN_TRY(exec(kLibrariesTable));
+      KILN_TRY(exec("CREATE TABLE IF NOT EXISTS libraries (name TEXT NOT NULL, target TEXT NOT "
+                    "NULL, closure_key TEXT NOT NULL REFERENCES closures(key), roots TEXT NOT "
+                    "NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (name, target)) WITHOUT ROWID"));
     KILN_TRY(insert_closure_rows(closure, {}, now));
     KILN_TRY_ASSIGN(auto set,
                     prepare("INSERT INTO libraries(name, target, closure_key, roots, updated_at) "

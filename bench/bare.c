@@ -11,41 +11,16 @@
  *
  * Each prints {"dlopen_ms": ..., "count": N}, the dlopen calls alone
  * (mapping, relocation, constructors). */
+#include "bench_util.h"
+
 #include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 typedef void (*element_kernel)(float*, const float*, const float*, int);
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* dlopen every path of a list; the list is read before the clock starts. */
 static int open_list(const char* list) {
-  FILE* f = fopen(list, "r");
-  if (!f) {
-    fprintf(stderr, "kiln-bench-bare: cannot read '%s'\n", list);
-    return 1;
-  }
-  int n = 0, cap = 1024;
-  char** paths = malloc(sizeof(char*) * (size_t)cap);
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\r\n")] = '\0';
-    if (!line[0])
-      continue;
-    if (n == cap) {
-      cap *= 2;
-      paths = realloc(paths, sizeof(char*) * (size_t)cap);
-    }
-    paths[n++] = strdup(line);
-  }
-  fclose(f);
+  int n = 0;
+  char** paths = read_lines("kiln-bench-bare", list, &n);
   double t0 = now_ms();
   for (int i = 0; i < n; ++i)
     if (!dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)) {

@@ -21,54 +21,9 @@
 #define _GNU_SOURCE
 #include <kiln/kiln.h>
 
-#include <dirent.h>
+#include "bench_util.h"
+
 #include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Descriptors this process holds (less the one reading the directory). */
-static int open_fds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (!d)
-    return -1;
-  int n = 0;
-  while (readdir(d))
-    ++n;
-  closedir(d);
-  return n - 3; /* ".", ".." and the directory's own descriptor */
-}
-
-static char** read_names(const char* path, int* count) {
-  FILE* f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "kiln-bench-first: cannot read '%s'\n", path);
-    exit(2);
-  }
-  int cap = 1024, n = 0;
-  char** names = malloc(sizeof(char*) * (size_t)cap);
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\r\n")] = '\0';
-    if (!line[0])
-      continue;
-    if (n == cap) {
-      cap *= 2;
-      names = realloc(names, sizeof(char*) * (size_t)cap);
-    }
-    names[n++] = strdup(line);
-  }
-  fclose(f);
-  *count = n;
-  return names;
-}
 
 static int fail(const char* what) {
   fprintf(stderr, "kiln-bench-first: %s: %s\n", what, kiln_last_error());
@@ -135,7 +90,7 @@ int main(int argc, char** argv) {
       return 3;
     }
     int count = 0;
-    char** names = read_names(argv[4] + 1, &count);
+    char** names = read_lines("kiln-bench-first", argv[4] + 1, &count);
     double t_start = now_ms();
     kiln_cache* cache = NULL;
     if (kiln_cache_open(argv[2], &cache) != KILN_OK)

@@ -7,53 +7,7 @@
  *   kiln-bench-load CACHE NAME...      (or @FILE: one name per line) */
 #include <kiln/kiln.h>
 
-#include <dirent.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Descriptors this process holds (less the one reading the directory). */
-static int open_fds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (!d)
-    return -1;
-  int n = 0;
-  while (readdir(d))
-    ++n;
-  closedir(d);
-  return n - 3; /* ".", ".." and the directory's own descriptor */
-}
-
-static char** read_names(const char* path, int* count) {
-  FILE* f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "kiln-bench-load: cannot read '%s'\n", path);
-    exit(2);
-  }
-  int cap = 1024, n = 0;
-  char** names = malloc(sizeof(char*) * (size_t)cap);
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\r\n")] = '\0';
-    if (!line[0])
-      continue;
-    if (n == cap) {
-      cap *= 2;
-      names = realloc(names, sizeof(char*) * (size_t)cap);
-    }
-    names[n++] = strdup(line);
-  }
-  fclose(f);
-  *count = n;
-  return names;
-}
+#include "bench_util.h"
 
 int main(int argc, char** argv) {
   double t0 = now_ms();
@@ -64,7 +18,7 @@ int main(int argc, char** argv) {
   char** names = argv + 2;
   int count = argc - 2;
   if (argc == 3 && argv[2][0] == '@')
-    names = read_names(argv[2] + 1, &count);
+    names = read_lines("kiln-bench-load", argv[2] + 1, &count);
 
   kiln_cache* cache = NULL;
   if (kiln_cache_open(argv[1], &cache) != KILN_OK) {

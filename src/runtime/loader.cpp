@@ -101,11 +101,13 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   Hash128 key;
   Result<core::ClosureRecord> closure = make_error(Code::internal, "unread");
   std::optional<std::string> stored_image;
+  std::optional<core::JobRecord> root_job;
   auto local = store.read_root(std::string(name), target, arch);
   if (local) {
     key = local->closure.key;
     closure = std::move(local->closure);
     stored_image = std::move(local->image);
+    root_job = std::move(local->root);
   } else if (local.error().code == Code::not_found) {
     KILN_TRY_ASSIGN(auto k, resolve(storage, name, target));
     key = k;
@@ -124,7 +126,8 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   // CPU with features this one lacks would die of SIGILL in the caller.
   const Backend& backend = backend_for(core::target_kind(target));
   if (backend.check_job) {
-    auto root = store.get_job(closure->root_job);
+    Result<core::JobRecord> root = root_job ? Result<core::JobRecord>(std::move(*root_job))
+                                            : store.get_job(closure->root_job);
     if (!root)
       return root.error().context("loading '" + std::string(name) + "'");
     if (Status runs = backend.check_job(*root); !runs)

@@ -851,6 +851,10 @@ static JobRecord read_job(const Bound& b) {
 
 Result<JobRecord> Store::get_job(const Hash128& key) {
   std::lock_guard lock(mu_);
+  return read_job_row(key);
+}
+
+Result<JobRecord> Store::read_job_row(const Hash128& key) {
   KILN_TRY_ASSIGN(auto s, prepare("SELECT " KILN_JOB_COLUMNS " WHERE j.key = ?1"));
   Bound b(s);
   b.text(1, key.hex());
@@ -1143,11 +1147,21 @@ Status Store::read_transaction(const std::function<Status()>& body) {
   // Already inside one (a caller's write transaction): it is the snapshot.
   if (!sqlite3_get_autocommit(db_))
     return body();
-  KILN_TRY(exec("BEGIN"));
+  // Prepared once: every load begins and ends one, and sqlite3_exec would
+  // parse the two statements each time.
+  auto step = [&](sqlite3_stmt* st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+  };
+  KILN_TRY_ASSIGN(auto begin, prepare("BEGIN"));
+  KILN_TRY_ASSIGN(auto commit, prepare("COMMIT"));
+  if (!step(begin))
+    return db_error("cannot begin a read transaction");
   Status s = body();
   // Ending a read transaction cannot lose anything: a failed COMMIT is
   // rolled back and the reads stand.
-  if (!exec("COMMIT"))
+  if (!step(commit))
     (void)exec("ROLLBACK");
   return s;
 }
@@ -1222,7 +1236,11 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
       out = closure.error();
       return Status::ok();
     }
-    RootRead r{closure.take(), std::nullopt};
+    RootRead r{closure.take(), std::nullopt, std::nullopt};
+    // The root job too (the host backend checks its CPU features before any
+    // image is loaded): in this transaction, not a second one.
+    if (auto root = read_job_row(r.closure.root_job))
+      r.root = root.take();
     if (!arch.empty()) {
       KILN_TRY_ASSIGN(auto img, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
                                         "WHERE closure_key = ?1 AND arch = ?2 ORDER BY "

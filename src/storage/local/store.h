@@ -160,6 +160,7 @@ public:
   struct RootRead {
     ClosureRecord closure;
     std::optional<std::string> image;
+    std::optional<JobRecord> root; ///< the closure's root job, when stored
   };
   /// not_found if neither the name nor the closure is here.
   Result<RootRead> read_root(const std::string& name, const std::string& target,
@@ -249,6 +250,7 @@ private:
   /// The closure row and its members (Code::corrupt if it has none); call
   /// inside a transaction, with the lock held.
   Result<ClosureRecord> read_closure_rows(const Hash128& key);
+  Result<JobRecord> read_job_row(const Hash128& key); ///< get_job under the caller's lock
   /// Runs `body` in a read transaction (one snapshot of the file). Call with
   /// the lock held.
   Status read_transaction(const std::function<Status()>& body);

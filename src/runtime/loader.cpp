@@ -102,7 +102,8 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   Result<core::ClosureRecord> closure = make_error(Code::internal, "unread");
   std::optional<std::string> stored_image;
   std::optional<core::JobRecord> root_job;
-  auto local = store.read_root(std::string(name), target, arch);
+  const Backend& backend = backend_for(core::target_kind(target));
+  auto local = store.read_root(std::string(name), target, arch, backend.check_job != nullptr);
   if (local) {
     key = local->closure.key;
     closure = std::move(local->closure);
@@ -124,7 +125,6 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     return jit.error().context("loading '" + std::string(name) + "'");
   // Refused before any image is fetched, linked or loaded: host code for a
   // CPU with features this one lacks would die of SIGILL in the caller.
-  const Backend& backend = backend_for(core::target_kind(target));
   if (backend.check_job) {
     Result<core::JobRecord> root = root_job ? Result<core::JobRecord>(std::move(*root_job))
                                             : store.get_job(closure->root_job);

@@ -1208,7 +1208,7 @@ Result<ClosureRecord> Store::get_closure(const Hash128& key) {
 }
 
 Result<Store::RootRead> Store::read_root(const std::string& name, const std::string& target,
-                                         const std::string& arch) {
+                                         const std::string& arch, bool with_root) {
   std::lock_guard lock(mu_);
   Result<RootRead> out = make_error(Code::internal, "unread");
   KILN_TRY(read_transaction([&]() -> Status {
@@ -1239,8 +1239,9 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
     RootRead r{closure.take(), std::nullopt, std::nullopt};
     // The root job too (the host backend checks its CPU features before any
     // image is loaded): in this transaction, not a second one.
-    if (auto root = read_job_row(r.closure.root_job))
-      r.root = root.take();
+    if (with_root)
+      if (auto root = read_job_row(r.closure.root_job))
+        r.root = root.take();
     if (!arch.empty()) {
       KILN_TRY_ASSIGN(auto img, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
                                         "WHERE closure_key = ?1 AND arch = ?2 ORDER BY "

@@ -162,9 +162,10 @@ public:
     std::optional<std::string> image;
     std::optional<JobRecord> root; ///< the closure's root job, when stored
   };
-  /// not_found if neither the name nor the closure is here.
+  /// not_found if neither the name nor the closure is here. With
+  /// `with_root`, also the closure's root job (for backends that check it).
   Result<RootRead> read_root(const std::string& name, const std::string& target,
-                             const std::string& arch);
+                             const std::string& arch, bool with_root = false);
 
   /// Protects the jobs `keys` (stored or not yet) from gc until
   /// `expires_at` or release_leases(holder): a running precompile's jobs,

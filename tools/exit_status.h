@@ -1,14 +1,19 @@
 // The exit statuses of kiln-precompile and kiln-inspect, the one mapping
 // from an error to its status, and the forms both tools report an error in
 // (text on stderr, and with --json one object on stdout), so that both tools
-// mean the same by each.
+// mean the same by each. No exception ends a tool in std::terminate: main's
+// body runs under run_guarded.
 #pragma once
+
+#include "safe_text.h"
 
 #include <kiln/result.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <exception>
+#include <iostream>
 #include <string>
 
 namespace kiln::tools {
@@ -76,6 +81,32 @@ inline nlohmann::ordered_json error_json(const Error& e, int status) {
             {"column", number(e.column)},
             {"job", text(e.job)}}},
           {"exit_status", status}};
+}
+
+/// Reports `e` as TOOL does: "TOOL: error: MESSAGE" on stderr (escaped for a
+/// terminal) and, with --json, error_json on stdout. Returns `status`.
+inline int report_error(const char* tool, const Error& e, int status, bool json) {
+  std::cerr << tool << ": error: " << shown_message(e.message) << "\n";
+  if (json)
+    std::cout << json_text(error_json(e, status)) << "\n";
+  return status;
+}
+
+/// body(argc, argv), with any exception that escapes it (out of memory, a
+/// library's std::system_error) reported as an internal error, exit 1, and
+/// as JSON if the command line asks for it.
+template <class Body> int run_guarded(const char* tool, int argc, char** argv, Body body) {
+  std::string what;
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an unknown exception";
+  }
+  std::cout.flush();
+  return report_error(tool, make_error(Code::internal, "internal error: " + what), kExitFailed,
+                      json_requested(argc, argv));
 }
 
 /// "TOOL VERSION (LLVM VERSION)": what --version prints. The LLVM version is

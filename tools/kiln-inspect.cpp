@@ -3,7 +3,10 @@
 // LLVM. Exit statuses: tools/exit_status.h; with --json, a failure is one JSON
 // object on stdout with an "error" and the "exit_status". Each subcommand is
 // one library call: this file parses arguments and prints, in text or JSON.
+// Names, targets, paths and messages are written as tools/safe_text.h says
+// (JSON that keeps every byte; text with control bytes escaped).
 #include "exit_status.h"
+#include "safe_text.h"
 
 #include "image/export.h"
 #include "runtime/portable.h"
@@ -33,6 +36,10 @@ using kiln::human_size;
 using kiln::storage::Store;
 using json = nlohmann::ordered_json;
 using kiln::tools::kExitUsage;
+using kiln::tools::shown;
+
+/// `j` on stdout as one line of JSON (tools/safe_text.h).
+void print_json(json j) { std::cout << kiln::tools::json_text(std::move(j)) << "\n"; }
 
 json artifacts_json(const std::vector<kiln::core::ArtifactInfo>& arts) {
   json a = json::array();
@@ -53,10 +60,7 @@ json refs_json(const std::vector<kiln::core::JobRef>& refs) {
 bool g_json_errors = false;
 
 int report(const kiln::Error& e, int status) {
-  std::cerr << "kiln-inspect: error: " << e.message << "\n";
-  if (g_json_errors)
-    std::cout << kiln::tools::error_json(e, status).dump() << "\n";
-  return status;
+  return kiln::tools::report_error("kiln-inspect", e, status, g_json_errors);
 }
 
 int report(const kiln::Error& e) { return report(e, kiln::tools::exit_status(e)); }
@@ -86,16 +90,16 @@ int cmd_ls(Store& store, bool as_json, const std::string& target, const std::str
     out["names"] = json::array();
     for (const auto& n : listing->names)
       out["names"].push_back({{"name", n.name}, {"target", n.target}, {"closure", n.closure.hex()}});
-    std::cout << out.dump() << "\n";
+    print_json(std::move(out));
     return 0;
   }
   // The target column is as wide as its longest spec ("host:x86-64-v3",
   // "gfx942:sramecc+:xnack-"), and never narrower than 8.
   int tw = 8;
   for (const auto& j : listing->jobs)
-    tw = std::max(tw, int(j.record.target.size()));
+    tw = std::max(tw, int(shown(j.record.target).size()));
   for (const auto& n : listing->names)
-    tw = std::max(tw, int(n.target.size()));
+    tw = std::max(tw, int(shown(n.target).size()));
   std::printf("%-32s  %-*s  %-6s  %10s  %4s  %s\n", "KEY", tw, "TARGET", "OPTS", "STORED", "REFS",
               "ENTRY");
   // A job whose artifacts or references cannot be read still gets its row.
@@ -105,14 +109,14 @@ int cmd_ls(Store& store, bool as_json, const std::string& target, const std::str
       for (const auto& a : *j.artifacts)
         stored += a.stored_size;
     const kiln::core::JobRecord& r = j.record;
-    std::printf("%-32s  %-*s  %-6s  %10s  %4zu  %s\n", r.key.hex().c_str(), tw, r.target.c_str(),
-                r.options.c_str(), human_size(stored).c_str(), j.refs ? j.refs->size() : size_t(0),
-                r.entry.c_str());
+    std::printf("%-32s  %-*s  %-6s  %10s  %4zu  %s\n", r.key.hex().c_str(), tw,
+                shown(r.target).c_str(), shown(r.options).c_str(), human_size(stored).c_str(),
+                j.refs ? j.refs->size() : size_t(0), shown(r.entry).c_str());
   }
   if (!listing->names.empty()) {
     std::printf("\n%-24s  %-*s  %s\n", "NAME", tw, "TARGET", "CLOSURE");
     for (const auto& n : listing->names)
-      std::printf("%-24s  %-*s  %s\n", n.name.c_str(), tw, n.target.c_str(),
+      std::printf("%-24s  %-*s  %s\n", shown(n.name).c_str(), tw, shown(n.target).c_str(),
                   n.closure.hex().c_str());
   }
   return 0;
@@ -128,19 +132,20 @@ int show_job(const kiln::storage::JobDetail& d, bool as_json) {
              {"triple", j.triple},    {"cpu", j.cpu},
              {"compile_ms", j.compile_ms}, {"artifacts", artifacts_json(d.artifacts)},
              {"refs", refs_json(d.refs)}};
-    std::cout << out.dump() << "\n";
+    print_json(std::move(out));
     return 0;
   }
   std::printf("job         %s\nentry       %s\ntarget      %s (%s, %s)\noptions     %s\n"
               "toolchain   %s\nmodule hash %s\nsymbol      %s\ncompile     %.1f ms\n",
-              j.key.hex().c_str(), j.entry.c_str(), j.target.c_str(), j.triple.c_str(),
-              j.cpu.c_str(), j.options.c_str(), j.toolchain.c_str(), j.module_hash.hex().c_str(),
-              j.symbol.c_str(), j.compile_ms);
+              j.key.hex().c_str(), shown(j.entry).c_str(), shown(j.target).c_str(),
+              shown(j.triple).c_str(), shown(j.cpu).c_str(), shown(j.options).c_str(),
+              shown(j.toolchain).c_str(), j.module_hash.hex().c_str(), shown(j.symbol).c_str(),
+              j.compile_ms);
   for (const auto& a : d.artifacts)
-    std::printf("artifact    %-6s %s raw, %s stored\n", a.format.c_str(),
+    std::printf("artifact    %-6s %s raw, %s stored\n", shown(a.format).c_str(),
                 human_size(a.raw_size).c_str(), human_size(a.stored_size).c_str());
   for (const auto& r : d.refs)
-    std::printf("deferred    %s -> %s\n", r.symbol.c_str(), r.entry.c_str());
+    std::printf("deferred    %s -> %s\n", shown(r.symbol).c_str(), shown(r.entry).c_str());
   return 0;
 }
 
@@ -157,16 +162,17 @@ int show_root(const kiln::storage::RootDetail& root, bool as_json) {
              {"root_job", closure.root_job.hex()},
              {"unit", root.unit},
              {"members", members}};
-    std::cout << out.dump() << "\n";
+    print_json(std::move(out));
     return 0;
   }
   std::printf("root        %s\ntarget      %s\nclosure     %s\nroot job    %s\nmembers     %zu\n",
-              root.name.c_str(), root.target.c_str(), closure.key.hex().c_str(),
+              shown(root.name).c_str(), shown(root.target).c_str(), closure.key.hex().c_str(),
               closure.root_job.hex().c_str(), closure.members.size());
   if (!root.name.empty())
-    std::printf("unit        %s\n", root.unit.empty() ? "(unknown)" : root.unit.c_str());
+    std::printf("unit        %s\n", root.unit.empty() ? "(unknown)" : shown(root.unit).c_str());
   for (const auto& m : closure.members)
-    std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), m.symbol.c_str(), m.entry.c_str());
+    std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), shown(m.symbol).c_str(),
+                shown(m.entry).c_str());
   return 0;
 }
 
@@ -185,8 +191,8 @@ int cmd_image(Store& store, const std::string& what, const std::string& target,
   if (!image)
     return report(image.error());
   std::fprintf(stderr, "kiln-inspect: wrote the %s image of closure %s (%zu bytes) to %s\n",
-               image->closure.target.c_str(), image->closure.key.hex().c_str(), image->bytes,
-               out_path.c_str());
+               shown(image->closure.target).c_str(), image->closure.key.hex().c_str(), image->bytes,
+               shown(out_path).c_str());
   return 0;
 }
 
@@ -201,11 +207,11 @@ int cmd_libraries(Store& store, bool as_json) {
                      {"target", l.target},
                      {"closure", l.closure.hex()},
                      {"roots", l.roots.size()}});
-    std::cout << out.dump() << "\n";
+    print_json(std::move(out));
     return 0;
   }
   for (const auto& l : *libs)
-    std::printf("%-24s %-12s %s  %zu roots\n", l.name.c_str(), l.target.c_str(),
+    std::printf("%-24s %-12s %s  %zu roots\n", shown(l.name).c_str(), shown(l.target).c_str(),
                 l.closure.hex().c_str(), l.roots.size());
   return 0;
 }
@@ -229,8 +235,8 @@ int cmd_library(Store& store, const std::string& name, std::string target,
     std::fprintf(stderr,
                  "kiln-inspect: wrote the %s image of library %s (closure %s, %zu jobs, %zu "
                  "bytes) to %s\n",
-                 target.c_str(), name.c_str(), image->closure.key.hex().c_str(),
-                 image->closure.members.size(), image->bytes, out_path.c_str());
+                 shown(target).c_str(), shown(name).c_str(), image->closure.key.hex().c_str(),
+                 image->closure.members.size(), image->bytes, shown(out_path).c_str());
     return 0;
   }
   auto lib = store.get_library(name, target);
@@ -249,17 +255,18 @@ int cmd_library(Store& store, const std::string& name, std::string target,
              {"target", target},      {"closure", lib->closure.hex()},
              {"roots", lib->roots},   {"members", members},
              {"images", image_count}};
-    std::cout << out.dump() << "\n";
+    print_json(std::move(out));
     return 0;
   }
   std::printf("library     %s\ntarget      %s\nclosure     %s\nroots       %zu\nmembers     "
               "%zu\nimages      %zu\n",
-              name.c_str(), target.c_str(), lib->closure.hex().c_str(), lib->roots.size(),
-              closure->members.size(), image_count);
+              shown(name).c_str(), shown(target).c_str(), lib->closure.hex().c_str(),
+              lib->roots.size(), closure->members.size(), image_count);
   for (const std::string& r : lib->roots)
-    std::printf("  root %s\n", r.c_str());
+    std::printf("  root %s\n", shown(r).c_str());
   for (const auto& m : closure->members)
-    std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), m.symbol.c_str(), m.entry.c_str());
+    std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), shown(m.symbol).c_str(),
+                shown(m.entry).c_str());
   return 0;
 }
 
@@ -303,13 +310,13 @@ int cmd_stats(Store& store, bool as_json, bool zero) {
              {"remote_bytes_in", c.remote_bytes_in},
              {"remote_bytes_out", c.remote_bytes_out},
              {"remote_errors", c.remote_errors}};
-    std::cout << out.dump() << "\n";
+    print_json(std::move(out));
     return 0;
   }
-  std::printf("cache          %s\n", store.path().c_str());
+  std::printf("cache          %s\n", shown(store.path()).c_str());
   std::printf("jobs           %lld\n", static_cast<long long>(st.jobs));
   for (const auto& [t, n] : st.jobs_per_target)
-    std::printf("  %-12s %lld\n", t.c_str(), static_cast<long long>(n));
+    std::printf("  %-12s %lld\n", shown(t).c_str(), static_cast<long long>(n));
   std::printf("closures       %lld\nimages         %lld\nnames          %lld\n",
               static_cast<long long>(st.closures), static_cast<long long>(st.images),
               static_cast<long long>(st.names));
@@ -343,13 +350,11 @@ int cmd_graph(Store& store, const std::string& what, const std::string& target, 
       nodes.push_back({{"key", m.job.hex()}, {"entry", m.entry}, {"symbol", m.symbol}});
     for (const auto& e : edges)
       es.push_back({{"from", e.from.hex()}, {"to", e.to.hex()}, {"symbol", e.symbol}});
-    std::cout << json{{"closure", closure.key.hex()},
+    print_json(json{{"closure", closure.key.hex()},
                       {"root", closure.root_job.hex()},
                       {"target", closure.target},
                       {"nodes", nodes},
-                      {"edges", es}}
-                     .dump()
-              << "\n";
+                      {"edges", es}});
     return 0;
   }
   if (dot) {
@@ -357,12 +362,10 @@ int cmd_graph(Store& store, const std::string& what, const std::string& target, 
     // node already on the path draws the cycle as it is.
     std::printf("digraph kiln {\n  label=\"closure %s (%s)\";\n  node [shape=box, "
                 "fontname=\"monospace\"];\n",
-                closure.key.short_hex().c_str(), closure.target.c_str());
+                closure.key.short_hex().c_str(), kiln::tools::dot_quoted(closure.target).c_str());
     for (const auto& m : closure.members) {
-      std::string label = m.entry;
-      for (size_t p = 0; (p = label.find('"', p)) != std::string::npos; p += 2)
-        label.insert(p, "\\");
-      std::printf("  \"%s\" [label=\"%s\\n%s\"%s];\n", m.job.hex().c_str(), label.c_str(),
+      std::printf("  \"%s\" [label=\"%s\\n%s\"%s];\n", m.job.hex().c_str(),
+                  kiln::tools::dot_quoted(m.entry).c_str(),
                   m.job.short_hex(8).c_str(), m.job == closure.root_job ? ", style=bold" : "");
     }
     for (const auto& e : edges)
@@ -371,16 +374,16 @@ int cmd_graph(Store& store, const std::string& what, const std::string& target, 
     return 0;
   }
   std::printf("closure %s (%s), %zu jobs, %zu deferred references\n", closure.key.hex().c_str(),
-              closure.target.c_str(), closure.members.size(), edges.size());
+              shown(closure.target).c_str(), closure.members.size(), edges.size());
   std::map<std::string, std::string> entry_of;
   for (const auto& m : closure.members)
     entry_of[m.job.hex()] = m.entry;
   for (const auto& m : closure.members) {
-    std::printf("  %s %s%s\n", m.job.short_hex().c_str(), m.entry.c_str(),
+    std::printf("  %s %s%s\n", m.job.short_hex().c_str(), shown(m.entry).c_str(),
                 m.job == closure.root_job ? "  (root)" : "");
     for (const auto& e : edges)
       if (e.from == m.job)
-        std::printf("    -> %s %s\n", e.to.short_hex().c_str(), entry_of[e.to.hex()].c_str());
+        std::printf("    -> %s %s\n", e.to.short_hex().c_str(), shown(entry_of[e.to.hex()]).c_str());
   }
   return 0;
 }
@@ -394,19 +397,18 @@ int cmd_verify(Store& store, bool as_json) {
     json ps = json::array();
     for (const auto& p : problems)
       ps.push_back({{"kind", p.kind}, {"key", p.key}, {"message", p.message}});
-    std::cout << json{{"ok", rep->ok()},
+    print_json(json{{"ok", rep->ok()},
                       {"jobs", rep->jobs},
                       {"closures", rep->closures},
                       {"schema", kiln::storage::schema_version()},
-                      {"problems", ps}}
-                     .dump()
-              << "\n";
+                      {"problems", ps}});
   } else if (rep->ok()) {
     std::printf("ok: %zu jobs, %zu closures, schema %d\n", rep->jobs, rep->closures,
                 kiln::storage::schema_version());
   } else {
     for (const auto& p : problems)
-      std::printf("%-8s %s  %s\n", p.kind.c_str(), p.key.c_str(), p.message.c_str());
+      std::printf("%-8s %s  %s\n", shown(p.kind).c_str(), shown(p.key).c_str(),
+                  kiln::tools::shown_message(p.message).c_str());
     std::printf("%zu problem(s)\n", problems.size());
   }
   return rep->ok() ? 0 : 1;
@@ -425,14 +427,12 @@ int cmd_gc(Store& store, const std::string& max_size, const std::string& older_t
     json evicted = json::array();
     for (const auto& k : rep->evicted_closures)
       evicted.push_back(k.hex());
-    std::cout << json{{"dry_run", dry_run},
+    print_json(json{{"dry_run", dry_run},
                       {"evicted_closures", evicted},
                       {"evicted_jobs", rep->evicted_jobs},
                       {"evicted_images", rep->evicted_images},
                       {"bytes_before", rep->bytes_before},
-                      {"bytes_after", rep->bytes_after}}
-                     .dump()
-              << "\n";
+                      {"bytes_after", rep->bytes_after}});
     return 0;
   }
   std::printf("%s%zu closures, %lld jobs, %lld images; %s -> %s in use\n",
@@ -449,14 +449,12 @@ int cmd_export(Store& store, const std::string& file, const std::vector<std::str
   if (!sum)
     return report(sum.error());
   if (as_json)
-    std::cout << json{{"closures", sum->closures}, {"jobs", sum->jobs},
+    print_json(json{{"closures", sum->closures}, {"jobs", sum->jobs},
                       {"images", sum->images}, {"names", sum->names},
-                      {"bytes", sum->bytes}}
-                     .dump()
-              << "\n";
+                      {"bytes", sum->bytes}});
   else
     std::printf("exported %zu closures, %zu jobs, %zu images, %zu names to %s (%s)\n",
-                sum->closures, sum->jobs, sum->images, sum->names, file.c_str(),
+                sum->closures, sum->jobs, sum->images, sum->names, shown(file).c_str(),
                 human_size(int64_t(sum->bytes)).c_str());
   return 0;
 }
@@ -466,13 +464,11 @@ int cmd_import(Store& store, const std::string& file, bool as_json) {
   if (!sum)
     return report(sum.error());
   if (as_json)
-    std::cout << json{{"closures", sum->closures}, {"jobs", sum->jobs},
-                      {"images", sum->images}, {"names", sum->names}}
-                     .dump()
-              << "\n";
+    print_json(json{{"closures", sum->closures}, {"jobs", sum->jobs},
+                      {"images", sum->images}, {"names", sum->names}});
   else
     std::printf("imported %zu closures, %zu jobs, %zu images, %zu names from %s\n",
-                sum->closures, sum->jobs, sum->images, sum->names, file.c_str());
+                sum->closures, sum->jobs, sum->images, sum->names, shown(file).c_str());
   return 0;
 }
 
@@ -492,12 +488,10 @@ int print_portability(const kiln::Result<kiln::runtime::PortabilityReport>& r, b
                           {"reason", c.reason},
                           {"missing_features", c.missing},
                           {"unknown_features", c.unknown}});
-    std::cout << json{{"closures", r->closures.size()},
+    print_json(json{{"closures", r->closures.size()},
                       {"loadable", r->loadable},
                       {"not_loadable", r->closures.size() - r->loadable},
-                      {"details", closures}}
-                     .dump()
-              << "\n";
+                      {"details", closures}});
     return 0;
   }
   std::printf("%zu of %zu closures load on this machine\n", r->loadable, r->closures.size());
@@ -506,8 +500,8 @@ int print_portability(const kiln::Result<kiln::runtime::PortabilityReport>& r, b
     for (const std::string& n : c.names)
       names += (names.empty() ? "" : ",") + n;
     std::string verdict = c.loadable ? "loads" : "no: " + c.component + " (" + c.reason + ")";
-    std::printf("  %s  %-16s %-20s %s\n", c.closure.hex().c_str(), c.target.c_str(),
-                names.empty() ? "-" : names.c_str(), verdict.c_str());
+    std::printf("  %s  %-16s %-20s %s\n", c.closure.hex().c_str(), shown(c.target).c_str(),
+                names.empty() ? "-" : shown(names).c_str(), shown(verdict).c_str());
   }
   return 0;
 }
@@ -524,17 +518,18 @@ int cmd_explain(Store& store, const std::string& a, const std::string& b, bool a
     json ds = json::array();
     for (const auto& d : *diffs)
       ds.push_back({{"component", d.component}, {"a", d.a}, {"b", d.b}});
-    std::cout << json{{"a", a}, {"b", b}, {"same", diffs->empty()}, {"differences", ds}}.dump()
-              << "\n";
+    print_json(json{{"a", a}, {"b", b}, {"same", diffs->empty()}, {"differences", ds}});
     return 0;
   }
   if (diffs->empty()) {
-    std::printf("same: every key component of %s and %s agrees\n", a.c_str(), b.c_str());
+    std::printf("same: every key component of %s and %s agrees\n", shown(a).c_str(),
+                shown(b).c_str());
     return 0;
   }
   std::printf("%-12s  %-34s  %s\n", "COMPONENT", "A", "B");
   for (const auto& d : *diffs)
-    std::printf("%-12s  %-34s  %s\n", d.component.c_str(), d.a.c_str(), d.b.c_str());
+    std::printf("%-12s  %-34s  %s\n", shown(d.component).c_str(), shown(d.a).c_str(),
+                shown(d.b).c_str());
   return 0;
 }
 
@@ -554,25 +549,27 @@ int cmd_config(Store& store, const std::string& name, const std::string& value, 
   if (!required)
     return report(required.error());
   if (as_json)
-    std::cout << json{{"max_size", limit->bytes},
+    print_json(json{{"max_size", limit->bytes},
                       {"max_size_source", limit->source},
                       {"require_signed", required->required},
-                      {"require_signed_source", required->source}}
-                     .dump()
-              << "\n";
+                      {"require_signed_source", required->source}});
   else
     std::printf("max_size        %s (%lld bytes, from %s)\nrequire_signed  %d (from %s)\n",
                 human_size(limit->bytes).c_str(), static_cast<long long>(limit->bytes),
-                limit->source.c_str(), int(required->required), required->source.c_str());
+                shown(limit->source).c_str(), int(required->required),
+                shown(required->source).c_str());
   return 0;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int inspect_main(int argc, char** argv) {
   CLI::App app{"Inspect a Kiln cache", "kiln-inspect"};
+  // A parse error quotes the arguments, which may hold any byte.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    const std::string what = e.what(), text = CLI::FailureMessage::simple(a, e);
+    return kiln::tools::shown_message(what) + text.substr(std::min(what.size(), text.size()));
+  });
   app.require_subcommand(1);
-  app.footer(kiln::tools::kExitHelp);
+  app.footer(std::string(kiln::tools::kExitHelp) + "\n\n" + kiln::tools::kJsonHelp);
   app.set_version_flag("--version", kiln::tools::version_line("kiln-inspect"));
   std::string cache_path, what, target;
   bool as_json = false, read_only = false;
@@ -655,10 +652,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     if (g_json_errors)
-      std::cout << kiln::tools::error_json(
-                       kiln::make_error(kiln::Code::invalid_argument, e.what()), kExitUsage)
-                       .dump()
-                << "\n";
+      print_json(kiln::tools::error_json(kiln::make_error(kiln::Code::invalid_argument, e.what()),
+                                         kExitUsage));
     return kExitUsage;
   }
   if (cache_path.empty()) {
@@ -723,4 +718,10 @@ int main(int argc, char** argv) {
   if (config->parsed())
     return cmd_config(**store, what, setting_value, as_json);
   return cmd_show(**store, what, target, as_json);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  return kiln::tools::run_guarded("kiln-inspect", argc, argv, inspect_main);
 }

@@ -2,10 +2,13 @@
 // roots' closures and link their images, so that loading is a cache hit.
 // Exit statuses: tools/exit_status.h (1 also when some job failed; the
 // others are stored). With --json, a failure of any kind is one JSON object
-// on stdout with an "error" and the "exit_status".
+// on stdout with an "error" and the "exit_status". Names, targets, paths and
+// messages are written as tools/safe_text.h says (JSON that keeps every byte;
+// text with control bytes escaped).
 #include <kiln/compiler.hpp>
 
 #include "exit_status.h"
+#include "safe_text.h"
 
 #include "storage/remote/backend.h"
 #include "support/files.h"
@@ -13,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <malloc.h>
@@ -23,13 +27,12 @@ namespace {
 using kiln::tools::kExitFailed;
 using kiln::tools::kExitOk;
 using kiln::tools::kExitUsage;
+using kiln::tools::shown;
+using kiln::tools::shown_message;
 
 /// Reports `e` on stderr and, with --json, as a JSON object on stdout.
 int fail(const kiln::Error& e, bool json, int status) {
-  std::cerr << "kiln-precompile: error: " << e.message << "\n";
-  if (json)
-    std::cout << kiln::tools::error_json(e, status).dump() << "\n";
-  return status;
+  return kiln::tools::report_error("kiln-precompile", e, status, json);
 }
 
 int fail(const kiln::Error& e, bool json) { return fail(e, json, kiln::tools::exit_status(e)); }
@@ -60,9 +63,7 @@ kiln::Error first_failure(const kiln::CompileReport& report) {
   return kiln::make_error(kiln::Code::internal, "the precompile failed");
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int precompile_main(int argc, char** argv) {
   // Linking an AMDGPU or host image builds a code generator's per-function
   // tables of a megabyte or more, once per image: kept in the heap between
   // images instead of mapped and faulted in again for each (a tenth of a
@@ -71,6 +72,11 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
   CLI::App app{"Precompile LLVM IR kernels and their deferred jobs into a Kiln cache",
                "kiln-precompile"};
+  // A parse error quotes the arguments, which may hold any byte.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    const std::string what = e.what(), text = CLI::FailureMessage::simple(a, e);
+    return shown_message(what) + text.substr(std::min(what.size(), text.size()));
+  });
   std::string cache_path;
   std::vector<std::string> targets, entries, files;
   int opt_level = 2;
@@ -78,7 +84,7 @@ int main(int argc, char** argv) {
   bool json = false, debug = false, no_link = false, quiet = false, explain = false;
   bool remote_read_only = false, read_only = false;
   std::string remote, shard;
-  app.footer(kiln::tools::kExitHelp);
+  app.footer(std::string(kiln::tools::kExitHelp) + "\n\n" + kiln::tools::kJsonHelp);
   app.set_version_flag("--version", kiln::tools::version_line("kiln-precompile"));
   app.add_option("--cache", cache_path,
                  "cache file (default: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db)");
@@ -127,9 +133,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     if (json_errors)
-      std::cout << kiln::tools::error_json(
-                       kiln::make_error(kiln::Code::invalid_argument, e.what()), kExitUsage)
-                       .dump()
+      std::cout << kiln::tools::json_text(kiln::tools::error_json(
+                       kiln::make_error(kiln::Code::invalid_argument, e.what()), kExitUsage))
                 << "\n";
     return kExitUsage;
   }
@@ -164,8 +169,8 @@ int main(int argc, char** argv) {
   bool tty = !quiet && ::isatty(STDERR_FILENO);
   if (tty)
     req.progress = [](const kiln::Progress& p) {
-      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s (%s)", p.done, p.total, p.status.c_str(),
-                   p.entry.c_str(), p.target.c_str());
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s (%s)", p.done, p.total,
+                   shown(p.status).c_str(), shown(p.entry).c_str(), shown(p.target).c_str());
       std::fflush(stderr);
     };
 
@@ -191,11 +196,11 @@ int main(int argc, char** argv) {
     return fail(report.error(), json);
 
   for (const std::string& w : report->warnings)
-    std::cerr << "kiln-precompile: warning: " << w << "\n";
+    std::cerr << "kiln-precompile: warning: " << shown_message(w) << "\n";
   for (const kiln::JobReport& j : report->jobs)
     for (const std::string& w : j.warnings)
-      std::cerr << "kiln-precompile: warning: job '" << j.entry << "' (" << j.target << "): " << w
-                << "\n";
+      std::cerr << "kiln-precompile: warning: job '" << shown(j.entry) << "' (" << shown(j.target)
+                << "): " << shown_message(w) << "\n";
   size_t compiled = 0, cached = 0, failed = 0, fetched = 0, elsewhere = 0;
   for (const kiln::JobReport& j : report->jobs) {
     compiled += j.status == kiln::JobStatus::compiled;
@@ -204,30 +209,31 @@ int main(int argc, char** argv) {
     elsewhere += j.other_shard;
     if (j.status == kiln::JobStatus::failed) {
       ++failed;
-      std::cerr << "kiln-precompile: job " << j.key << " (" << j.entry << ", " << j.target
-                << ") failed: " << j.error << "\n";
+      std::cerr << "kiln-precompile: job " << j.key << " (" << shown(j.entry) << ", "
+                << shown(j.target) << ") failed: " << shown_message(j.error) << "\n";
     }
   }
   for (const kiln::RootReport& r : report->roots)
     if (!r.note.empty())
-      std::cerr << "kiln-precompile: note: root " << r.name << " (" << r.target << ") "
-                << (r.closure.empty() ? "is " : "has no image yet: ") << r.note << "\n";
+      std::cerr << "kiln-precompile: note: root " << shown(r.name) << " (" << shown(r.target)
+                << ") " << (r.closure.empty() ? "is " : "has no image yet: ")
+                << shown_message(r.note) << "\n";
   for (const kiln::RootReport& r : report->roots)
     if (!r.previous_closure.empty())
-      std::cerr << "kiln-precompile: name " << r.name << " (" << r.target << ") moved from closure "
-                << r.previous_closure << " (unit "
-                << (r.previous_unit.empty() ? "unknown" : r.previous_unit) << ") to "
-                << r.closure << " (unit " << r.unit << ")\n";
+      std::cerr << "kiln-precompile: name " << shown(r.name) << " (" << shown(r.target)
+                << ") moved from closure " << r.previous_closure << " (unit "
+                << (r.previous_unit.empty() ? "unknown" : shown(r.previous_unit)) << ") to "
+                << r.closure << " (unit " << shown(r.unit) << ")\n";
   for (const kiln::RootReport& r : report->roots)
     if (!r.error.empty())
-      std::cerr << "kiln-precompile: root " << r.name << " (" << r.target << "): " << r.error
-                << "\n";
+      std::cerr << "kiln-precompile: root " << shown(r.name) << " (" << shown(r.target)
+                << "): " << shown_message(r.error) << "\n";
   for (const kiln::LibraryReport& l : report->libraries) {
     if (!l.error.empty())
-      std::cerr << "kiln-precompile: " << l.error << "\n";
+      std::cerr << "kiln-precompile: " << shown_message(l.error) << "\n";
     else if (!l.note.empty())
-      std::cerr << "kiln-precompile: note: library " << l.name << " (" << l.target
-                << ") has no image yet: " << l.note << "\n";
+      std::cerr << "kiln-precompile: note: library " << shown(l.name) << " (" << shown(l.target)
+                << ") has no image yet: " << shown_message(l.note) << "\n";
   }
 
   if (json) {
@@ -304,14 +310,15 @@ int main(int argc, char** argv) {
     // A failed job or root fails the run: the first one is its error.
     if (!report->ok())
       out.update(kiln::tools::error_json(first_failure(*report), kExitFailed));
-    std::cout << out.dump() << "\n";
+    std::cout << kiln::tools::json_text(std::move(out)) << "\n";
   } else if (explain) {
     for (const kiln::JobReport& j : report->jobs)
       std::cout << j.key << "  " << kiln::job_status_name(j.status) << "\n"
-                << "  module_hash " << j.module_hash << "\n  entry       " << j.entry
-                << "\n  target      " << j.target << " (" << j.triple << ", " << j.cpu << ")"
-                << "\n  features    " << j.features << "\n  options     " << j.options
-                << "\n  toolchain   " << j.toolchain << "\n";
+                << "  module_hash " << j.module_hash << "\n  entry       " << shown(j.entry)
+                << "\n  target      " << shown(j.target) << " (" << shown(j.triple) << ", "
+                << shown(j.cpu) << ")"
+                << "\n  features    " << shown(j.features) << "\n  options     "
+                << shown(j.options) << "\n  toolchain   " << shown(j.toolchain) << "\n";
   } else if (tty) {
     std::cerr << "kiln-precompile: " << report->jobs.size() << " jobs (" << compiled
               << " compiled, " << cached << " cached";
@@ -320,8 +327,14 @@ int main(int argc, char** argv) {
     if (elsewhere)
       std::cerr << ", " << elsewhere << " left to other shards";
     std::cerr << ", " << failed << " failed), "
-              << report->roots.size() << " roots in " << cache_path
+              << report->roots.size() << " roots in " << shown(cache_path)
               << (report->memo_hit ? " (request memo)" : "") << "\n";
   }
   return report->ok() ? kExitOk : kExitFailed;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  return kiln::tools::run_guarded("kiln-precompile", argc, argv, precompile_main);
 }

@@ -351,10 +351,10 @@ int cmd_graph(Store& store, const std::string& what, const std::string& target, 
     for (const auto& e : edges)
       es.push_back({{"from", e.from.hex()}, {"to", e.to.hex()}, {"symbol", e.symbol}});
     print_json(json{{"closure", closure.key.hex()},
-                      {"root", closure.root_job.hex()},
-                      {"target", closure.target},
-                      {"nodes", nodes},
-                      {"edges", es}});
+                    {"root", closure.root_job.hex()},
+                    {"target", closure.target},
+                    {"nodes", nodes},
+                    {"edges", es}});
     return 0;
   }
   if (dot) {
@@ -383,7 +383,8 @@ int cmd_graph(Store& store, const std::string& what, const std::string& target, 
                 m.job == closure.root_job ? "  (root)" : "");
     for (const auto& e : edges)
       if (e.from == m.job)
-        std::printf("    -> %s %s\n", e.to.short_hex().c_str(), shown(entry_of[e.to.hex()]).c_str());
+        std::printf("    -> %s %s\n", e.to.short_hex().c_str(),
+                    shown(entry_of[e.to.hex()]).c_str());
   }
   return 0;
 }
@@ -398,10 +399,10 @@ int cmd_verify(Store& store, bool as_json) {
     for (const auto& p : problems)
       ps.push_back({{"kind", p.kind}, {"key", p.key}, {"message", p.message}});
     print_json(json{{"ok", rep->ok()},
-                      {"jobs", rep->jobs},
-                      {"closures", rep->closures},
-                      {"schema", kiln::storage::schema_version()},
-                      {"problems", ps}});
+                    {"jobs", rep->jobs},
+                    {"closures", rep->closures},
+                    {"schema", kiln::storage::schema_version()},
+                    {"problems", ps}});
   } else if (rep->ok()) {
     std::printf("ok: %zu jobs, %zu closures, schema %d\n", rep->jobs, rep->closures,
                 kiln::storage::schema_version());
@@ -428,11 +429,11 @@ int cmd_gc(Store& store, const std::string& max_size, const std::string& older_t
     for (const auto& k : rep->evicted_closures)
       evicted.push_back(k.hex());
     print_json(json{{"dry_run", dry_run},
-                      {"evicted_closures", evicted},
-                      {"evicted_jobs", rep->evicted_jobs},
-                      {"evicted_images", rep->evicted_images},
-                      {"bytes_before", rep->bytes_before},
-                      {"bytes_after", rep->bytes_after}});
+                    {"evicted_closures", evicted},
+                    {"evicted_jobs", rep->evicted_jobs},
+                    {"evicted_images", rep->evicted_images},
+                    {"bytes_before", rep->bytes_before},
+                    {"bytes_after", rep->bytes_after}});
     return 0;
   }
   std::printf("%s%zu closures, %lld jobs, %lld images; %s -> %s in use\n",
@@ -450,8 +451,8 @@ int cmd_export(Store& store, const std::string& file, const std::vector<std::str
     return report(sum.error());
   if (as_json)
     print_json(json{{"closures", sum->closures}, {"jobs", sum->jobs},
-                      {"images", sum->images}, {"names", sum->names},
-                      {"bytes", sum->bytes}});
+                    {"images", sum->images}, {"names", sum->names},
+                    {"bytes", sum->bytes}});
   else
     std::printf("exported %zu closures, %zu jobs, %zu images, %zu names to %s (%s)\n",
                 sum->closures, sum->jobs, sum->images, sum->names, shown(file).c_str(),
@@ -465,7 +466,7 @@ int cmd_import(Store& store, const std::string& file, bool as_json) {
     return report(sum.error());
   if (as_json)
     print_json(json{{"closures", sum->closures}, {"jobs", sum->jobs},
-                      {"images", sum->images}, {"names", sum->names}});
+                    {"images", sum->images}, {"names", sum->names}});
   else
     std::printf("imported %zu closures, %zu jobs, %zu images, %zu names from %s\n",
                 sum->closures, sum->jobs, sum->images, sum->names, shown(file).c_str());
@@ -489,9 +490,9 @@ int print_portability(const kiln::Result<kiln::runtime::PortabilityReport>& r, b
                           {"missing_features", c.missing},
                           {"unknown_features", c.unknown}});
     print_json(json{{"closures", r->closures.size()},
-                      {"loadable", r->loadable},
-                      {"not_loadable", r->closures.size() - r->loadable},
-                      {"details", closures}});
+                    {"loadable", r->loadable},
+                    {"not_loadable", r->closures.size() - r->loadable},
+                    {"details", closures}});
     return 0;
   }
   std::printf("%zu of %zu closures load on this machine\n", r->loadable, r->closures.size());
@@ -550,9 +551,9 @@ int cmd_config(Store& store, const std::string& name, const std::string& value, 
     return report(required.error());
   if (as_json)
     print_json(json{{"max_size", limit->bytes},
-                      {"max_size_source", limit->source},
-                      {"require_signed", required->required},
-                      {"require_signed_source", required->source}});
+                    {"max_size_source", limit->source},
+                    {"require_signed", required->required},
+                    {"require_signed_source", required->source}});
   else
     std::printf("max_size        %s (%lld bytes, from %s)\nrequire_signed  %d (from %s)\n",
                 human_size(limit->bytes).c_str(), static_cast<long long>(limit->bytes),

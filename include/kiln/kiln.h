@@ -63,8 +63,10 @@ void kiln_cache_close(kiln_cache* cache);
 kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems);
 
 /** Loads the image of a precompiled root.
- *  name: a root's entry name (the latest precompile for that target) or a
- *        32-hex closure key.
+ *  name: a 32-hex closure key (either case), which is only ever read as a
+ *        key, else a root's entry name (the latest precompile for that
+ *        target). No root may be named like a key, so a key always loads
+ *        the closure it spells.
  *  target: "host", "sm_90", "gfx942", ... or NULL for the best match for this
  *        process's devices.
  *  A cached image is loaded without compiling anything; if only the
@@ -79,7 +81,8 @@ kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* tar
  *  (kiln-precompile --library NAME, CompileRequest::library) as one image
  *  holding all their kernels and deferred closures, as a CUDA module holds
  *  many kernels. kiln_image_lookup then finds every root (and every job of
- *  their closures) by its source name. target: as for kiln_image_load.
+ *  their closures) by its source name. target: as for kiln_image_load. A
+ *  32-hex `name` is a closure key, loaded as kiln_image_load loads it.
  *  A cached library image loads without linking; if only the roots' job
  *  artifacts are cached it is relinked once and stored.
  *  On success *out owns the image; release it with kiln_image_release. */

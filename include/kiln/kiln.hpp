@@ -67,8 +67,9 @@ public:
   /// True if the cache was opened read-only (asked for, or not writable).
   bool read_only() const { return kiln_cache_read_only(cache_.get()) != 0; }
 
-  /// Loads a root by entry name or 32-hex closure key; empty target means
-  /// the best match for this process's devices.
+  /// Loads a root by 32-hex closure key (only ever read as a key) or else
+  /// by entry name; empty target means the best match for this process's
+  /// devices.
   Result<Image> load(std::string_view name, std::string_view target = {}) const;
 
   /// Loads a kernel library (kiln_library_load): one image holding all its

@@ -5,6 +5,7 @@
 #include "core/keys.h"
 #include "core/target.h"
 #include "support/elf.h"
+#include "support/hash.h"
 
 #include <map>
 #include <set>
@@ -130,10 +131,25 @@ Status check_bundle(const BundleData& data) {
     if (Status s = check_image(i.bytes, with_entries); !s)
       return bad_part(s.error());
   }
-  for (const NameRecord& n : data.names)
+  for (const NameRecord& n : data.names) {
     if (!closures.count(n.closure.hex()))
       return bad("name " + n.name + " points at closure " + n.closure.hex() + ", which it lacks");
+    if (Status s = check_name(n.name, "root"); !s)
+      return bad_part(s.error());
+  }
   return Status::ok();
+}
+
+Status check_name(const std::string& name, const char* kind) {
+  // A key-form string is looked up as a closure key and never as a name: a
+  // name of that form could not be loaded by name, and would otherwise be a
+  // way to stand in for the closure whose key it spells.
+  if (!is_hash128_hex(name))
+    return Status::ok();
+  return make_error(Code::invalid_argument,
+                    std::string(kind) + " name '" + name +
+                        "' has the form of a closure key (32 hex digits), which lookups "
+                        "answer by key only");
 }
 
 } // namespace kiln::core

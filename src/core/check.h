@@ -35,4 +35,10 @@ Status check_bundle(const BundleData& data);
 /// recomputed from (root, members).
 Status check_closure_key(const ClosureRecord& closure);
 
+/// A root or library name before it is recorded: never of the form of a key
+/// (32 hex digits, either case), since a lookup string of that form is
+/// answered by closure key only. `kind` is "root" or "library". Refused as
+/// `invalid_argument`, naming the name.
+Status check_name(const std::string& name, const char* kind);
+
 } // namespace kiln::core

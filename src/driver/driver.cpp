@@ -11,6 +11,7 @@
 #include "codegen/device_libs.h"
 #include "codegen/isolated.h"
 #include "codegen/target.h"
+#include "core/check.h"
 #include "core/explain.h"
 #include "core/keys.h"
 #include "memo/memo.h"
@@ -235,6 +236,9 @@ Result<Plan> Plan::create(const CompileRequest& request) {
                           " does not exist (shards are 0..count-1, count at least 1)");
   impl->options.opt_level = request.opt_level;
   impl->options.debug = request.debug;
+  if (Status s = core::check_name(request.library, "library"); !s)
+    return make_error(Code::invalid_argument,
+                      s.error().message + "; give the library another name");
 
   std::vector<core::TargetDesc> targets;
   std::set<std::string> seen_specs;
@@ -295,9 +299,21 @@ Result<Plan> Plan::create(const CompileRequest& request) {
     }
     std::set<std::string> unique_roots;
     std::vector<std::string> ordered_roots;
-    for (const std::string& r : roots)
+    for (const std::string& r : roots) {
+      // Refused before anything is compiled: the name could not be loaded
+      // by name, and would stand in for the closure whose key it spells.
+      if (!core::check_name(r, "root"))
+        return make_error(Code::invalid_argument,
+                          "function '" + r +
+                              "' cannot be a root: its name has the form of a closure key (32 "
+                              "hex digits), and a string of that form is looked up by closure "
+                              "key only; rename it, or do not make it a root (give it internal "
+                              "linkage, or name the roots with --entry)")
+            .with_entry(r)
+            .with_target(t.spec);
       if (unique_roots.insert(r).second)
         ordered_roots.push_back(r);
+    }
     KILN_TRY(impl->discover(*unit, t, ordered_roots));
   }
   return Plan(std::move(impl));

@@ -22,13 +22,12 @@ Result<ExportedImage> write_image(storage::Store& store, const Hash128& key,
 
 Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
                                    const std::string& target, const std::string& path) {
+  // A closure key names itself and is never read as a name (as the loader).
   Hash128 key;
-  if (auto k = store.resolve_name(what, target); k) {
-    key = *k;
-  } else if (is_hash128_hex(what)) {
+  if (is_hash128_hex(what)) {
     key = *parse_hash128(what);
   } else {
-    return k.error();
+    KILN_TRY_ASSIGN(key, store.resolve_name(what, target));
   }
   return write_image(store, key, path);
 }

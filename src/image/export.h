@@ -18,8 +18,8 @@ struct ExportedImage {
   size_t bytes = 0;
 };
 
-/// Writes the image of `what` (a root name for `target`, else a 32-hex
-/// closure key) to `path`, atomically.
+/// Writes the image of `what` (a 32-hex closure key, never read as a name;
+/// else a root name for `target`) to `path`, atomically.
 Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
                                    const std::string& target, const std::string& path);
 

@@ -15,18 +15,15 @@ namespace kiln::runtime {
 
 namespace {
 
-// A root name, else a closure key: a name the local cache lacks is asked of
-// the remote, which brings the name, its closure and the member jobs; a
-// closure key names itself.
+// A closure key (32 hex digits, either case) names itself and is never
+// read as a name, so no root can stand in for another's closure; any other
+// string is a root name: one the local cache lacks is asked of the remote,
+// which brings the name, its closure and the member jobs.
 Result<Hash128> resolve(storage::Storage& storage, std::string_view name,
                         const std::string& target) {
-  std::string n(name);
-  if (!is_hash128_hex(name))
-    return storage.resolve_name(n, target);
-  auto by_name = storage.local().resolve_name(n, target);
-  if (by_name || by_name.error().code != Code::not_found)
-    return by_name;
-  return parse_hash128(name);
+  if (is_hash128_hex(name))
+    return parse_hash128(name);
+  return storage.resolve_name(std::string(name), target);
 }
 
 // The target a NULL/empty target means: the best one the cache has for this
@@ -36,10 +33,11 @@ Result<Hash128> resolve(storage::Storage& storage, std::string_view name,
 Result<std::string> choose_among(storage::Store& store, const std::vector<core::NameRecord>& names);
 
 Result<std::string> choose_target(storage::Store& store, std::string_view name) {
+  // A closure key: its closure's target (names are never read for one).
   if (is_hash128_hex(name)) {
-    auto c = store.get_closure(*parse_hash128(name));
-    if (c)
+    if (auto c = store.get_closure(*parse_hash128(name)))
       return c->target;
+    return choose_among(store, {});
   }
   KILN_TRY_ASSIGN(auto names, store.names_for(std::string(name)));
   return choose_among(store, names);
@@ -162,6 +160,10 @@ Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_
                                                  std::string_view target_arg) {
   if (name.empty())
     return make_error(Code::invalid_argument, "empty library name");
+  // A key-form string is a closure key, for libraries as for roots: never a
+  // library's name (none is recorded so), and a library's closure loads by it.
+  if (is_hash128_hex(name))
+    return load_image(cache, name, target_arg);
   storage::Store& store = cache.storage->local();
   std::string target(target_arg);
   if (target.empty()) {

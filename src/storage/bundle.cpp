@@ -136,8 +136,9 @@ Result<BundleData> collect_bundle(Store& store, const std::vector<Hash128>& clos
     KILN_TRY_ASSIGN(auto images, store.images_of(key));
     for (ImageRecord &i : images)
       data.images.push_back(std::move(i));
+    // A key-form name row (an older cache's) is not believed, nor carried.
     for (const NameRecord &n : names)
-      if (n.closure == key)
+      if (n.closure == key && !is_hash128_hex(n.name))
         data.names.push_back(n);
     data.closures.push_back(std::move(c));
   }

@@ -62,7 +62,8 @@ Result<ClosureRecord> Storage::get_closure(const Hash128& key) {
 
 Result<Hash128> Storage::resolve_name(const std::string& name, const std::string& target) {
   auto key = local_->resolve_name(name, target);
-  if (key || key.error().code != Code::not_found || !backend_)
+  // A key-form string names no root here or in the remote (core::check_name).
+  if (key || key.error().code != Code::not_found || !backend_ || is_hash128_hex(name))
     return key;
   std::lock_guard lock(mu_);
   if (auto fetched = fetch_name(name, target))

@@ -73,7 +73,8 @@ public:
   /// member job the local cache lacks.
   Result<ClosureRecord> get_closure(const Hash128& key);
   /// The closure a root name names for `target`; a fetched name brings its
-  /// closure and their jobs. On a miss, the local cache's error.
+  /// closure and their jobs. On a miss, the local cache's error. A key-form
+  /// string names no root, and is not asked of the remote.
   Result<Hash128> resolve_name(const std::string& name, const std::string& target);
   /// A sound image of `closure` (members' entries filled, as get_closure
   /// gives it) for `arch`: stored (a damaged one counts as absent), else

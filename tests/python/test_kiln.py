@@ -2,6 +2,7 @@
 compile-or-load (miss, then hit), errors as exceptions, stats, threads."""
 import ctypes
 import pathlib
+import sqlite3
 import threading
 import time
 
@@ -118,6 +119,28 @@ def test_load_errors(cache, examples):
     assert image.closed
     with pytest.raises(ValueError, match="closed"):
         image.function("fib")
+
+
+def test_a_closure_key_loads_its_own_closure_never_a_name_spelling_it(cache, tmp_path, examples):
+    key = cache.compile(examples / "deferred.ll", entries=["fib"]).roots[0].closure
+    impostor = "define i64 @impostor(i64 %n) {\n  ret i64 666\n}\n"
+    # A function named like fib's closure key cannot become a root.
+    with pytest.raises(kiln.InvalidArgumentError, match="cannot be a root") as info:
+        cache.compile(impostor.replace("@impostor", f'@"{key}"'))
+    assert info.value.entry == key
+    # Name rows of that key pointing at other code (an older or crafted cache)
+    # are never consulted: the key loads the closure it spells.
+    other = cache.compile(impostor).roots[0].closure
+    with sqlite3.connect(tmp_path / "kiln.db") as db:
+        for name in (key, key.upper()):
+            db.execute("INSERT INTO names(name, target, closure_key, updated_at) "
+                       "VALUES (?, 'host', ?, 0)", (name, other))
+    db.close()
+    for lookup in (key, key.upper()):
+        image = cache.load(lookup, target="host")
+        assert I64(image.function("fib"))(20) == 6765
+        with pytest.raises(kiln.NotFoundError):
+            image.function("impostor")
 
 
 def test_stats(cache, examples):

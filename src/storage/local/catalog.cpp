@@ -90,6 +90,8 @@ Result<JobDetail> job_detail(Store& store, const JobRecord& job) {
 Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::string& what,
                                                        const std::string& target) {
   using Found = std::variant<JobDetail, RootDetail>;
+  // A key-form string is a job or closure key, never a name; any other
+  // string is a name only.
   if (is_hash128_hex(what)) {
     Hash128 key = *parse_hash128(what);
     auto job = store.get_job(key);
@@ -99,8 +101,13 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::
     }
     if (job.error().code != Code::not_found)
       return job.error();
-    if (auto closure = store.get_closure(key))
+    auto closure = store.get_closure(key);
+    if (closure)
       return Found(RootDetail{"", closure->target, closure.take(), ""});
+    if (closure.error().code != Code::not_found)
+      return closure.error();
+    return make_error(Code::not_found,
+                      "no job or closure '" + what + "' in cache '" + store.path() + "'");
   }
   KILN_TRY_ASSIGN(auto names, store.names_for(what));
   for (const NameRecord &n : names)
@@ -109,17 +116,17 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::
       auto unit = store.name_unit(n.name, n.target);
       return Found(RootDetail{n.name, n.target, std::move(closure), unit ? unit.take() : ""});
     }
-  return make_error(Code::not_found,
-                    "no job, closure or root named '" + what + "' in cache '" + store.path() + "'");
+  return make_error(Code::not_found, "no root named '" + what + "' in cache '" + store.path() + "'");
 }
 
 Result<Hash128> resolve_closure(Store& store, const std::string& what, const std::string& target) {
+  // A closure key names itself and is never read as a name (as the loader).
+  if (is_hash128_hex(what))
+    return parse_hash128(what);
   KILN_TRY_ASSIGN(auto names, store.names_for(what));
   for (const NameRecord &n : names)
     if (target.empty() || n.target == target)
       return n.closure;
-  if (is_hash128_hex(what))
-    return parse_hash128(what);
   return make_error(Code::not_found,
                     "no root named '" + what + "'" +
                         (target.empty() ? std::string() : " for target " + target) +

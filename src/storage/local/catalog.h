@@ -54,13 +54,15 @@ struct RootDetail {
   std::string unit; ///< input file names the name came from; empty if unknown
 };
 
-/// A job key, a closure key, or a root name for `target` (empty: its first
-/// target), in that order. Nothing by that key or name is `not_found`.
+/// A key-form string (32 hex digits, either case): the job, else the closure
+/// of that key, never a name; any other string: the root of that name for
+/// `target` (empty: its first target). Nothing by that key or name is
+/// `not_found`.
 Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::string& what,
                                                        const std::string& target);
 
-/// A root name for `target` (empty: its first target), else a 32-hex
-/// closure key.
+/// A 32-hex closure key as itself (never read as a name), else the closure a
+/// root name names for `target` (empty: its first target).
 Result<Hash128> resolve_closure(Store& store, const std::string& what, const std::string& target);
 
 /// A closure's members as nodes and their deferred references as edges.

@@ -2,6 +2,8 @@
 
 #include "storage/local/statement.h"
 
+#include "core/check.h"
+
 #include "support/compress.h"
 #include "support/fault.h"
 #include "support/files.h"
@@ -1018,6 +1020,10 @@ Result<std::string> Store::get_artifact(const Hash128& job, const std::string& f
 
 Status Store::insert_closure_rows(const ClosureRecord& closure,
                                  const std::vector<NameRecord>& names, int64_t now) {
+  // Every path that records a name (precompile, import, a remote fetch)
+  // comes here or to point_name: none records one a lookup takes for a key.
+  for (const NameRecord& nr : names)
+    KILN_TRY(core::check_name(nr.name, "root"));
   std::string hex = closure.key.hex();
   // A job a concurrent gc evicted would fail the foreign key with a message
   // naming no job: say which one went.
@@ -1087,6 +1093,7 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
   std::lock_guard lock(mu_);
   std::optional<NameMove> moved;
   Status s = transaction([&]() -> Status {
+    KILN_TRY(core::check_name(name.name, "root"));
     KILN_TRY_ASSIGN(auto has, prepare("SELECT 1 FROM closures WHERE key = ?1"));
     {
       Bound b(has);
@@ -1212,10 +1219,15 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
   std::lock_guard lock(mu_);
   Result<RootRead> out = make_error(Code::internal, "unread");
   KILN_TRY(read_transaction([&]() -> Status {
-    KILN_TRY_ASSIGN(auto by_name,
-                    prepare("SELECT closure_key FROM names WHERE name = ?1 AND target = ?2"));
+    // A key-form string is a closure key and is never looked up as a name
+    // (no name of that form is recorded, and one an older cache holds is
+    // not believed); any other string is a name only.
     std::optional<Hash128> key;
-    {
+    if (is_hash128_hex(name)) {
+      key = *parse_hash128(name);
+    } else {
+      KILN_TRY_ASSIGN(auto by_name,
+                      prepare("SELECT closure_key FROM names WHERE name = ?1 AND target = ?2"));
       Bound b(by_name);
       b.text(1, name).text(2, target);
       int rc = b.step();
@@ -1224,8 +1236,6 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
       else if (rc != SQLITE_DONE)
         return db_error("cannot resolve name " + name);
     }
-    if (!key && is_hash128_hex(name))
-      key = *parse_hash128(name);
     if (!key) {
       out = make_error(Code::not_found, "no root named '" + name + "' for target " + target +
                                             " in cache '" + path_ + "'");
@@ -1261,6 +1271,12 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
 }
 
 Result<Hash128> Store::resolve_name(const std::string& name, const std::string& target) {
+  // A key-form string names a closure, never a root (core::check_name): a
+  // name row of that form in an older cache is not believed.
+  if (is_hash128_hex(name))
+    return make_error(Code::not_found, "'" + name +
+                                           "' has the form of a closure key, which names no "
+                                           "root (roots are never named so)");
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s, prepare("SELECT closure_key FROM names WHERE name = ?1 AND target = ?2"));
   Bound b(s);
@@ -1275,6 +1291,8 @@ Result<Hash128> Store::resolve_name(const std::string& name, const std::string& 
 }
 
 Result<std::vector<NameRecord>> Store::names_for(const std::string& name) {
+  if (is_hash128_hex(name))
+    return std::vector<NameRecord>{}; // a closure key, not a name: as resolve_name
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(
       auto s,
@@ -1347,6 +1365,7 @@ Result<bool> Store::has_libraries() {
 }
 
 Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& library) {
+  KILN_TRY(core::check_name(library.name, "library"));
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(bool table, has_libraries());
   if (read_only_) {
@@ -1390,7 +1409,8 @@ Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& lib
 Result<LibraryRecord> Store::get_library(const std::string& name, const std::string& target) {
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(bool table, has_libraries());
-  if (!table)
+  // A key-form name is never a library's (put_library refuses one), as for roots.
+  if (!table || is_hash128_hex(name))
     return make_error(Code::not_found, "no library named '" + name + "' for target " + target +
                                            " in cache '" + path_ + "'");
   KILN_TRY_ASSIGN(auto s, prepare("SELECT closure_key, roots FROM libraries WHERE name = ?1 AND "
@@ -1413,7 +1433,7 @@ Result<LibraryRecord> Store::get_library(const std::string& name, const std::str
 Result<std::vector<LibraryRecord>> Store::list_libraries(const std::string& name) {
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(bool table, has_libraries());
-  if (!table)
+  if (!table || is_hash128_hex(name)) // a key-form name is no library's, as in get_library
     return std::vector<LibraryRecord>{};
   KILN_TRY_ASSIGN(auto s, prepare("SELECT name, target, closure_key, roots FROM libraries WHERE "
                                   "?1 = '' OR name = ?1 ORDER BY name, target"));

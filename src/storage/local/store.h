@@ -129,11 +129,13 @@ public:
 
   /// Records a closure (idempotent) and, in the same transaction, points
   /// each (name, target) at it. A member job that is not in the cache (a
-  /// gc evicted it) is `not_found`, naming the job.
+  /// gc evicted it) is `not_found`, naming the job; a name of key form
+  /// (core::check_name) is `invalid_argument`, and nothing is recorded.
   Status put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names);
   /// A closure with its members, read in one transaction.
   Result<ClosureRecord> get_closure(const Hash128& key);
-  /// The closure a root name currently names for `target`.
+  /// The closure a root name currently names for `target`. A key-form
+  /// string names no root: `not_found`, without reading the names.
   Result<Hash128> resolve_name(const std::string& name, const std::string& target);
 
   /// A name moved from one closure to another by point_name.
@@ -146,23 +148,24 @@ public:
     std::string new_unit;
   };
   /// Points (name, target) at `name.closure`, recording the unit (input file
-  /// names) it came from; the closure must be stored. The previous target,
-  /// when it was another closure, is returned.
+  /// names) it came from; the closure must be stored, and the name not of
+  /// key form. The previous target, when it was another closure, is returned.
   Result<std::optional<NameMove>> point_name(const NameRecord& name, const std::string& unit);
   /// The unit the name's current closure came from; not_found if no such
   /// name, empty if unknown.
   Result<std::string> name_unit(const std::string& name, const std::string& target);
 
   /// What a load needs, read in one transaction so that a concurrent gc
-  /// cannot remove a part between reads: the closure a name (else a 32-hex
-  /// closure key) names for `target`, its members, and its newest stored
+  /// cannot remove a part between reads: the closure a 32-hex closure key
+  /// (either case) or else a name names for `target`, its members, and its newest stored
   /// image for `arch` if any (unchecked; empty `arch`: none is read).
   struct RootRead {
     ClosureRecord closure;
     std::optional<std::string> image;
     std::optional<JobRecord> root; ///< the closure's root job, when stored
   };
-  /// not_found if neither the name nor the closure is here. With
+  /// not_found if the name or the closure is not here. A key-form string is
+  /// read as a key only, never as a name. With
   /// `with_root`, also the closure's root job (for backends that check it).
   Result<RootRead> read_root(const std::string& name, const std::string& target,
                              const std::string& arch, bool with_root = false);
@@ -173,7 +176,7 @@ public:
   Status lease_jobs(const std::string& holder, const std::vector<Hash128>& keys,
                     int64_t expires_at);
   Status release_leases(const std::string& holder);
-  /// Every target a name is precompiled for.
+  /// Every target a name is precompiled for (none for a key-form string).
   Result<std::vector<NameRecord>> names_for(const std::string& name);
   Result<std::vector<NameRecord>> list_names();
 
@@ -181,7 +184,8 @@ public:
   // image; the closure is the union of theirs (core::library_closure). ------
   /// Records the closure (idempotent) and points (name, target) at it, with
   /// its root names, in one transaction. A member job that is not in the
-  /// cache is `not_found`, as in put_closure.
+  /// cache is `not_found`, and a key-form name `invalid_argument`, as in
+  /// put_closure.
   Status put_library(const ClosureRecord& closure, const LibraryRecord& library);
   /// not_found if no library of that name is recorded for `target`.
   Result<LibraryRecord> get_library(const std::string& name, const std::string& target);

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
+
 using namespace kiln;
 using namespace kiln::core;
 using namespace kiln::test;
@@ -104,6 +106,35 @@ TEST_CASE("check_bundle accepts a consistent bundle and names each kind of damag
   BundleData bad_image = consistent_bundle();
   bad_image.images.push_back({{bad_image.closures[0].key, "x86_64-linux", "lld"}, "so", "junk"});
   refused(bad_image, "image of closure");
+
+  // A name spelling a closure key (its own closure's, in either case, or
+  // another's) would stand in for that key on a lookup.
+  for (std::string key_name : {hash128("another root").hex(), hash128("x").hex()}) {
+    BundleData shadow = consistent_bundle();
+    for (char& ch : key_name)
+      ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    shadow.names[0].name = key_name;
+    refused(shadow, "name '" + key_name + "' has the form of a closure key");
+  }
+}
+
+TEST_CASE("check_name refuses exactly the names of key form, in either case") {
+  std::string key = hash128("a closure").hex();
+  std::string upper = key;
+  for (char& ch : upper)
+    ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  for (const std::string& name : {key, upper, std::string(32, '0')}) {
+    CAPTURE(name);
+    Status s = check_name(name, "root");
+    REQUIRE_FALSE(s);
+    CHECK(s.error().code == Code::invalid_argument);
+    CHECK(s.error().message.find("root name '" + name + "'") != std::string::npos);
+    CHECK_FALSE(check_name(name, "library"));
+  }
+  // 31 or 33 digits, or a non-hex letter: an ordinary name.
+  for (const std::string& name :
+       {key.substr(1), key + "0", "g" + key.substr(1), std::string("nest_a"), std::string()})
+    CHECK_MESSAGE(check_name(name, "root"), name);
 }
 
 TEST_CASE("job_key_of recomputes a stored job's key; malformed options are corrupt") {

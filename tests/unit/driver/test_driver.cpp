@@ -251,6 +251,35 @@ TEST_CASE("driver errors: a missing entry names it") {
   CHECK(e.target.empty());
 }
 
+TEST_CASE("driver errors: a function named like a closure key cannot be a root") {
+  // Another root's closure key (the form is what matters): were it recorded
+  // as this function's name, a load by that key would get this code.
+  std::string key = hash128("another root's closure").hex();
+  std::string ir = "define i32 @ok(i32 %x) {\n  ret i32 %x\n}\ndefine i32 @\"" + key +
+                   "\"(i32 %x) {\n  ret i32 0\n}\n";
+  for (const auto& entries : {std::vector<std::string>{}, std::vector<std::string>{key}}) {
+    CAPTURE(entries.size());
+    Error e = plan_error("shadow.ll", ir, entries);
+    CHECK(e.code == Code::invalid_argument);
+    CHECK(e.entry == key);
+    CHECK(e.target == "host");
+    CHECK_MESSAGE(e.message.find("function '" + key + "' cannot be a root") == 0, e.message);
+    CHECK(e.message.find("form of a closure key") != std::string::npos);
+    CHECK(e.message.find("rename it") != std::string::npos);
+  }
+  // Not a root, it is just a function: only `ok` is planned.
+  auto plan = Plan::create(request_for("shadow.ll", ir, {"ok"}));
+  REQUIRE(plan);
+  CHECK(plan->describe().roots.size() == 1);
+  // A library may not be named so either.
+  CompileRequest lib = request_for("shadow.ll", ir, {"ok"});
+  lib.library = key;
+  auto refused = Plan::create(lib);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == Code::invalid_argument);
+  CHECK(refused.error().message.find("library name '" + key + "'") == 0);
+}
+
 TEST_CASE("driver errors: a syntax error keeps its input, line and column") {
   Error e = plan_error("broken.ll", "define i32 @f() {\n  ret i32 %x\n}\n");
   CHECK(e.source == "broken.ll");

@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <iterator>
 #include <string>
@@ -119,6 +120,49 @@ TEST_CASE("c_api: a root loads by name and by closure key, and its functions run
   kiln_image_release(best);
   kiln_image_release(by_key);
   kiln_image_release(by_name);
+}
+
+TEST_CASE("c_api: a closure key loads its own closure, never a name row spelling it") {
+  TestCache c = compiled(true);
+  // A second root, nest_c alone (nest_c(x) = x * 3): the impostor.
+  CompileReport other = precompile(data_request("nested.ll", {"nest_c"}), c.path());
+  REQUIRE(other.roots.size() == 1);
+  const std::string key = c.root_closure();
+  std::string upper = key;
+  for (char& ch : upper)
+    ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  // Name rows of nest_a's closure key, in both cases, pointing at nest_c's
+  // closure, and a library of that name: what an older cache or a crafted
+  // file may hold.
+  for (const std::string& name : {key, upper})
+    raw_exec(c.path(), "INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" +
+                           name + "', 'host', '" + other.roots[0].closure + "', 0)");
+  kiln_cache* cache = open_ok(c.path());
+  for (const std::string& lookup : {key, upper})
+    for (const char* target : {"host", static_cast<const char*>(nullptr)}) {
+      CAPTURE(lookup);
+      CAPTURE((target ? target : "(best)"));
+      kiln_image* img = nullptr;
+      REQUIRE_MESSAGE(kiln_image_load(cache, lookup.c_str(), target, &img) == KILN_OK,
+                      last_error());
+      void* a = nullptr;
+      REQUIRE(kiln_image_lookup(img, "nest_a", &a) == KILN_OK);
+      CHECK(reinterpret_cast<IntFn>(a)(1) == 333);
+      kiln_image_release(img);
+      // A library load by key is the closure of that key too.
+      REQUIRE_MESSAGE(kiln_library_load(cache, lookup.c_str(), target, &img) == KILN_OK,
+                      last_error());
+      CHECK(kiln_image_lookup(img, "nest_a", &a) == KILN_OK);
+      kiln_image_release(img);
+    }
+  kiln_cache_close(cache);
+  auto cxx = Cache::open(c.path());
+  REQUIRE(cxx);
+  auto img = cxx->load(upper, "host");
+  REQUIRE(img);
+  auto fn = img->function<int(int)>("nest_a");
+  REQUIRE(fn);
+  CHECK((*fn)(1) == 333);
 }
 
 TEST_CASE("c_api: an unknown root or function is not_found, naming it") {

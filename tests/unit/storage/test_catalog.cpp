@@ -206,7 +206,7 @@ TEST_CASE("catalog: find_entry of nothing by that key or name is not_found, nami
   CHECK(wrong_target.error().code == Code::not_found);
 }
 
-TEST_CASE("catalog: resolve_closure takes a name first, then a closure key") {
+TEST_CASE("catalog: resolve_closure takes a closure key as itself, any other string as a name") {
   TestCache c = open_cache();
   Populated p = populate(*c.store);
   auto host = resolve_closure(*c.store, "alpha", "");
@@ -228,6 +228,37 @@ TEST_CASE("catalog: resolve_closure takes a name first, then a closure key") {
   REQUIRE_FALSE(unnamed);
   CHECK(unnamed.error().code == Code::not_found);
   CHECK_FALSE(contains(unnamed.error().message, "for target"));
+}
+
+TEST_CASE("catalog: a name row of key form answers neither show, graph nor resolve_closure") {
+  TestCache c = open_cache();
+  Populated p = populate(*c.store);
+  // Planted behind the store's back: gamma's closure key, and a key of no
+  // closure, as names of alpha's closure.
+  std::string gamma = p.gamma_closure.key.hex();
+  std::string stray = hash128("no closure").hex();
+  for (const std::string& name : {gamma, stray})
+    raw_exec(c.path(), "INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" +
+                           name + "', 'host', '" + p.alpha_closure.key.hex() + "', 0)");
+  auto shown = find_entry(*c.store, gamma, "");
+  REQUIRE(shown);
+  REQUIRE(std::holds_alternative<RootDetail>(*shown));
+  CHECK(std::get<RootDetail>(*shown).name.empty());
+  CHECK(std::get<RootDetail>(*shown).closure.key == p.gamma_closure.key);
+  auto resolved = resolve_closure(*c.store, gamma, "host");
+  REQUIRE(resolved);
+  CHECK(*resolved == p.gamma_closure.key);
+  auto graph = closure_graph(*c.store, gamma, "");
+  REQUIRE(graph);
+  CHECK(graph->closure.key == p.gamma_closure.key);
+  CHECK(graph->closure.members.size() == 1);
+
+  auto not_shown = find_entry(*c.store, stray, "");
+  REQUIRE_FALSE(not_shown);
+  CHECK(not_shown.error().code == Code::not_found);
+  auto no_graph = closure_graph(*c.store, stray, "");
+  REQUIRE_FALSE(no_graph);
+  CHECK(no_graph.error().code == Code::not_found);
 }
 
 TEST_CASE("catalog: closure_graph gives a root's members and deferred edges") {

@@ -197,6 +197,28 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   CHECK(shared->gets == gets);
 }
 
+TEST_CASE("Storage: a string of key form is never asked of the remote as a name") {
+  auto shared = std::make_shared<Shared>();
+  publish_source(shared);
+  // A name record spelling a closure key, as a hostile publisher may write.
+  std::string victim = hash128("another root's closure").hex();
+  {
+    Storage a(open_store(source().cache.path()), memory_remote(shared));
+    a.publish_name({victim, "host", source().closure});
+  }
+  REQUIRE(shared->values.count("kiln:v1:name:" + Storage::name_id(victim, "host")));
+  TestCache e = empty_cache();
+  Storage b(open_store(e.path()), memory_remote(shared));
+  int gets = shared->gets;
+  auto key = b.resolve_name(victim, "host");
+  REQUIRE_FALSE(key);
+  CHECK(key.error().code == Code::not_found);
+  CHECK(shared->gets == gets);
+  auto names = b.local().list_names();
+  REQUIRE(names);
+  CHECK(names->empty());
+}
+
 TEST_CASE("Storage: find_job says where a job was found; a miss asks the remote once") {
   auto shared = std::make_shared<Shared>();
   publish_source(shared);
@@ -293,6 +315,19 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     cv = encode_bundle(*data);
     std::string err = stderr_of([&] { CHECK_FALSE(b.get_closure(source().closure)); });
     CHECK_MESSAGE(err.find("rejected closure " + source().closure.hex()) != std::string::npos,
+                  err);
+    CHECK(b.local().get_closure(source().closure).error().code == Code::not_found);
+  }
+  SUBCASE("a closure that carries a name of key form") {
+    std::string& cv = shared->values.at(b.remote_key("closure", source().closure.hex()));
+    auto data = decode_bundle(cv);
+    REQUIRE(data);
+    std::string victim = hash128("another root's closure").hex();
+    data->names.push_back({victim, "host", source().closure});
+    cv = encode_bundle(*data);
+    std::string err = stderr_of([&] { CHECK_FALSE(b.get_closure(source().closure)); });
+    CHECK_MESSAGE(err.find("rejected closure " + source().closure.hex() + ": bundle: root name '" +
+                           victim + "' has the form of a closure key") != std::string::npos,
                   err);
     CHECK(b.local().get_closure(source().closure).error().code == Code::not_found);
   }

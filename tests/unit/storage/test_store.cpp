@@ -521,6 +521,79 @@ TEST_CASE("a closure naming a job that is not stored is refused and leaves nothi
   CHECK(put_simple(*st, 2));
 }
 
+TEST_CASE("a name of key form is never recorded, and one already in a cache answers no lookup") {
+  TempDir dir = temp_dir("kiln-cache-test");
+  std::string path = cache_file(dir);
+  auto st = open_store(path);
+  for (int i = 1; i <= 2; ++i)
+    REQUIRE(put_simple(*st, i));
+  ClosureRecord real, impostor;
+  real.key = hash128("the real closure");
+  real.root_job = make_job(1).key;
+  real.target = "host";
+  real.members = {{"sym_a", make_job(1).key, {}}};
+  impostor.key = hash128("the impostor");
+  impostor.root_job = make_job(2).key;
+  impostor.target = "host";
+  impostor.members = {{"sym_b", make_job(2).key, {}}};
+  std::string key = real.key.hex();
+  std::string upper = key;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+
+  // Each write that records a name refuses one spelling a key, whole.
+  Status put = st->put_closure(impostor, {{key, "host", impostor.key}});
+  REQUIRE_FALSE(put);
+  CHECK(put.error().code == Code::invalid_argument);
+  CHECK_MESSAGE(put.error().message.find("root name '" + key + "' has the form of a closure key") !=
+                    std::string::npos,
+                put.error().message);
+  CHECK(st->get_closure(impostor.key).error().code == Code::not_found);
+  REQUIRE(st->put_closure(real, {{"real", "host", real.key}}));
+  REQUIRE(st->put_closure(impostor, {{"impostor", "host", impostor.key}}));
+  auto pointed = st->point_name({upper, "host", impostor.key}, "attack.ll");
+  REQUIRE_FALSE(pointed);
+  CHECK(pointed.error().code == Code::invalid_argument);
+  Status lib = st->put_library(impostor, {key, "host", impostor.key, {"impostor"}});
+  REQUIRE_FALSE(lib);
+  CHECK(lib.error().code == Code::invalid_argument);
+  CHECK(lib.error().message.find("library name '" + key + "'") != std::string::npos);
+  REQUIRE(st->put_library(impostor, {"lib", "host", impostor.key, {"impostor"}}));
+  RawDb raw(path);
+  CHECK(raw.scalar("SELECT count(*) FROM names") == 2);
+
+  // Name rows of key form planted behind the store's back (an older cache,
+  // a crafted file): a key-form lookup is the key's own closure, in either
+  // case, or nothing; never the row.
+  std::string stray = hash128("no closure has this key").hex();
+  for (const std::string& name : {key, upper, stray})
+    raw.must("INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" + name +
+             "', 'host', '" + impostor.key.hex() + "', 0)");
+  raw.must("INSERT INTO libraries(name, target, closure_key, roots, updated_at) VALUES ('" + key +
+           "', 'host', '" + impostor.key.hex() + "', 'impostor', 0)");
+  for (const std::string& lookup : {key, upper}) {
+    CAPTURE(lookup);
+    auto read = st->read_root(lookup, "host", "");
+    REQUIRE(read);
+    CHECK(read->closure.key == real.key);
+    CHECK(st->resolve_name(lookup, "host").error().code == Code::not_found);
+    auto names = st->names_for(lookup);
+    REQUIRE(names);
+    CHECK(names->empty());
+    CHECK(st->get_library(lookup, "host").error().code == Code::not_found);
+    auto libs = st->list_libraries(lookup);
+    REQUIRE(libs);
+    CHECK(libs->empty());
+  }
+  auto missing = st->read_root(stray, "host", "");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == Code::not_found);
+  CHECK(missing.error().message.find(stray) != std::string::npos);
+  // Ordinary names still resolve by name only.
+  auto by_name = st->read_root("impostor", "host", "");
+  REQUIRE(by_name);
+  CHECK(by_name->closure.key == impostor.key);
+}
+
 TEST_CASE("images round trip; a damaged image is corrupt") {
   TempDir dir = temp_dir("kiln-cache-test");
   std::string path = cache_file(dir);

@@ -223,3 +223,48 @@ TEST_CASE("transfer: a well-formed bundle with forged content writes nothing, no
   REQUIRE(import_bundle(*dst.store, file));
   CHECK(stats_ok(*dst.store).closures == 1);
 }
+
+TEST_CASE("transfer: a bundle naming a root like a closure key is refused; export never carries "
+          "such a name") {
+  TestCache src = compiled_source();
+  auto key = src.store->resolve_name("nest_a", "host");
+  REQUIRE(key);
+  TestCache dst = open_cache();
+  std::string file = dst.dir.path() + "/shadow.kiln";
+  REQUIRE(export_bundle(*src.store, file, {}));
+  auto data = decode_bundle(*read_file(file));
+  REQUIRE(data);
+  REQUIRE(data->names.size() == 1);
+
+  // The bundle's own closure under a name spelling another closure's key:
+  // imported, a load of that key would get this code.
+  BundleData shadow = *data;
+  std::string victim = hash128("another root's closure").hex();
+  shadow.names[0].name = victim;
+  REQUIRE(write_file_atomic(file, encode_bundle(shadow)));
+  auto refused = import_bundle(*dst.store, file);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == Code::corrupt);
+  CHECK_MESSAGE(refused.error().message.find("name '" + victim + "' has the form of a closure key") !=
+                    std::string::npos,
+                refused.error().message);
+  check_empty(*dst.store);
+  // Past the check, the store refuses it too, and writes nothing.
+  Status put = dst.store->put_bundle(shadow);
+  REQUIRE_FALSE(put);
+  CHECK(put.error().code == Code::invalid_argument);
+  check_empty(*dst.store);
+
+  // A name row of key form an older cache holds is left out of its bundles,
+  // which import cleanly.
+  raw_exec(src.path(), "INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" +
+                           victim + "', 'host', '" + key->hex() + "', 0)");
+  auto out = export_bundle(*src.store, file, {});
+  REQUIRE(out);
+  CHECK(out->names == 1);
+  REQUIRE(import_bundle(*dst.store, file));
+  auto names = dst.store->list_names();
+  REQUIRE(names);
+  REQUIRE(names->size() == 1);
+  CHECK((*names)[0].name == "nest_a");
+}

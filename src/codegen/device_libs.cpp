@@ -284,7 +284,7 @@ Status check_callees(const TargetDesc& target, const std::string& entry,
       provided = device_lib_defines(target.kind, c) || c == "__nvvm_reflect" ||
                  starts(c, "cuda") || starts(c, "__cuda") || core::supplied_at_load(target.kind, c);
       hint = "libdevice (__nv_*), the CUDA device runtime (cuda*) or the driver (vprintf, "
-             "malloc, free, __assertfail)";
+             "malloc, free, __assertfail, cudaGraphSetConditional, ...)";
     } else {
       provided = device_lib_defines(target.kind, c);
       hint = "the ROCm device libraries (__ocml_*, __ockl_*)";

@@ -7,18 +7,36 @@
 #include "support/elf.h"
 #include "support/hash.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace kiln::core {
+
+namespace {
+
+// Derived from the CUDA toolkit at configure time, or the committed list
+// where the build found none (cmake/KilnCudaDriverSymbols.cmake).
+constexpr std::string_view kCudaDriverSymbols[] = {
+#include "kiln_cuda_driver_symbols.inc"
+};
+static_assert(std::is_sorted(std::begin(kCudaDriverSymbols), std::end(kCudaDriverSymbols)),
+              "the driver's functions are searched, so sorted");
+
+} // namespace
 
 bool supplied_at_load(TargetKind kind, const std::string& symbol) {
   if (kind != TargetKind::nvptx)
     return false;
-  // The PTX system calls, and the driver's own calls that the CUDA device
-  // runtime (libcudadevrt) makes, all named __cuda_syscall_*.
-  return symbol == "vprintf" || symbol == "malloc" || symbol == "free" ||
-         symbol == "__assertfail" || symbol.rfind("__cuda_syscall_", 0) == 0;
+  // The driver's system calls are all named __cuda_syscall_*, and nvlink
+  // leaves any such name to it (the toolkit's own headers call ones that
+  // libcudadevrt does not, e.g. libcu++'s __cuda_syscall_aligned_malloc).
+  if (symbol.rfind("__cuda_syscall_", 0) == 0)
+    return true;
+  return std::binary_search(std::begin(kCudaDriverSymbols), std::end(kCudaDriverSymbols),
+                            std::string_view(symbol));
 }
 
 Status check_image(const std::string& bytes, const ClosureRecord& closure) {

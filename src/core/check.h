@@ -13,10 +13,12 @@
 namespace kiln::core {
 
 /// True if the driver of `kind` resolves `symbol` when it loads an image,
-/// so an image may leave it undefined. NVIDIA: the PTX system calls the CUDA
-/// driver supplies (vprintf, malloc, free, __assertfail; NVIDIA's "PTX
-/// Interoperability", System Calls) and the __cuda_syscall_* entry points
-/// the CUDA device runtime calls into the driver with. AMD and the host: none (device
+/// so an image may leave it undefined. NVIDIA: what the CUDA toolkit's own
+/// linker leaves to the driver, derived from the toolkit at build time
+/// (cmake/cuda_driver_symbols.py): the PTX system calls (vprintf, malloc,
+/// free, __assertfail), the device-side graph API (cudaGraphSetConditional,
+/// cudaGraphLaunch, ...), and the calls the CUDA device runtime makes into
+/// the driver (cnp*, __cuda_syscall_*). AMD and the host: none (device
 /// libraries are linked into the image; host images are checked by dlopen).
 bool supplied_at_load(TargetKind kind, const std::string& symbol);
 

@@ -99,11 +99,11 @@ std::string unit_of(const CompileRequest& request) {
   return unit;
 }
 
-std::string file_identity(const std::string& path) {
+std::string file_stamp(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    return path + "\tmissing";
-  return path + '\t' + std::to_string(st.st_size) + '\t' +
+    return "missing";
+  return std::to_string(st.st_size) + ' ' +
          std::to_string(int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
 }
 
@@ -188,7 +188,7 @@ Status memo_record(storage::Store& store, const Hash128& key, const CompileRepor
     memo.roots.push_back({r.name, r.target, *k});
   }
   for (const std::string& f : toolchain_files)
-    memo.deps.push_back(file_identity(f));
+    memo.deps.push_back({f, file_stamp(f)});
   return store.put_memo(key, memo);
 }
 
@@ -197,11 +197,9 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128&
   auto memo = store.get_memo(key);
   if (!memo)
     return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
-  for (const std::string& dep : memo->deps) {
-    std::string path = dep.substr(0, dep.find('\t'));
-    if (file_identity(path) != dep)
+  for (const storage::Store::MemoDep& dep : memo->deps)
+    if (file_stamp(dep.path) != dep.stamp)
       return Miss(); // ptxas or a device library changed
-  }
 
   std::vector<core::ClosureRecord> closures;
   for (const storage::Store::MemoRoot& r : memo->roots) {

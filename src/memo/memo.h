@@ -20,8 +20,9 @@ namespace kiln::memo {
 /// that cannot be read: the plan will report that properly).
 std::optional<Hash128> memo_key(const CompileRequest& request);
 
-/// "path\tsize\tmtime_ns" of a file, or "path\tmissing".
-std::string file_identity(const std::string& path);
+/// A file's stamp, "size mtime_ns", or "missing": a memo records it for
+/// each toolchain file and is a miss once one differs.
+std::string file_stamp(const std::string& path);
 
 /// A memo hit, read only: the report (every job cached, roots with their
 /// closures; no image checked) and the roots' closures. nullopt on a miss.

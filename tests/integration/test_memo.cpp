@@ -54,6 +54,26 @@ TEST_CASE("a repeated request is a memo hit with the same report, in the same or
   }
 }
 
+TEST_CASE("functions named with a tab and a newline are answered from the memo") {
+  // LLVM accepts any bytes in a quoted name; the memo stores them as packed
+  // fields, so such a request is memoised like any other.
+  Cache cache;
+  TempDir dir;
+  std::ofstream(dir.path() / "odd.ll")
+      << "define i32 @\"a\\09b\"(i32 %x) {\n  %y = add i32 %x, 1\n  ret i32 %y\n}\n"
+         "define i32 @\"c\\0Ad\"(i32 %x) {\n  %y = call i32 @\"a\\09b\"(i32 %x)\n"
+         "  %z = mul i32 %y, 2\n  ret i32 %z\n}\n";
+  json first = precompile_ok(cache, {"odd.ll"}, dir.path());
+  CHECK(first["memo"] == false);
+  CHECK(root_names(first) == std::set<std::string>{"a\tb", "c\nd"});
+  json second = precompile_ok(cache, {"odd.ll"}, dir.path());
+  CHECK(second["memo"] == true);
+  CHECK(statuses(second) == std::set<std::string>{"cached"});
+  CHECK(second["roots"] == first["roots"]);
+  Image img(cache, "c\nd");
+  CHECK(img.fn<I32Fn>("c\nd")(4) == 10);
+}
+
 TEST_CASE("the memo is keyed by bytes, not by file names or directories") {
   Cache cache;
   TempDir elsewhere;

@@ -34,11 +34,21 @@ CUDA_TARGETS = ['sm_80', 'sm_90', 'sm_90a']
 HIP_TARGETS = ['gfx942']
 
 # Undefined symbols an NVIDIA image may keep: the CUDA driver supplies them
-# at load time (printf, assert and the device heap; the device runtime's
-# system calls; reserved shared memory). Everything else must be linked in,
-# libdevice and libcudadevrt included. AMD images resolve everything.
-NVIDIA_DRIVER_SYMBOLS = {'vprintf', '__assertfail', 'malloc', 'free'}
+# at load time (printf, assert and the device heap, the device-side graph
+# API, the device runtime's system calls; reserved shared memory). The
+# functions are the list the build derived from the CUDA toolkit
+# (--driver-symbols: generated/kiln_cuda_driver_symbols.inc), the same one
+# Kiln's own check uses. Everything else must be linked in, libdevice and
+# libcudadevrt included. AMD images resolve everything.
+NVIDIA_DRIVER_SYMBOLS = set()
 NVIDIA_DRIVER_PREFIXES = ('__cuda_syscall_', '.nv.reservedSmem')
+COMMITTED_DRIVER_SYMBOLS = os.path.join(HERE, '..', '..', 'src', 'core', 'cuda_driver_symbols.inc')
+
+
+def read_driver_symbols(path):
+    """The C string literals of a kiln_cuda_driver_symbols.inc."""
+    with open(path) as f:
+        return set(re.findall(r'^"([^"]+)",$', f.read(), flags=re.M))
 
 
 class Case:
@@ -47,7 +57,7 @@ class Case:
 
     def __init__(self, feature, cuda=None, hip=None, rdc=False, cuda_targets=('sm_80', 'sm_90'),
                  na=None, entries=None, objects=None, min_kernels=1, amd_args=None,
-                 min_params=None):
+                 min_params=None, driver_calls=None):
         self.feature = feature
         self.sources = {'cuda': cuda, 'hip': hip}
         self.rdc = rdc                      # CUDA: relocatable device code (-fgpu-rdc)
@@ -58,6 +68,7 @@ class Case:
         self.min_kernels = min_kernels
         self.amd_args = amd_args or {}      # kernel -> hidden argument kinds it must request
         self.min_params = min_params or {}  # kernel -> least parameter block size in bytes
+        self.driver_calls = driver_calls or {}  # kernel -> functions its NVIDIA image leaves to the driver
 
     def name(self, lang):
         src = self.sources[lang]
@@ -101,6 +112,12 @@ CASES = [
          min_params={'_Z12apply_filter6FilterPKfPfi': 6152 + 20,
                      '_Z6lookup6LookupPKiPii': 9600 + 20}),
     Case('kiln_deferred', 'deferred.cu', 'deferred.hip'),
+    Case('device graph control (cudaGraphSetConditional)', 'graph_conditional.cu', None,
+         cuda_targets=['sm_90'],
+         na={'sm_80': 'the CUDA samples build conditional nodes for sm_90',
+             'gfx942': 'HIP has no conditional graph nodes'},
+         driver_calls={k: ['cudaGraphSetConditional'] for k in
+                       ['_Z12if_conditionPKcy', '_Z10while_bodyPcy', '_Z12clear_branchPKiyy']}),
 ]
 
 # A case's source compiles once per target: clang specialises the IR for
@@ -217,6 +234,9 @@ def check_nvidia(elf, case, target, kernel):
                         not s.name.startswith(NVIDIA_DRIVER_PREFIXES)})
     if undefined:
         problems.append(f'undefined symbols the driver does not supply: {", ".join(undefined)}')
+    for f in case.driver_calls.get(kernel, []):
+        if not any(s.name == f and not s.defined for s in elf.symbols):
+            problems.append(f'{f} is not left undefined for the driver')
     return problems
 
 
@@ -394,6 +414,8 @@ def main():
     p.add_argument('--case', action='append', help='only cases whose source name is this')
     p.add_argument('--shared-cache', help='precompile every case into this one cache (for the GPU check)')
     p.add_argument('-j', '--jobs', type=int, default=2)
+    p.add_argument('--driver-symbols', default=COMMITTED_DRIVER_SYMBOLS,
+                   help="the build's kiln_cuda_driver_symbols.inc (default: the committed list)")
     args = p.parse_args()
 
     # An installed prefix's CLIs, as the integration tests allow.
@@ -423,6 +445,10 @@ def main():
         if not (os.path.isfile(tool) or shutil.which(tool)):
             print(f'kernels: {tool} not found')
             return 1
+    NVIDIA_DRIVER_SYMBOLS.update(read_driver_symbols(args.driver_symbols))
+    if 'vprintf' not in NVIDIA_DRIVER_SYMBOLS:
+        print(f'kernels: {args.driver_symbols} lists no driver functions')
+        return 1
 
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)

@@ -98,13 +98,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   auto members = prepare("SELECT job_key FROM closure_members WHERE closure_key = ?1");
   auto images = prepare("SELECT count(*) FROM images WHERE closure_key = ?1");
   auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
-  auto libraries = has_libraries();
-  if (!libraries)
-    return fail(libraries.error());
-  // Without the table (no library was ever recorded) a statement that
-  // deletes nothing stands in.
-  auto del_libraries = *libraries ? prepare("DELETE FROM libraries WHERE closure_key = ?1")
-                                  : prepare("SELECT ?1 WHERE 0");
+  auto del_libraries = prepare("DELETE FROM libraries WHERE closure_key = ?1");
   auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
   auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS "
                          "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1) AND "

@@ -1,26 +1,13 @@
 // Request memos: a whole precompile request → the closures its roots
-// resolved to (schema/0003_memos.sql).
+// resolved to (schema/0003_memos.sql, 0006_structured_records.sql). Roots
+// and dependencies are packed fields (statement.h), so a memo answers for
+// every name LLVM accepts.
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
 #include <ctime>
-#include <sstream>
 
 namespace kiln::storage {
-
-namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    out.push_back(line);
-  return out;
-}
-
-bool has_separator(const std::string& s) { return s.find_first_of("\t\n") != std::string::npos; }
-
-} // namespace
 
 Result<Store::Memo> Store::get_memo(const Hash128& key) {
   std::lock_guard lock(mu_);
@@ -32,36 +19,38 @@ Result<Store::Memo> Store::get_memo(const Hash128& key) {
     return Error(Code::not_found, "no memo " + key.hex());
   if (rc != SQLITE_ROW)
     return db_error("cannot read memo " + key.hex());
+  auto roots = unpack_fields(b.col_blob(0));
+  auto deps = unpack_fields(b.col_blob(1));
+  // Three fields a root (name, target, closure), two a dependency (path, stamp).
+  if (!roots || roots->size() % 3 != 0)
+    return Error(Code::corrupt, "memo " + key.hex() + " has malformed roots");
+  if (!deps || deps->size() % 2 != 0)
+    return Error(Code::corrupt, "memo " + key.hex() + " has malformed dependencies");
   Memo memo;
-  for (const std::string& line : lines_of(b.col_text(0))) {
-    size_t t1 = line.find('\t');
-    size_t t2 = t1 == std::string::npos ? t1 : line.find('\t', t1 + 1);
-    auto closure = parse_hash128(t2 == std::string::npos ? std::string() : line.substr(t2 + 1));
+  for (size_t i = 0; i < roots->size(); i += 3) {
+    auto closure = parse_hash128((*roots)[i + 2]);
     if (!closure)
-      return Error(Code::corrupt, "memo " + key.hex() + " has a malformed line '" + line + "'");
-    memo.roots.push_back({line.substr(0, t1), line.substr(t1 + 1, t2 - t1 - 1), *closure});
+      return Error(Code::corrupt, "memo " + key.hex() + " names a malformed closure key for root " +
+                                      std::to_string(i / 3));
+    memo.roots.push_back({std::move((*roots)[i]), std::move((*roots)[i + 1]), *closure});
   }
-  memo.deps = lines_of(b.col_text(1));
+  for (size_t i = 0; i < deps->size(); i += 2)
+    memo.deps.push_back({std::move((*deps)[i]), std::move((*deps)[i + 1])});
   return memo;
 }
 
 Status Store::put_memo(const Hash128& key, const Memo& memo) {
-  std::string roots, deps;
-  for (const MemoRoot& r : memo.roots) {
-    if (has_separator(r.name) || has_separator(r.target))
-      return Status::ok(); // such names are never memoised; the request just replans
-    roots += r.name + '\t' + r.target + '\t' + r.closure.hex() + '\n';
-  }
-  for (const std::string& d : memo.deps) {
-    if (d.find('\n') != std::string::npos)
-      return Status::ok();
-    deps += d + '\n';
-  }
+  std::vector<std::string> roots, deps;
+  for (const MemoRoot& r : memo.roots)
+    roots.insert(roots.end(), {r.name, r.target, r.closure.hex()});
+  for (const MemoDep& d : memo.deps)
+    deps.insert(deps.end(), {d.path, d.stamp});
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s, prepare("INSERT OR REPLACE INTO memos(key, roots, deps, created_at) "
                                   "VALUES (?1, ?2, ?3, ?4)"));
   Bound b(s);
-  b.text(1, key.hex()).text(2, roots).text(3, deps).i64(4, int64_t(std::time(nullptr)));
+  b.text(1, key.hex()).blob(2, pack_fields(roots)).blob(3, pack_fields(deps));
+  b.i64(4, int64_t(std::time(nullptr)));
   if (b.step() != SQLITE_DONE)
     return db_error("cannot store memo " + key.hex());
   return Status::ok();

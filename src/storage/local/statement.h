@@ -9,7 +9,10 @@
 
 #include <cstdint>
 #include <ctime>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kiln::storage {
 
@@ -82,5 +85,49 @@ inline Hash128 key_of(const std::string& hex) {
 inline int64_t checksum_of(const std::string& raw) { return int64_t(hash64(raw)); }
 
 inline int64_t now_seconds() { return int64_t(std::time(nullptr)); }
+
+// --- multi-valued columns ------------------------------------------------
+// A list stored in one column (a library's roots, a memo's roots and
+// dependencies) is a sequence of netstrings, "<byte length>:<bytes>,", in a
+// BLOB: every name LLVM accepts (tab, newline, NUL) reads back as written,
+// where text joined on a separator would split it. Netstrings rather than
+// binary lengths so that a migration can write them in SQL and the sqlite3
+// shell shows them.
+
+/// The fields as one column value.
+inline std::string pack_fields(const std::vector<std::string>& fields) {
+  std::string out;
+  for (const std::string& f : fields) {
+    out += std::to_string(f.size());
+    out += ':';
+    out += f;
+    out += ',';
+  }
+  return out;
+}
+
+/// The fields of a column value; nullopt if it is not a whole sequence of
+/// netstrings (the cache is read as hostile input: every length is checked
+/// against what is left).
+inline std::optional<std::vector<std::string>> unpack_fields(std::string_view in) {
+  std::vector<std::string> out;
+  while (!in.empty()) {
+    size_t n = 0, digits = 0;
+    while (digits < in.size() && in[digits] >= '0' && in[digits] <= '9') {
+      if (digits == 10)
+        return std::nullopt; // no field is 10 GB: a damaged length
+      n = n * 10 + size_t(in[digits] - '0');
+      ++digits;
+    }
+    if (digits == 0 || digits >= in.size() || in[digits] != ':')
+      return std::nullopt;
+    in.remove_prefix(digits + 1);
+    if (n >= in.size() || in[n] != ',')
+      return std::nullopt;
+    out.emplace_back(in.substr(0, n));
+    in.remove_prefix(n + 1);
+  }
+  return out;
+}
 
 } // namespace kiln::storage

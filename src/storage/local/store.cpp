@@ -1322,71 +1322,26 @@ Result<std::vector<NameRecord>> Store::list_names() {
   return out;
 }
 
-namespace {
-
-std::string join_lines(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v)
-    out += (out.empty() ? "" : "\n") + s;
-  return out;
-}
-
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at < s.size()) {
-    size_t nl = s.find('\n', at);
-    if (nl == std::string::npos)
-      nl = s.size();
-    out.push_back(s.substr(at, nl - at));
-    at = nl + 1;
-  }
-  return out;
-}
-
-} // namespace
-
-// Kernel libraries live in a table made by the first library recorded, so
-// that a cache without libraries (most of them) pays no page for it: a
-// closure is the union of the roots' closures, so its image, gc, usage and
-// verification are a closure's; the row names it and lists the root names
-// it was made from, one per line. gc deletes the row with its closure.
-// Caches of this schema without the table read as having no library.
-Result<bool> Store::has_libraries() {
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                                  "name = 'libraries'"));
-  Bound b(s);
-  int rc = b.step();
-  if (rc == SQLITE_ROW)
-    return true;
-  if (rc == SQLITE_DONE)
-    return false;
-  return db_error("cannot read the schema");
-}
-
+// A kernel library is a closure (the union of the roots' closures), so its
+// image, gc, usage and verification are a closure's; the row names it and
+// lists the root names it was made from, as packed fields (statement.h).
+// gc deletes the row with its closure.
 Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& library) {
   KILN_TRY(core::check_name(library.name, "library"));
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(bool table, has_libraries());
+  std::string roots = pack_fields(library.roots);
   if (read_only_) {
-    if (!table)
-      return read_only_error("recording library '" + library.name + "'");
     // As put_closure: succeeds only if it is recorded already.
     KILN_TRY_ASSIGN(auto s, prepare("SELECT closure_key, roots FROM libraries WHERE name = ?1 AND "
                                     "target = ?2"));
     Bound b(s);
     b.text(1, library.name).text(2, library.target);
-    if (b.step() == SQLITE_ROW && b.col_text(0) == closure.key.hex() &&
-        b.col_text(1) == join_lines(library.roots))
+    if (b.step() == SQLITE_ROW && b.col_text(0) == closure.key.hex() && b.col_blob(1) == roots)
       return Status::ok();
     return read_only_error("recording library '" + library.name + "'");
   }
   Status s = transaction([&]() -> Status {
     int64_t now = now_seconds();
-    if (!table)
-      KILN_TRY(exec("CREATE TABLE IF NOT EXISTS libraries (name TEXT NOT NULL, target TEXT NOT "
-                    "NULL, closure_key TEXT NOT NULL REFERENCES closures(key), roots TEXT NOT "
-                    "NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (name, target)) WITHOUT ROWID"));
     KILN_TRY(insert_closure_rows(closure, {}, now));
     KILN_TRY_ASSIGN(auto set,
                     prepare("INSERT INTO libraries(name, target, closure_key, roots, updated_at) "
@@ -1395,7 +1350,7 @@ Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& lib
                             "updated_at = excluded.updated_at"));
     Bound b(set);
     b.text(1, library.name).text(2, library.target).text(3, closure.key.hex());
-    b.text(4, join_lines(library.roots)).i64(5, now);
+    b.blob(4, roots).i64(5, now);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot record library " + library.name);
     return Status::ok();
@@ -1406,11 +1361,28 @@ Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& lib
   return s;
 }
 
+namespace {
+
+// A library row read back: its closure key and packed roots checked.
+Result<LibraryRecord> library_of(std::string name, std::string target, const std::string& key,
+                                 const std::string& roots) {
+  auto closure = parse_hash128(key);
+  if (!closure)
+    return make_error(Code::corrupt, "library '" + name + "' (" + target +
+                                         ") names a malformed closure key");
+  auto names = unpack_fields(roots);
+  if (!names)
+    return make_error(Code::corrupt,
+                      "library '" + name + "' (" + target + ") has a malformed list of roots");
+  return LibraryRecord{std::move(name), std::move(target), *closure, std::move(*names)};
+}
+
+} // namespace
+
 Result<LibraryRecord> Store::get_library(const std::string& name, const std::string& target) {
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(bool table, has_libraries());
   // A key-form name is never a library's (put_library refuses one), as for roots.
-  if (!table || is_hash128_hex(name))
+  if (is_hash128_hex(name))
     return make_error(Code::not_found, "no library named '" + name + "' for target " + target +
                                            " in cache '" + path_ + "'");
   KILN_TRY_ASSIGN(auto s, prepare("SELECT closure_key, roots FROM libraries WHERE name = ?1 AND "
@@ -1423,17 +1395,12 @@ Result<LibraryRecord> Store::get_library(const std::string& name, const std::str
                                            " in cache '" + path_ + "'");
   if (rc != SQLITE_ROW)
     return db_error("cannot read library " + name);
-  auto key = parse_hash128(b.col_text(0));
-  if (!key)
-    return make_error(Code::corrupt, "library '" + name + "' (" + target +
-                                         ") names a malformed closure key");
-  return LibraryRecord{name, target, *key, split_lines(b.col_text(1))};
+  return library_of(name, target, b.col_text(0), b.col_blob(1));
 }
 
 Result<std::vector<LibraryRecord>> Store::list_libraries(const std::string& name) {
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(bool table, has_libraries());
-  if (!table || is_hash128_hex(name)) // a key-form name is no library's, as in get_library
+  if (is_hash128_hex(name)) // a key-form name is no library's, as in get_library
     return std::vector<LibraryRecord>{};
   KILN_TRY_ASSIGN(auto s, prepare("SELECT name, target, closure_key, roots FROM libraries WHERE "
                                   "?1 = '' OR name = ?1 ORDER BY name, target"));
@@ -1441,9 +1408,11 @@ Result<std::vector<LibraryRecord>> Store::list_libraries(const std::string& name
   b.text(1, name);
   std::vector<LibraryRecord> out;
   int rc;
-  while ((rc = b.step()) == SQLITE_ROW)
-    out.push_back({b.col_text(0), b.col_text(1), key_of(b.col_text(2)),
-                   split_lines(b.col_text(3))});
+  while ((rc = b.step()) == SQLITE_ROW) {
+    KILN_TRY_ASSIGN(auto lib,
+                    library_of(b.col_text(0), b.col_text(1), b.col_text(2), b.col_blob(3)));
+    out.push_back(std::move(lib));
+  }
   if (rc != SQLITE_DONE)
     return db_error("cannot list libraries");
   return out;

@@ -232,11 +232,17 @@ public:
     std::string target;
     Hash128 closure;
   };
+  /// A toolchain file the request depended on (ptxas, a device library)
+  /// and its stamp (memo::file_stamp) when the memo was recorded.
+  struct MemoDep {
+    std::string path;
+    std::string stamp;
+    bool operator==(const MemoDep&) const = default;
+  };
   struct Memo {
     std::vector<MemoRoot> roots;
-    /// Toolchain files the request depended on (ptxas, device libraries),
-    /// each "path\tsize\tmtime_ns": a changed file makes the memo a miss.
-    std::vector<std::string> deps;
+    /// A file whose stamp has changed since makes the memo a miss.
+    std::vector<MemoDep> deps;
   };
   /// not_found if absent; the caller checks deps and that the closures
   /// still exist.
@@ -276,9 +282,6 @@ private:
   /// none) and checked against its size and checksum; `what` names it.
   Result<std::string> unpack(const std::string& data, int64_t raw_size, int64_t checksum,
                              int64_t dict, const std::string& what);
-  /// Whether the libraries table exists (the first library makes it);
-  /// call with the lock held.
-  Result<bool> has_libraries();
   /// compact() for one kind, with its count of plain blobs.
   Status compact_kind(bool image, const std::string& format, int64_t plain, int64_t& budget);
   /// A new dictionary for a kind, trained on its `plain` blobs, if one pays

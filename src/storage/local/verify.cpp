@@ -93,10 +93,7 @@ Status Store::check_rows(std::vector<Problem>& out) {
        "EXISTS (SELECT 1 FROM closures c WHERE c.key = l.closure_key)",
        "library", "names a missing closure: "},
   };
-  KILN_TRY_ASSIGN(bool libraries, has_libraries());
   for (const Check& c : checks) {
-    if (!libraries && std::string_view(c.kind) == "library")
-      continue; // no library was ever recorded: no table
     KILN_TRY_ASSIGN(auto s, prepare(c.sql));
     Bound b(s);
     int rc;

@@ -1,8 +1,9 @@
 // CUDA kernels as clang-22 emits them (tests/data/cuda_*_sm90.ll, from the
 // .cu sources quoted in each test), through the driver into images: kernels
 // keep their source names, the CUDA driver's own functions (printf, assert,
-// malloc) stay undefined, dynamic parallelism links the device runtime, and
-// the PTX ISA is the one the IR asks for.
+// malloc, cudaGraphSetConditional) stay undefined as nvlink leaves them,
+// dynamic parallelism links the device runtime, and the PTX ISA is the one
+// the IR asks for.
 #include "codegen/ptxas.h"
 #include "codegen/target.h"
 #include "core/check.h"
@@ -12,10 +13,14 @@
 #include "link/nvjitlink.h"
 #include "storage/storage.h"
 #include "support/elf.h"
+#include "support/files.h"
+#include "support/process.h"
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <map>
+#include <unistd.h>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -113,12 +118,90 @@ TEST_CASE("dynamic parallelism links the CUDA device runtime into the sm_90 imag
     CHECK_MESSAGE(u.rfind("__cuda_syscall_", 0) == 0, u);
 }
 
+TEST_CASE("device graph control: cudaGraphSetConditional stays undefined for the driver, as "
+          "nvlink leaves it, and the image passes its check") {
+  // cuda_graph_conditional_sm90.ll: tests/kernels/cuda/graph_conditional.cu
+  // (the CUDA samples' graphConditionalNodes kernels) by clang-22 for sm_90.
+  if (!can_link_sm90())
+    return;
+  TestCache c = empty_cache("kiln-cuda-graph");
+  c.report = precompile(data_request("cuda_graph_conditional_sm90.ll", {}, {"sm_90"}), c.path());
+  REQUIRE(c.report.roots.size() == 3);
+  auto images = images_of(c); // fetch_or_link checks each image
+  for (const auto& [root, elf] : images) {
+    CAPTURE(root);
+    Symbols f = functions_of(elf);
+    CHECK(f.defined.count(root));
+    CHECK(f.undefined.count("cudaGraphSetConditional"));
+    // Nothing of libcudadevrt: the driver, not the device runtime, has it.
+    for (const std::string& d : f.defined)
+      CHECK_MESSAGE(d.rfind("__cudaCDP2", 0) != 0, d);
+    for (const std::string& u : f.undefined)
+      CHECK(core::supplied_at_load(core::TargetKind::nvptx, u));
+  }
+
+  // The toolkit's own linker, given the same job's relocatable cubin, leaves
+  // the same functions undefined.
+  std::string nvlink = (std::filesystem::path(codegen::ptxas_path()).parent_path() / "nvlink");
+  if (::access(nvlink.c_str(), X_OK) != 0) {
+    MESSAGE("nvlink comparison skipped: no " << nvlink);
+    return;
+  }
+  auto store = open_store(c.path());
+  TempDir dir = temp_dir("kiln-cuda-graph-nvlink");
+  for (const JobReport& j : c.report.jobs) {
+    CAPTURE(j.entry);
+    auto cubin = store->get_artifact(*parse_hash128(j.key), "cubin");
+    REQUIRE(cubin);
+    std::string in = dir.path() + "/job.o", out = dir.path() + "/job.cubin";
+    REQUIRE(write_file_atomic(in, *cubin));
+    auto r = run_process({nvlink, "-arch=sm_90", in, "-o", out});
+    REQUIRE(r);
+    INFO(r->output);
+    REQUIRE(r->exit_code == 0);
+    auto linked = read_file(out);
+    REQUIRE(linked);
+    auto elf = read_elf(*linked);
+    REQUIRE(elf);
+    CHECK(functions_of(*elf).undefined == functions_of(images.at(j.entry)).undefined);
+  }
+}
+
+TEST_CASE("a call nothing supplies (not the unit, a device library or the driver) is an error "
+          "naming the function and the job") {
+  // The graph kernels' IR with cudaGraphSetConditional renamed to a
+  // function no one defines.
+  std::string ir = data_file("cuda_graph_conditional_sm90.ll");
+  for (size_t at; (at = ir.find("@cudaGraphSetConditional")) != std::string::npos;)
+    ir.replace(at, 24, "@graph_set_conditional");
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("typo.ll", ir)};
+  req.targets = {"sm_90"};
+  req.entries = {"_Z10while_bodyPcy"};
+  auto plan = Plan::create(req);
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Code::invalid_argument);
+  CHECK(plan.error().entry == "_Z10while_bodyPcy");
+  CHECK(plan.error().target == "sm_90");
+  CHECK(plan.error().message.find("'graph_set_conditional'") != std::string::npos);
+  CHECK(plan.error().message.find("job '_Z10while_bodyPcy'") != std::string::npos);
+  // The real name plans.
+  req.inputs = {SourceInput::memory("graph.ll", data_file("cuda_graph_conditional_sm90.ll"))};
+  CHECK(Plan::create(req));
+}
+
 TEST_CASE("an NVIDIA image may leave only the driver's own functions undefined") {
   using core::TargetKind;
+  // The PTX system calls, the device-side graph API, and what libcudadevrt
+  // calls into the driver with: derived from the CUDA toolkit.
   for (const char* s : {"vprintf", "malloc", "free", "__assertfail",
-                        "__cuda_syscall_cnpv2LaunchDevice"})
+                        "__cuda_syscall_cnpv2LaunchDevice", "cudaGraphSetConditional",
+                        "cudaGraphLaunch", "cudaGraphKernelNodeSetParam", "cnpGetDevice"})
     CHECK(core::supplied_at_load(TargetKind::nvptx, s));
-  for (const char* s : {"printf", "__cudaCDP2LaunchDevice", "__nv_sinf", "my_helper", ""})
+  // libdevice's and libcudadevrt's own functions are linked in, and a
+  // declaration nothing defines (CDP1's cudaEventRecordWithFlags) is an error.
+  for (const char* s : {"printf", "__cudaCDP2LaunchDevice", "cudaMalloc", "cudaCGGetRank",
+                        "cudaEventRecordWithFlags", "__nv_sinf", "my_helper", "cudaGraph", ""})
     CHECK_FALSE(core::supplied_at_load(TargetKind::nvptx, s));
   CHECK_FALSE(core::supplied_at_load(TargetKind::amdgpu, "malloc"));
   CHECK_FALSE(core::supplied_at_load(TargetKind::host, "malloc"));

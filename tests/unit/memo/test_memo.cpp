@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 using namespace kiln;
 
 namespace {
@@ -52,11 +54,13 @@ TEST_CASE("sharded runs and unreadable inputs are not memoised") {
   CHECK_FALSE(memo::memo_key(missing));
 }
 
-TEST_CASE("file identity: size and mtime, or missing") {
-  CHECK(memo::file_identity("/nonexistent/kiln/file") == "/nonexistent/kiln/file\tmissing");
-  std::string id = memo::file_identity("/proc/self/exe");
-  CHECK(id.rfind("/proc/self/exe\t", 0) == 0);
-  CHECK(id.find("missing") == std::string::npos);
+TEST_CASE("file stamp: size and mtime, or missing") {
+  CHECK(memo::file_stamp("/nonexistent/kiln/file") == "missing");
+  struct stat st {};
+  REQUIRE(::stat("/proc/self/exe", &st) == 0);
+  CHECK(memo::file_stamp("/proc/self/exe") ==
+        std::to_string(st.st_size) + " " +
+            std::to_string(int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec));
 }
 
 TEST_CASE("the host CPU identity is stable within a process and not empty") {

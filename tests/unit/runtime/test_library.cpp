@@ -117,6 +117,57 @@ TEST_CASE("library: the same roots give the same closure in any order and by the
   CHECK(lib->roots.size() == 3);
 }
 
+TEST_CASE("library: roots named with a newline round-trip as written and each loads") {
+  // Root names are stored as packed fields: "x\ny" and "z" are two roots,
+  // not the three that newline-joined text would give back.
+  TestCache c = empty_cache("kiln-library");
+  CompileRequest req;
+  req.inputs = {SourceInput::memory(
+      "odd.ll", "define i32 @\"x\\0Ay\"(i32 %a) {\n  %b = add i32 %a, 5\n  ret i32 %b\n}\n"
+                "define i32 @z(i32 %a) {\n  %b = mul i32 %a, 7\n  ret i32 %b\n}\n")};
+  req.library = "odd";
+  req.remote = "off";
+  auto r = compile(req, c.path());
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  REQUIRE(r->ok());
+  REQUIRE(r->libraries.size() == 1);
+  CHECK(r->libraries[0].roots == 2);
+  CHECK(r->libraries[0].image);
+
+  c.open();
+  auto lib = c.store->get_library("odd", "host");
+  REQUIRE(lib);
+  CHECK(lib->roots == std::vector<std::string>{"x\ny", "z"});
+  auto listed = c.store->list_libraries("odd");
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 1);
+  CHECK((*listed)[0].roots == lib->roots);
+  c.store.reset();
+
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  kiln_image* img = nullptr;
+  kiln_status st = kiln_library_load(cache, "odd", "host", &img);
+  INFO(kiln_last_error());
+  REQUIRE(st == KILN_OK);
+  void *x = nullptr, *z = nullptr;
+  REQUIRE(kiln_image_lookup(img, "x\ny", &x) == KILN_OK);
+  REQUIRE(kiln_image_lookup(img, "z", &z) == KILN_OK);
+  CHECK(reinterpret_cast<IntFn>(x)(1) == 6);
+  CHECK(reinterpret_cast<IntFn>(z)(3) == 21);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+
+  // A damaged list of roots is corrupt, naming the library.
+  CHECK(raw_exec(c.path(), "UPDATE libraries SET roots = CAST('3:x' AS BLOB)") == 1);
+  c.open();
+  auto bad = c.store->get_library("odd", "host");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == Code::corrupt);
+  CHECK(bad.error().message.find("'odd'") != std::string::npos);
+}
+
 TEST_CASE("library: two roots that bring different code under one symbol are refused") {
   core::ClosureRecord a, b;
   a.key = hash128(std::string("a"));

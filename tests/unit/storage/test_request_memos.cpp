@@ -1,7 +1,7 @@
 // Unit tests for request memos in the cache (src/storage/local/request_memos.cpp):
-// a memo round trips its roots and toolchain dependencies, a later one
-// replaces it, an absent one is not_found, what cannot be written unambiguously
-// is not memoised, and a damaged row is corrupt.
+// a memo round trips its roots and toolchain dependencies (names with tabs,
+// newlines and NULs included), a later one replaces it, an absent one is
+// not_found, and a damaged row is corrupt.
 #include "fixtures/cache.hpp"
 
 #include <doctest/doctest.h>
@@ -15,7 +15,7 @@ using namespace kiln::test;
 
 namespace {
 
-Store::Memo memo_of(std::vector<Store::MemoRoot> roots, std::vector<std::string> deps) {
+Store::Memo memo_of(std::vector<Store::MemoRoot> roots, std::vector<Store::MemoDep> deps) {
   Store::Memo m;
   m.roots = std::move(roots);
   m.deps = std::move(deps);
@@ -57,7 +57,7 @@ TEST_CASE("request memos: put then get round trips roots and deps; absent is not
   Store::Memo m = memo_of({{"saxpy", "sm_90", hash128("closure a")},
                            {"saxpy", "host", hash128("closure b")},
                            {"nest_a", "gfx942:xnack-", hash128("closure c")}},
-                          {"/opt/cuda/bin/ptxas\t123\t456789", "/opt/rocm/lib/ocml.bc\tmissing"});
+                          {{"/opt/cuda/bin/ptxas", "123 456789"}, {"/opt/rocm/lib/ocml.bc", "missing"}});
   REQUIRE(c.store->put_memo(key, m));
   check_same(get_ok(*c.store, key), m);
   // Another key is still a miss.
@@ -80,44 +80,58 @@ TEST_CASE("request memos: a later memo under the same key replaces the earlier o
   Hash128 key = hash128("request");
   REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("old closure")},
                                           {"g", "host", hash128("old g")}},
-                                         {"dep\t1\t2"})));
+                                         {{"dep", "1 2"}})));
   Store::Memo newer = memo_of({{"f", "host", hash128("new closure")}}, {});
   REQUIRE(c.store->put_memo(key, newer));
   check_same(get_ok(*c.store, key), newer);
 }
 
-TEST_CASE("request memos: names or deps that would not read back are not memoised") {
+TEST_CASE("request memos: names, targets and paths with tabs, newlines and NULs read back as "
+          "written") {
   TestCache c = open_cache();
-  Hash128 tab = hash128("tab in a name");
-  REQUIRE(c.store->put_memo(tab, memo_of({{"odd\tname", "host", hash128("c")}}, {})));
-  check_absent(*c.store, tab);
-  Hash128 newline = hash128("newline in a target");
-  REQUIRE(c.store->put_memo(newline, memo_of({{"f", "host\nsm_90", hash128("c")}}, {})));
-  check_absent(*c.store, newline);
-  Hash128 dep = hash128("newline in a dep");
-  REQUIRE(c.store->put_memo(dep, memo_of({{"f", "host", hash128("c")}}, {"a\nb"})));
-  check_absent(*c.store, dep);
-
-  // Refusing one does not disturb an earlier memo under that key.
-  Store::Memo good = memo_of({{"f", "host", hash128("c")}}, {"dep\t1\t2"});
-  REQUIRE(c.store->put_memo(dep, good));
-  REQUIRE(c.store->put_memo(dep, memo_of({{"f\tg", "host", hash128("c")}}, {})));
-  check_same(get_ok(*c.store, dep), good);
+  Hash128 key = hash128("odd names");
+  using namespace std::string_literals;
+  Store::Memo m = memo_of({{"a\tb", "host", hash128("c1")},
+                           {"c\nd", "host", hash128("c2")},
+                           {"x\ny", "sm_90", hash128("c3")},
+                           {"nul\0inside"s, "host\tsm_90\n", hash128("c4")},
+                           {"", "host", hash128("c5")},
+                           {"3:ab,", "1:", hash128("c6")}},
+                          {{"/opt/a\tb/ptxas\n", "1 2"}, {"/x\0y"s, "missing"}});
+  REQUIRE(c.store->put_memo(key, m));
+  c.open();
+  Store::Memo got = get_ok(*c.store, key);
+  check_same(got, m);
+  CHECK(got.roots[3].name.size() == 10); // the NUL is kept
 }
 
-TEST_CASE("request memos: a malformed root line is corrupt, naming the memo") {
+TEST_CASE("request memos: a malformed row is corrupt, naming the memo") {
   TestCache c = open_cache();
   Hash128 key = hash128("request");
   REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("c")}}, {})));
   c.store.reset();
-  for (const char* roots : {"f\thost\tnot-a-key\n", "f without tabs\n", "f\thost\n"}) {
+  std::string good_key = hash128("c").hex();
+  // Truncated, an overlong length, no comma, a length with no digits, a
+  // root of two fields, a closure that is no key, and the old text form.
+  for (const std::string& roots : std::vector<std::string>{
+           "1:f,4:host,32:" + good_key, "1:f,4:host,99:" + good_key + ",", "1:f;4:host,",
+        ":f,", "1:f,4:host,", "1:f,4:host,9:not-a-key,", "f\thost\t" + good_key + "\n"}) {
     CAPTURE(roots);
-    CHECK(raw_exec(c.path(), "UPDATE memos SET roots = '" + std::string(roots) +
-                                 "' WHERE key = '" + key.hex() + "'") == 1);
+    CHECK(raw_exec(c.path(), "UPDATE memos SET roots = CAST('" + roots +
+                                 "' AS BLOB) WHERE key = '" + key.hex() + "'") == 1);
     auto s = open_store(c.path());
     auto m = s->get_memo(key);
     REQUIRE_FALSE(m);
     CHECK(m.error().code == Code::corrupt);
     CHECK(m.error().message.find(key.hex()) != std::string::npos);
   }
+  // Dependencies: three fields is not a whole number of (path, stamp).
+  CHECK(raw_exec(c.path(), "UPDATE memos SET roots = CAST('1:f,4:host,32:" + good_key +
+                               ",' AS BLOB), deps = CAST('1:a,1:b,1:c,' AS BLOB) WHERE key = '" +
+                               key.hex() + "'") == 1);
+  auto s = open_store(c.path());
+  auto m = s->get_memo(key);
+  REQUIRE_FALSE(m);
+  CHECK(m.error().code == Code::corrupt);
+  CHECK(m.error().message.find("dependencies") != std::string::npos);
 }

@@ -2,7 +2,8 @@
 // round trips, idempotent content-addressed writes, corruption detection,
 // refusal of foreign files, and concurrent writers (threads and processes);
 // schema 5: target descriptions stored once, dictionary-compressed blobs,
-// a quiet cache that is one small file.
+// a quiet cache that is one small file; schema 6: lists as packed fields, a
+// schema-5 cache's libraries converted and its memos dropped.
 #include "storage/local/store.h"
 
 #include "fixtures/cache.hpp"
@@ -10,6 +11,8 @@
 #include "storage/local/transfer.h"
 #include "storage/local/verify.h"
 #include "support/compress.h"
+
+#include <kiln/kiln.h>
 
 #include <doctest/doctest.h>
 
@@ -1090,13 +1093,13 @@ TEST_CASE("schema 5: a schema-4 cache is migrated; every record reads back ident
   CHECK(rep->problems.empty());
   CHECK(rep->jobs == 6);
   CHECK(rep->closures == 2);
-  // Kept through the rebuilt tables: settings, counters, leases, memos.
+  // Kept through the rebuilt tables: settings, counters, leases. Memos are
+  // dropped by schema 6 (text rows; a memo is only a cache of a plan).
   CHECK(*old.store->max_size() == 123456789);
   CHECK(stats_ok(*old.store).counters.loads == 7);
   auto memo = old.store->get_memo(*parse_hash128(std::string(32, 'e')));
-  REQUIRE(memo);
-  REQUIRE(memo->roots.size() == 1);
-  CHECK(memo->roots[0].closure.hex() == std::string(32, 'c'));
+  REQUIRE_FALSE(memo);
+  CHECK(memo.error().code == Code::not_found);
   CHECK(stats_ok(*old.store).jobs_per_target ==
         std::vector<std::pair<std::string, int64_t>>{{"host", 3}, {"host:x86-64-v3", 3}});
   old.store.reset();
@@ -1115,6 +1118,114 @@ TEST_CASE("schema 5: a schema-4 cache is migrated; every record reads back ident
   c.open();
   CHECK(c.store->put_job(consistent_job("new"), {{"obj", "bytes"}}, {}));
   CHECK(*c.store->get_artifact(consistent_job("new").key, "obj") == "bytes");
+}
+
+// --- schema 6 -----------------------------------------------------------------
+
+namespace {
+
+CompileReport compile_ok(const CompileRequest& req, const std::string& path) {
+  auto r = compile(req, path);
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  REQUIRE(r->ok());
+  return r.take();
+}
+
+// The cache at `path` turned back into what a schema-5 Kiln wrote: the
+// memos table as migration 5 left it, each memo's roots as
+// "name\ttarget\tclosure\n" text; the libraries table as the first library
+// made it, roots joined by newlines (`with_library`), or none at all.
+void back_to_schema5(const std::string& path, bool with_library) {
+  RawDb raw(path);
+  raw.must("CREATE TABLE old_memos (key TEXT PRIMARY KEY, roots TEXT NOT NULL, deps TEXT NOT "
+           "NULL, created_at INTEGER NOT NULL)");
+  raw.must("INSERT INTO old_memos SELECT key, 'nest_b' || char(9) || 'host' || char(9) || "
+           "'" + std::string(32, 'c') + "' || char(10), '', created_at FROM memos");
+  raw.must("DROP TABLE memos; ALTER TABLE old_memos RENAME TO memos");
+  raw.must("CREATE TABLE old_libraries (name TEXT NOT NULL, target TEXT NOT NULL, closure_key "
+           "TEXT NOT NULL REFERENCES closures(key), roots TEXT NOT NULL, updated_at INTEGER NOT "
+           "NULL, PRIMARY KEY (name, target)) WITHOUT ROWID");
+  raw.must("INSERT INTO old_libraries SELECT name, target, closure_key, 'nest_b' || char(10) || "
+           "'nest_c', updated_at FROM libraries");
+  raw.must("DROP TABLE libraries");
+  if (with_library)
+    raw.must("ALTER TABLE old_libraries RENAME TO libraries");
+  else
+    raw.must("DROP TABLE old_libraries");
+  raw.must("PRAGMA user_version = 5");
+}
+
+} // namespace
+
+TEST_CASE("schema 6: a schema-5 cache's library is converted, its memos dropped, and both work "
+          "again") {
+  for (bool with_library : {true, false}) {
+    CAPTURE(with_library);
+    TestCache c = empty_cache("kiln-migrate-6");
+    CompileRequest req = data_request("nested.ll", {"nest_b", "nest_c"});
+    req.library = "nest";
+    CompileReport first = compile_ok(req, c.path());
+    REQUIRE(first.libraries.size() == 1);
+    REQUIRE(compile_ok(req, c.path()).memo_hit);
+    back_to_schema5(c.path(), with_library);
+    {
+      RawDb raw(c.path());
+      REQUIRE(raw.scalar("SELECT count(*) FROM memos") == 1);
+      REQUIRE(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'libraries'") ==
+              (with_library ? 1 : 0));
+    }
+
+    c.open();
+    auto lib = c.store->get_library("nest", "host");
+    if (with_library) {
+      REQUIRE(lib);
+      CHECK(lib->roots == std::vector<std::string>{"nest_b", "nest_c"});
+      CHECK(lib->closure.hex() == first.libraries[0].closure);
+    } else {
+      REQUIRE_FALSE(lib);
+      CHECK(lib.error().code == Code::not_found);
+    }
+    auto problems = c.store->verify();
+    REQUIRE(problems);
+    CHECK(problems->empty());
+    c.store.reset();
+    {
+      RawDb raw(c.path());
+      CHECK(raw.scalar("PRAGMA user_version") == schema_version());
+      CHECK(raw.scalar("SELECT count(*) FROM memos") == 0);
+      CHECK(raw.text("SELECT typeof(roots) FROM libraries") == (with_library ? "blob" : ""));
+      CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%6'") == 0);
+      CHECK(raw.text("PRAGMA foreign_key_check") == "");
+      CHECK(raw.text("PRAGMA integrity_check") == "ok");
+    }
+    if (with_library) {
+      kiln_cache* cache = nullptr;
+      REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+      kiln_image* img = nullptr;
+      kiln_status st = kiln_library_load(cache, "nest", "host", &img);
+      INFO(kiln_last_error());
+      REQUIRE(st == KILN_OK);
+      void* f = nullptr;
+      CHECK(kiln_image_lookup(img, "nest_b", &f) == KILN_OK);
+      CHECK(kiln_image_lookup(img, "nest_c", &f) == KILN_OK);
+      kiln_image_release(img);
+      kiln_cache_close(cache);
+    }
+
+    // The dropped memo is recorded again by the next run and answers the one
+    // after; the library is recorded (again) either way.
+    CompileReport again = compile_ok(req, c.path());
+    CHECK_FALSE(again.memo_hit);
+    REQUIRE(again.libraries.size() == 1);
+    CHECK(again.libraries[0].closure == first.libraries[0].closure);
+    CompileReport third = compile_ok(req, c.path());
+    CHECK(third.memo_hit);
+    c.open();
+    auto now = c.store->get_library("nest", "host");
+    REQUIRE(now);
+    CHECK(now->roots == std::vector<std::string>{"nest_b", "nest_c"});
+  }
 }
 
 TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last writer to close "

@@ -313,7 +313,7 @@ TEST_CASE("export, image -o, library -o and import refuse the cache itself and i
     refused(inspect(a, {"import", dest.path}), dest, "import source");
   }
   // Relative to the working directory, as a user types it.
-  for (const std::string& rel : {"kiln.db", "./kiln.db", "sub/../kiln.db", "kiln.db-wal"}) {
+  for (std::string rel : {"kiln.db", "./kiln.db", "sub/../kiln.db", "kiln.db-wal"}) {
     CAPTURE(rel);
     RunResult r = run({inspect_bin().string(), "--cache", "kiln.db", "export", rel}, a.dir());
     INFO(describe(r));

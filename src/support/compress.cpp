@@ -37,9 +37,13 @@ ZSTD_DCtx* decompress_context() {
   return ctx.get();
 }
 
-// Frames up to this size are decoded in one call into a buffer of their
-// declared size: the most a lying header can waste is this much.
+// A frame is decoded in one call into a buffer of its declared size when
+// that size is at most kOneShot, or at most kTrustedRatio times its
+// compressed size (what stored code and PTX compress to): all a lying
+// header can waste is the larger of the two. Beyond both, the output is
+// streamed and grows only as it decodes.
 constexpr size_t kOneShot = size_t(1) << 20;
+constexpr size_t kTrustedRatio = 16;
 
 Error corrupt(const std::string& why) { return make_error(Code::corrupt, why); }
 
@@ -66,7 +70,7 @@ Status check_claim(std::string_view compressed, size_t expected, size_t max_outp
 // most doubling, never past `expected`), in a context of its own so that
 // no thread keeps a large window once the call returns.
 Result<std::string> decompress_streaming(const ZSTD_DDict* dict, std::string_view compressed,
-                                         size_t expected) {
+                                         size_t expected, size_t initial) {
   DCtx owned(ZSTD_createDCtx());
   ZSTD_DCtx* d = owned.get();
   if (!d)
@@ -77,7 +81,7 @@ Result<std::string> decompress_streaming(const ZSTD_DDict* dict, std::string_vie
   if (ZSTD_isError(set))
     return make_error(Code::internal, std::string("cannot set up zstd: ") + ZSTD_getErrorName(set));
   ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
-  std::string out;
+  std::string out(initial, '\0');
   size_t produced = 0;
   char spill = 0; // where output past the declared size would go
   for (;;) {
@@ -115,8 +119,11 @@ Result<std::string> decompress_streaming(const ZSTD_DDict* dict, std::string_vie
 Result<std::string> decompress(const ZSTD_DDict* dict, std::string_view compressed,
                                size_t expected, size_t max_output) {
   KILN_TRY(check_claim(compressed, expected, max_output));
-  if (expected > kOneShot)
-    return decompress_streaming(dict, compressed, expected);
+  size_t trusted = compressed.size() > SIZE_MAX / kTrustedRatio
+                       ? SIZE_MAX
+                       : std::max(kOneShot, compressed.size() * kTrustedRatio);
+  if (expected > trusted)
+    return decompress_streaming(dict, compressed, expected, trusted);
   ZSTD_DCtx* ctx = decompress_context();
   if (!ctx)
     return make_error(Code::internal, "cannot create a zstd decompression context");

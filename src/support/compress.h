@@ -47,10 +47,12 @@ std::string zstd_compress(std::string_view raw, int level = 9);
 /// content bytes; anything else (bad frame, no declared size, wrong size,
 /// trailing bytes, a size over zstd_output_limit) is `corrupt`, refused
 /// before the claimed size is allocated. Memory follows what actually
-/// decodes: a frame over 1 MiB is streamed into a buffer that at most
-/// doubles as its bytes arrive, so the call holds at most three times the
-/// bytes decoded so far, plus 1 MiB and zstd's window (at most
-/// 2^kMaxZstdWindowLog), never more than `max_output` of output.
+/// decodes: a frame that claims more than 1 MiB and more than 16 times its
+/// compressed size is streamed into a buffer that at most doubles as bytes
+/// arrive, so the call holds at most the larger of 1 MiB, 16 times the
+/// compressed size and three times the bytes decoded so far (plus zstd's
+/// window, at most 2^kMaxZstdWindowLog), and never more than `max_output`
+/// of output.
 Result<std::string> zstd_decompress(std::string_view compressed, size_t expected_size,
                                     size_t max_output = max_decoded_size());
 

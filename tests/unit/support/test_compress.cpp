@@ -156,22 +156,32 @@ TEST_CASE("zstd: a claimed size within the maximum is not allocated up front; ou
   CHECK(grown_kib < 40 * 1024);
 }
 
-TEST_CASE("zstd: large frames round-trip through the streaming path; trailing bytes and a "
-          "second frame are corrupt") {
-  std::string raw(size_t(3) << 20, '\0');
-  for (size_t i = 0; i < raw.size(); ++i)
-    raw[i] = char((i * 2654435761u) >> 13);
-  std::string packed = zstd_compress(raw, 3);
-  auto back = zstd_decompress(packed, raw.size());
-  REQUIRE(back);
-  CHECK(*back == raw);
-  for (const std::string& extra : {std::string("junk"), zstd_compress("more", 3)}) {
-    auto r = zstd_decompress(packed + extra, raw.size());
-    REQUIRE_FALSE(r);
-    CHECK(r.error().code == Code::corrupt);
-    CHECK(r.error().message == "compressed blob has bytes after its zstd frame");
+TEST_CASE("zstd: large frames round-trip, streamed or not; trailing bytes and a second frame "
+          "are corrupt") {
+  // Dense data is decoded in one call; data that compresses more than 16
+  // times is streamed.
+  std::string dense(size_t(3) << 20, '\0'), sparse(size_t(3) << 20, 'k');
+  for (size_t i = 0; i < dense.size(); ++i)
+    dense[i] = char((i * 2654435761u) >> 13);
+  for (size_t i = 0; i < sparse.size(); i += 4099)
+    sparse[i] = char(i >> 12);
+  for (const std::string* raw : {&dense, &sparse}) {
+    std::string packed = zstd_compress(*raw, 3);
+    bool streamed = raw == &sparse;
+    CAPTURE(streamed);
+    CHECK((packed.size() * 16 < raw->size()) == streamed);
+    auto back = zstd_decompress(packed, raw->size());
+    REQUIRE(back);
+    CHECK(*back == *raw);
+    for (const std::string& extra : {std::string("junk"), zstd_compress("more", 3)}) {
+      auto r = zstd_decompress(packed + extra, raw->size());
+      REQUIRE_FALSE(r);
+      CHECK(r.error().code == Code::corrupt);
+      if (streamed)
+        CHECK(r.error().message == "compressed blob has bytes after its zstd frame");
+    }
+    auto cut = zstd_decompress(packed.substr(0, packed.size() - 10), raw->size());
+    REQUIRE_FALSE(cut);
+    CHECK(cut.error().code == Code::corrupt);
   }
-  auto cut = zstd_decompress(packed.substr(0, packed.size() - 100), raw.size());
-  REQUIRE_FALSE(cut);
-  CHECK(cut.error().code == Code::corrupt);
 }

@@ -2,7 +2,8 @@
 // kiln-inspect (a round trip that loads, named roots only, re-import that
 // changes nothing, damaged, truncated or foreign files refused without
 // change), signed bundles (imported under the key and the requirement;
-// altered, unsigned or unverifiable ones refused without change), and a
+// altered, unsigned or unverifiable ones refused without change), the
+// cache's own files refused as an export, image or import path, and a
 // cache file copied elsewhere under another name that still loads and
 // verifies.
 #include "inspect_helpers.hpp"

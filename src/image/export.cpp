@@ -11,6 +11,8 @@ namespace {
 
 Result<ExportedImage> write_image(storage::Store& store, const Hash128& key,
                                   const std::string& path) {
+  // Renaming an image over the cache, or over its WAL, would destroy it.
+  KILN_TRY(refuse_database_file(path, store.path(), "image destination"));
   KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
   storage::Storage local(store);
   KILN_TRY_ASSIGN(auto bytes, fetch_or_link(local, closure));

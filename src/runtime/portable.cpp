@@ -10,6 +10,7 @@
 #include "runtime/host/host_cpu.h"
 #include "storage/bundle.h"
 #include "storage/signing.h"
+#include "support/compress.h"
 #include "support/files.h"
 
 #include <algorithm>
@@ -133,7 +134,9 @@ PortabilityReport check_portable(const core::BundleData& bundle) {
 Result<PortabilityReport> check_bundle_portable(storage::Store* store, const std::string& path) {
   KILN_TRY_ASSIGN(auto signing,
                   store ? storage::signing_for(*store) : storage::signing_from_env());
-  KILN_TRY_ASSIGN(auto bytes, read_file(path));
+  if (store)
+    KILN_TRY(refuse_database_file(path, store->path(), "bundle"));
+  KILN_TRY_ASSIGN(auto bytes, read_file(path, max_encoded_size()));
   auto data = storage::decode_bundle(bytes, signing);
   if (!data)
     return data.error().context("'" + path + "'");

@@ -24,6 +24,32 @@
 // payload itself is capped before it is decompressed.
 namespace kiln::storage {
 namespace {
+// Reads a payload in place: std::istringstream would copy it first.
+class ViewBuf : public std::streambuf {
+public:
+  explicit ViewBuf(std::string_view s) {
+    char* p = const_cast<char*>(s.data()); // only ever read
+    setg(p, p, p + s.size());
+  }
+
+protected:
+  pos_type seekoff(off_type off, std::ios_base::seekdir dir,
+                   std::ios_base::openmode which) override {
+    if (!(which & std::ios_base::in))
+      return pos_type(off_type(-1));
+    off_type base = dir == std::ios_base::beg   ? 0
+                    : dir == std::ios_base::cur ? off_type(gptr() - eback())
+                                                : off_type(egptr() - eback());
+    if (off < -base || off > off_type(egptr() - eback()) - base)
+      return pos_type(off_type(-1));
+    setg(eback(), eback() + base + off, egptr());
+    return pos_type(base + off);
+  }
+  pos_type seekpos(pos_type pos, std::ios_base::openmode which) override {
+    return seekoff(off_type(pos), std::ios_base::beg, which);
+  }
+};
+
 // The payload being decoded on this thread, and its size.
 thread_local std::istream* g_decoding = nullptr;
 thread_local uint64_t g_decoding_size = 0;
@@ -92,9 +118,6 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
 constexpr size_t kHeader = 8 + 4 + 8 + 16;
-// A bundle's payload is decoded in memory: one that claims more than this is
-// damaged or hostile (zstd_decompress also bounds it by the packed size).
-constexpr uint64_t kMaxPayload = uint64_t(1) << 32;
 
 void put_le(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i)
@@ -166,6 +189,12 @@ std::string encode_bundle(const BundleData& data, const SigningKey* key) {
 }
 
 Result<BundleData> decode_bundle(std::string_view bytes, const Signing& signing) {
+  if (bytes.size() > max_encoded_size())
+    return make_error(Code::corrupt, "bundle is " + std::to_string(bytes.size()) +
+                                         " bytes, over the " + std::to_string(max_encoded_size()) +
+                                         "-byte maximum for its payload's maximum of " +
+                                         std::to_string(max_decoded_size()) +
+                                         " decoded bytes (KILN_MAX_DECODED_SIZE)");
   if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return make_error(Code::corrupt, "not a Kiln bundle (no KILNBNDL header)");
   uint32_t version = uint32_t(get_le(bytes, 8, 4));
@@ -192,14 +221,21 @@ Result<BundleData> decode_bundle(std::string_view bytes, const Signing& signing)
   std::string_view packed = content.substr(kHeader);
   if (hash128(packed) != want)
     return make_error(Code::corrupt, "bundle fails its checksum (damaged or truncated)");
-  if (raw_size > kMaxPayload)
-    return make_error(Code::corrupt, "bundle claims an implausible size");
-  auto payload = zstd_decompress(packed, size_t(raw_size), size_t(kMaxPayload));
+  // The payload is decoded whole, so its declared size is held to the
+  // maximum before anything is allocated; zstd_decompress then holds the
+  // frame to that size and grows its output only as bytes arrive.
+  if (raw_size > max_decoded_size())
+    return make_error(Code::corrupt, "bundle payload claims " + std::to_string(raw_size) +
+                                         " decoded bytes, over the " +
+                                         std::to_string(max_decoded_size()) +
+                                         "-byte maximum (KILN_MAX_DECODED_SIZE)");
+  auto payload = zstd_decompress(packed, size_t(raw_size));
   if (!payload)
     return payload.error().context("bundle");
   BundleData data;
   try {
-    std::istringstream is(*payload);
+    ViewBuf buf(*payload);
+    std::istream is(&buf);
     struct Decoding {
       Decoding(std::istream& is, uint64_t size) {
         g_decoding = &is;

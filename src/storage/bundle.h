@@ -33,7 +33,12 @@ std::string encode_bundle(const BundleData& data, const SigningKey* key = nullpt
 /// Checks magic, version, signature (as `signing` decides: Signing::check),
 /// checksum and size, then decodes. Anything wrong is `corrupt` (or
 /// `invalid_argument` for a newer version); nothing is trusted further than
-/// that: the caller validates the contents.
+/// that: the caller validates the contents. Input over max_encoded_size(), or
+/// a payload that claims more than max_decoded_size(), is refused before
+/// anything is allocated; every length inside is held to the bytes left.
+/// Besides `bytes`, a decode holds the payload (never more than what its
+/// frame actually decodes to, support/compress.h) and the records decoded
+/// from it, read in place.
 Result<BundleData> decode_bundle(std::string_view bytes, const Signing& signing = {});
 
 } // namespace kiln::storage

@@ -11,6 +11,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <utility>
+#include <vector>
+
 namespace kiln {
 
 static Error errno_error(const std::string& what) {
@@ -18,10 +21,21 @@ static Error errno_error(const std::string& what) {
                     what + ": " + std::strerror(errno));
 }
 
-Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path, size_t max_size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return errno_error("cannot open '" + path + "'");
+  auto too_large = [&](uint64_t size) {
+    ::close(fd);
+    return make_error(Code::corrupt, "'" + path + "' is " +
+                                         (size > max_size ? std::to_string(size) + " bytes"
+                                                          : "larger than that") +
+                                         ", over the " + std::to_string(max_size) +
+                                         "-byte maximum");
+  };
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) > max_size)
+    return too_large(uint64_t(st.st_size));
   std::string out;
   char buf[1 << 16];
   for (;;) {
@@ -35,6 +49,8 @@ Result<std::string> read_file(const std::string& path) {
     }
     if (n == 0)
       break;
+    if (size_t(n) > max_size - out.size())
+      return too_large(uint64_t(out.size()) + uint64_t(n));
     out.append(buf, size_t(n));
   }
   ::close(fd);
@@ -97,6 +113,62 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     Error e = errno_error("cannot rename '" + tmp + "' to '" + path + "'");
     ::unlink(tmp.c_str());
     return e;
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// The directory part of `path` ("." for a bare name) and its last component.
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+} // namespace
+
+Status refuse_database_file(const std::string& path, const std::string& database,
+                            const std::string& role) {
+  auto refuse = [&](const std::string& which) {
+    return make_error(Code::invalid_argument,
+                      role + " '" + path + "' is " + which + "; use another path");
+  };
+  // The database as named and, where it is a symbolic link, as resolved:
+  // SQLite names its side files after the resolved path.
+  std::vector<std::string> names{database};
+  if (char* real = ::realpath(database.c_str(), nullptr)) {
+    if (database != real)
+      names.emplace_back(real);
+    std::free(real);
+  }
+  struct stat target;
+  bool exists = ::stat(path.c_str(), &target) == 0;
+  // For a name that does not exist yet: its directory, and the name itself
+  // (a dangling symbolic link is replaced, not followed, by a write).
+  auto [dir, base] = split_path(path);
+  struct stat target_dir;
+  bool have_dir = ::stat(dir.c_str(), &target_dir) == 0;
+  for (const std::string& db : names) {
+    auto [db_dir, db_base] = split_path(db);
+    struct stat dd;
+    bool same_dir = have_dir && ::stat(db_dir.c_str(), &dd) == 0 && same_file(dd, target_dir);
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      std::string side = db + suffix;
+      std::string which = *suffix ? "the " + std::string(suffix + 1) + " file of the cache '" +
+                                        database + "'"
+                                  : "the cache '" + database + "' itself";
+      struct stat s;
+      if (exists && ::stat(side.c_str(), &s) == 0 && same_file(s, target))
+        return refuse(which);
+      if (same_dir && base == db_base + suffix)
+        return refuse(which);
+    }
   }
   return Status::ok();
 }

@@ -4,12 +4,17 @@
 
 #include <kiln/result.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace kiln {
 
-Result<std::string> read_file(const std::string& path);
+/// The whole file. One larger than `max_size` bytes is refused (`corrupt`,
+/// naming both sizes) before its bytes are read, and again if it grows past
+/// that while being read.
+Result<std::string> read_file(const std::string& path, size_t max_size = SIZE_MAX);
 
 /// Writes `bytes` to a temp file beside `path` and renames it over `path`:
 /// readers see the old file or the new one, never a half-written one.
@@ -18,6 +23,18 @@ Status write_file_atomic(const std::string& path, std::string_view bytes);
 /// Writes a scratch file that lives only for one operation (a linker's
 /// input in a private temp directory): no fsync, no rename.
 Status write_scratch_file(const std::string& path, std::string_view bytes);
+
+/// Refuses (`invalid_argument`) a `path` that is the SQLite database
+/// `database` or one of its side files (-wal, -shm, -journal), so that no
+/// write lands on, and no read is taken from, a live database. Existing files
+/// are compared by device and inode, which catches hard links, symbolic
+/// links and any spelling of the path (./db, dir/../db); a side file that
+/// does not exist yet, by its directory's device and inode and its name.
+/// Only stat(2): the file is never opened, since closing any descriptor of a
+/// database drops its POSIX locks. `role` names the path in the message
+/// ("export destination").
+Status refuse_database_file(const std::string& path, const std::string& database,
+                            const std::string& role);
 
 /// Creates the directory and its parents (mode 0700 for new ones).
 Status make_dirs(const std::string& dir);

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,10 +117,12 @@ RunResult run(const std::vector<std::string>& argv, const fs::path& cwd) {
   }
 
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
+  struct rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0) {
     REQUIRE_MESSAGE(errno == EINTR, "waitpid failed: " << std::strerror(errno));
   }
   RunResult r;
+  r.max_rss_kib = usage.ru_maxrss;
   if (WIFEXITED(status))
     r.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status))

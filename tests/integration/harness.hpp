@@ -25,6 +25,7 @@ struct RunResult {
   int exit_code = -1; ///< exit status, or 128 + signal number if it was killed
   std::string out;    ///< everything it wrote to stdout
   std::string err;    ///< everything it wrote to stderr
+  long max_rss_kib = 0; ///< its peak resident memory (run() only; 0 if unknown)
 };
 
 /// "exit N", stdout and stderr in one string, for failure messages.

@@ -2,7 +2,8 @@
 // kiln-inspect (a round trip that loads, named roots only, re-import that
 // changes nothing, damaged, truncated or foreign files refused without
 // change), signed bundles (imported under the key and the requirement;
-// altered, unsigned or unverifiable ones refused without change), and a
+// altered, unsigned or unverifiable ones refused without change), the
+// cache's own files refused as an export, image or import path, and a
 // cache file copied elsewhere under another name that still loads and
 // verifies.
 #include "inspect_helpers.hpp"
@@ -264,6 +265,88 @@ TEST_CASE("signed bundles: imported under the key and requirement; others refuse
     CHECK(r.err.find("KILN_SIGNING_KEY is not set") != std::string::npos);
     CHECK_FALSE(fs::exists(refused_export));
   }
+}
+
+// ---------------------------------------------------------------- the cache's own files
+
+TEST_CASE("export, image -o, library -o and import refuse the cache itself and its side files, "
+          "however they are spelled, and leave it whole") {
+  const std::string key = "8f1e3a5b7c9d0e2f4a6b8c0d1e3f5a7b9c1d3e5f7a9b0c2d4e6f8a0b1c3d5e7f";
+  EnvVar k("KILN_SIGNING_KEY", key); // every export would otherwise succeed
+  Cache a;
+  precompile_ok(a, {"--library", "vis", "--target", "host", "--entry", "nest_a",
+                    data("nested.ll")});
+  REQUIRE(inspect(a, {"config", "require_signed", "1"}).exit_code == 0);
+  const fs::path db = a.db();
+  const std::string ls0 = inspect(a, {"ls", "--json"}).out;
+  TempDir tmp;
+  fs::create_directories(a.dir() / "sub");
+  fs::create_hard_link(db, tmp.path() / "hard.db");
+  fs::create_symlink(db, tmp.path() / "sym.db");
+  const std::string d = a.dir().string();
+  struct Dest {
+    std::string path;
+    std::string which; // what the message calls it
+  };
+  const std::vector<Dest> dests = {
+      {db.string(), "is the cache"},
+      {d + "/./kiln.db", "is the cache"},
+      {d + "/sub/../kiln.db", "is the cache"},
+      {(tmp.path() / "hard.db").string(), "is the cache"},
+      {(tmp.path() / "sym.db").string(), "is the cache"},
+      {db.string() + "-wal", "is the wal file of the cache"},
+      {d + "/sub/../kiln.db-shm", "is the shm file of the cache"},
+      {db.string() + "-journal", "is the journal file of the cache"},
+  };
+  auto refused = [&](const RunResult& r, const Dest& dest, const std::string& role) {
+    INFO(describe(r));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(role + " '" + dest.path + "' " + dest.which) != std::string::npos);
+  };
+  for (const Dest& dest : dests) {
+    CAPTURE(dest.path);
+    refused(inspect(a, {"export", dest.path}), dest, "export destination");
+    refused(inspect(a, {"export", dest.path, "nest_a"}), dest, "export destination");
+    refused(inspect(a, {"image", "nest_a", "--target", "host", "-o", dest.path}), dest,
+            "image destination");
+    refused(inspect(a, {"library", "vis", "--target", "host", "-o", dest.path}), dest,
+            "image destination");
+    refused(inspect(a, {"import", dest.path}), dest, "import source");
+  }
+  // Relative to the working directory, as a user types it.
+  for (std::string rel : {"kiln.db", "./kiln.db", "sub/../kiln.db", "kiln.db-wal"}) {
+    CAPTURE(rel);
+    RunResult r = run({inspect_bin().string(), "--cache", "kiln.db", "export", rel}, a.dir());
+    INFO(describe(r));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("export destination '" + rel + "' is the") != std::string::npos);
+  }
+
+  // Nothing was written over the cache or beside it, and it is whole: its
+  // roots, its library, its setting.
+  CHECK(slurp(db).rfind("SQLite format 3", 0) == 0);
+  for (const char* side : {"-wal", "-shm", "-journal"})
+    if (fs::exists(db.string() + side))
+      CHECK(fs::file_size(db.string() + side) <= 4u << 20); // SQLite's, not a bundle
+  CHECK(fs::equivalent(tmp.path() / "hard.db", db));
+  CHECK(fs::is_symlink(tmp.path() / "sym.db"));
+  CHECK(inspect(a, {"ls", "--json"}).out == ls0);
+  json config = inspect_json(a, {"config", "--json"});
+  CHECK(config["require_signed"] == true);
+  CHECK(config["require_signed_source"] == "setting");
+  RunResult lib = inspect(a, {"library", "vis", "--target", "host", "--json"});
+  CHECK_MESSAGE(lib.exit_code == 0, describe(lib));
+  CHECK(inspect_json(a, {"verify", "--json"})["ok"] == true);
+  CHECK(call(a, "nest_a", "nest_a", 1) == 333);
+  // And the same commands still write anywhere else.
+  const fs::path out = tmp.path() / "out.kiln";
+  CHECK(inspect(a, {"export", out.string()}).exit_code == 0);
+  CHECK(inspect(a, {"library", "vis", "--target", "host", "-o", (tmp.path() / "vis.so").string()})
+            .exit_code == 0);
+  Cache b;
+  make_empty(b);
+  RunResult im = inspect(b, {"import", out.string()});
+  CHECK_MESSAGE(im.exit_code == 0, describe(im));
 }
 
 // ---------------------------------------------------------------- relocation

@@ -270,6 +270,60 @@ TEST_CASE("a corrupted remote value is rejected and not propagated") {
   CHECK(p.out.rfind("result=345 llvm=0 linker=0 ", 0) == 0);
 }
 
+TEST_CASE("a remote value of 32 KiB that decodes to 1 GiB of zeros is rejected without "
+          "decoding it; the loader lives on and links for itself") {
+  Redis redis;
+  KILN_NEED_REDIS(redis);
+  EnvVar no_key("KILN_SIGNING_KEY", nullptr);
+  EnvVar no_requirement("KILN_REQUIRE_SIGNED", nullptr);
+  // The bundle the reliability suite imports (tests/fuzz/corpus), after
+  // fuzz_bundle's leading selector byte.
+  const std::string bomb =
+      slurp(fs::path(KILN_TEST_DATA) / ".." / "fuzz" / "corpus" / "bundle" /
+            "zstd-bomb-1gib-zeros")
+          .substr(1);
+  REQUIRE(bomb.rfind("KILNBNDL", 0) == 0);
+  REQUIRE(bomb.size() < 33 * 1024);
+  Cache writer, loader, nameless;
+  precompile_json(writer, {"--remote", redis.url(), data("nested.ll")});
+  std::vector<std::string> images = redis.keys("kiln:v1:image:*");
+  REQUIRE(!images.empty());
+  auto plant = [&](const std::string& key) {
+    redisReply* r = redis.command("SET %b %b", key.data(), key.size(), bomb.data(), bomb.size());
+    REQUIRE(r);
+    freeReplyObject(r);
+  };
+  for (const std::string& k : images)
+    plant(k);
+  EnvVar env("KILN_REMOTE", redis.url());
+  EnvVar ro("KILN_REMOTE_READ_ONLY", "1"); // keep the planted values
+  const std::string claim = "bundle payload claims 1073741824 decoded bytes, over the";
+  {
+    // Name, closure and jobs come from Redis; the image is rejected and
+    // linked here.
+    RunResult p = probe(loader, "nest_a", "5");
+    INFO(describe(p) << "peak " << p.max_rss_kib << " KiB");
+    REQUIRE(p.exit_code == 0);
+    CHECK(p.out.rfind("result=345 ", 0) == 0);
+    CHECK(p.out.find(" linker=1 ") != std::string::npos);
+    CHECK(p.err.find("rejected image of closure") != std::string::npos);
+    CHECK(p.err.find(claim) != std::string::npos);
+    CHECK(p.max_rss_kib > 0);
+    CHECK(p.max_rss_kib < 192 * 1024); // linking included; decoding it took 1 GiB before
+  }
+  {
+    // The name itself is the bomb: nothing to load, a clear error, no crash.
+    for (const std::string& k : redis.keys("kiln:v1:name:*"))
+      plant(k);
+    RunResult p = probe(nameless, "nest_a", "5");
+    INFO(describe(p) << "peak " << p.max_rss_kib << " KiB");
+    CHECK(p.exit_code == 1);
+    CHECK(p.err.find("rejected name nest_a") != std::string::npos);
+    CHECK(p.err.find(claim) != std::string::npos);
+    CHECK(p.max_rss_kib < 64 * 1024);
+  }
+}
+
 TEST_CASE("signed values: readers with the key fetch; another key or no signature is rejected") {
   Redis redis;
   KILN_NEED_REDIS(redis);

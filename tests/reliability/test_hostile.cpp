@@ -8,10 +8,15 @@
 #include "support/compress.h"
 #include "support/hash.h"
 
+#include "../unit/fixtures/zstd_bomb.hpp"
+
 #include <fstream>
 
 #ifndef KILN_FUZZ_REGRESSIONS
 #error "KILN_FUZZ_REGRESSIONS must name tests/fuzz/regressions"
+#endif
+#ifndef KILN_FUZZ_CORPUS
+#error "KILN_FUZZ_CORPUS must name tests/fuzz/corpus"
 #endif
 
 using namespace kiln_rel;
@@ -30,6 +35,18 @@ std::string envelope(const std::string& payload) {
   std::string out = "KILNBNDL";
   put_le(out, 1, 4);
   put_le(out, payload.size(), 8);
+  put_le(out, h.hi, 8);
+  put_le(out, h.lo, 8);
+  return out + packed;
+}
+
+// The version-1 envelope around an already compressed payload that claims
+// to decode to `raw_size` bytes.
+std::string bundle_of(const std::string& packed, uint64_t raw_size) {
+  kiln::Hash128 h = kiln::hash128(packed);
+  std::string out = "KILNBNDL";
+  put_le(out, 1, 4);
+  put_le(out, raw_size, 8);
   put_le(out, h.hi, 8);
   put_le(out, h.lo, 8);
   return out + packed;
@@ -143,10 +160,81 @@ TEST_CASE("a bundle whose zstd frame claims gigabytes is refused before decompre
                      file.string()});
   INFO(describe(r));
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("bundle") != std::string::npos);
-  CHECK(r.err.find("blob claims 3221225472 bytes from 16 compressed (at most " +
-                   std::to_string(kiln::zstd_output_limit(16)) + " allowed)") !=
-        std::string::npos);
+  CHECK(r.err.find("bundle payload claims 3221225472 decoded bytes, over the " +
+                   std::to_string(kiln::max_decoded_size()) +
+                   "-byte maximum (KILN_MAX_DECODED_SIZE)") != std::string::npos);
+}
+
+TEST_CASE("a 32 KiB bundle holding 1 GiB of zeros is refused before it is decoded, in a few MiB "
+          "of memory") {
+  // zstd's densest blocks: 1 GiB of zeros really is in these 32 KiB, so
+  // the ratio of claimed to compressed size lets it through; the maximum
+  // on what anything may decode to does not.
+  const uint64_t gib = uint64_t(1) << 30;
+  const std::string bomb = bundle_of(kiln::test::zero_frame(gib), gib);
+  REQUIRE(bomb.size() < 33 * 1024);
+  // The same bytes are in the fuzz corpus (after fuzz_bundle's even byte
+  // for "a whole file"), so the fuzzer starts from them.
+  CHECK(slurp(fs::path(KILN_FUZZ_CORPUS) / "bundle" / "zstd-bomb-1gib-zeros") ==
+        std::string(1, '\0') + bomb);
+  TempDir dir;
+  fs::path file = dir.path() / "bomb.kiln";
+  {
+    std::ofstream f(file, std::ios::binary);
+    f << bomb;
+  }
+  Cache cache;
+  precompile_ok(cache, {kiln_it::data("nested.ll")});
+  const std::string ls0 = inspect(cache, {"ls", "--json"}).out;
+  auto import_limited = [&](const std::string& env) {
+    // 512 MiB of address space: enough for Kiln, not for what is claimed.
+    return run({"/bin/sh", "-c", env + " ulimit -v 524288; exec \"$@\"", "sh",
+                inspect_bin().string(), "--cache", cache.db().string(), "import",
+                file.string()});
+  };
+  RunResult baseline = inspect(cache, {"ls", "--json"});
+  {
+    RunResult r = import_limited("");
+    INFO(describe(r));
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("'" + file.string() + "': bundle payload claims 1073741824 decoded bytes, "
+                     "over the " + std::to_string(kiln::max_decoded_size()) +
+                     "-byte maximum (KILN_MAX_DECODED_SIZE)") != std::string::npos);
+    // About what listing the cache takes; 1 GiB before it was bounded.
+    INFO("import peak " << r.max_rss_kib << " KiB, ls peak " << baseline.max_rss_kib << " KiB");
+    CHECK(r.max_rss_kib > 0);
+    CHECK(r.max_rss_kib < baseline.max_rss_kib + 16 * 1024);
+    CHECK(r.max_rss_kib < 64 * 1024);
+  }
+  {
+    // A lower maximum from the environment is the one applied and named.
+    RunResult r = import_limited("export KILN_MAX_DECODED_SIZE=1M;");
+    INFO(describe(r));
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("over the 1048576-byte maximum") != std::string::npos);
+  }
+  // A frame that claims less than its header, or no size, or a size within
+  // the maximum with too little behind it: refused, memory still small.
+  const uint64_t claim = uint64_t(96) << 20;
+  for (const auto& [frame, why] :
+       {std::pair{kiln::test::zero_frame(gib, false), std::string("does not declare its size")},
+        std::pair{kiln::test::zero_frame(claim, true, uint64_t(4) << 20, 4 << 10),
+                  std::string("truncated (4198400 of 100663296 bytes decoded)")}}) {
+    CAPTURE(why);
+    {
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);
+      f << bundle_of(frame, claim);
+    }
+    RunResult r = import_limited("");
+    INFO(describe(r));
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(why) != std::string::npos);
+    INFO("import peak " << r.max_rss_kib << " KiB, ls peak " << baseline.max_rss_kib << " KiB");
+    CHECK(r.max_rss_kib < baseline.max_rss_kib + 24 * 1024);
+  }
+  // The cache was never touched.
+  CHECK(inspect(cache, {"ls", "--json"}).out == ls0);
+  require_verify_clean(cache.db(), "after the refused bombs");
 }
 
 } // TEST_SUITE

@@ -271,14 +271,6 @@ using CompressContext = std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)>;
 
 CompressContext compress_context() { return {ZSTD_createCCtx(), ZSTD_freeCCtx}; }
 
-// A per-thread decompression context (small: output goes straight to its
-// buffer); compression contexts hold megabytes and are not kept.
-ZSTD_DCtx* thread_dctx() {
-  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> d(ZSTD_createDCtx(),
-                                                                     ZSTD_freeDCtx);
-  return d.get();
-}
-
 // One frame compressed with a dictionary; empty if zstd fails.
 std::string compress_with(ZSTD_CCtx* cctx, const ZSTD_CDict* cdict, std::string_view raw) {
   if (!cctx)
@@ -286,29 +278,6 @@ std::string compress_with(ZSTD_CCtx* cctx, const ZSTD_CDict* cdict, std::string_
   std::string out(ZSTD_compressBound(raw.size()), '\0');
   size_t n = ZSTD_compress_usingCDict(cctx, out.data(), out.size(), raw.data(), raw.size(), cdict);
   out.resize(ZSTD_isError(n) ? 0 : n);
-  return out;
-}
-
-// zstd_decompress with a dictionary: the same checks of every claimed size
-// before anything is allocated.
-Result<std::string> decompress_with(const ZSTD_DDict* ddict, std::string_view packed,
-                                    size_t expected) {
-  size_t limit = zstd_output_limit(packed.size());
-  if (expected > limit)
-    return make_error(Code::corrupt, "blob claims " + std::to_string(expected) + " bytes from " +
-                                         std::to_string(packed.size()) +
-                                         " compressed (at most " + std::to_string(limit) +
-                                         " allowed)");
-  unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size != expected)
-    return make_error(Code::corrupt, "compressed blob has a bad zstd header or size");
-  std::string out(expected, '\0');
-  size_t n = ZSTD_decompress_usingDDict(thread_dctx(), out.data(), out.size(), packed.data(),
-                                        packed.size(), ddict);
-  if (ZSTD_isError(n) || n != expected)
-    return make_error(Code::corrupt,
-                      std::string("compressed blob does not decompress with its dictionary: ") +
-                          (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size"));
   return out;
 }
 
@@ -924,7 +893,7 @@ Result<std::string> Store::unpack(const std::string& data, int64_t raw_size, int
     auto d = dictionary(dict);
     if (!d)
       return d.error().context(what);
-    raw = decompress_with((*d)->ddict, data, size_t(raw_size));
+    raw = zstd_decompress_dict((*d)->ddict, data, size_t(raw_size));
   }
   if (!raw)
     return raw.error().context(what);

@@ -8,6 +8,7 @@
 #include "storage/signing.h"
 
 #include "core/check.h"
+#include "support/compress.h"
 #include "support/files.h"
 
 #include <algorithm>
@@ -60,6 +61,8 @@ Status Store::put_bundle(const BundleData& data) {
 
 Result<BundleSummary> export_bundle(Store& store, const std::string& path,
                                     const std::vector<std::string>& which) {
+  // Renaming a bundle over the cache, or over its WAL, would destroy it.
+  KILN_TRY(refuse_database_file(path, store.path(), "export destination"));
   std::vector<Hash128> keys;
   if (which.empty()) {
     KILN_TRY_ASSIGN(auto names, store.list_names());
@@ -94,8 +97,12 @@ Result<BundleSummary> export_bundle(Store& store, const std::string& path,
 }
 
 Result<BundleSummary> import_bundle(Store& store, const std::string& path) {
+  // Checked before the file is opened: closing a descriptor of the cache
+  // would drop this process's SQLite locks on it.
+  KILN_TRY(refuse_database_file(path, store.path(), "import source"));
   KILN_TRY_ASSIGN(auto signing, signing_for(store));
-  KILN_TRY_ASSIGN(auto bytes, read_file(path));
+  // No bundle over the decoded maximum can be valid: not read at all.
+  KILN_TRY_ASSIGN(auto bytes, read_file(path, max_encoded_size()));
   // Decode and validate everything first: a damaged, hostile or (where
   // signatures are required) unsigned bundle changes nothing.
   auto data = decode_bundle(bytes, signing);

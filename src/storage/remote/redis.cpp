@@ -2,6 +2,7 @@
 // connection.
 #include "storage/remote/redis.h"
 
+#include "support/compress.h"
 #include "support/dynlib.h"
 
 #include <hiredis/hiredis.h>
@@ -14,10 +15,6 @@
 namespace kiln::storage::remote {
 
 namespace {
-
-// The largest value get accepts: far above any stored job, closure or image,
-// far below what would exhaust a loading process's memory.
-constexpr size_t kMaxValueBytes = size_t(256) << 20;
 
 Error bad_url(const std::string& why) {
   // The URL itself is never echoed: it may carry a password.
@@ -259,12 +256,14 @@ Status RedisBackend::connect() {
 Result<std::optional<std::string>> RedisBackend::get(const std::string& key) {
   KILN_TRY(connect());
   // hiredis reads a whole reply into memory, so a plain GET would take a
-  // value of any size. GETRANGE reads at most one byte past the maximum,
-  // which tells a value that is too large; EXISTS, in the same round trip,
-  // tells a missing key from an empty value.
+  // value of any size. GETRANGE reads at most one byte past the maximum
+  // (what a value decoding to max_decoded_size() could take), which tells a
+  // value that is too large; EXISTS, in the same round trip, tells a missing
+  // key from an empty value.
+  const size_t max_value = max_encoded_size();
   if (api.append_command(ctx_, "EXISTS %b", key.data(), key.size()) != REDIS_OK ||
       api.append_command(ctx_, "GETRANGE %b 0 %lld", key.data(), key.size(),
-                         static_cast<long long>(kMaxValueBytes)) != REDIS_OK)
+                         static_cast<long long>(max_value)) != REDIS_OK)
     return failure(std::string("GET: ") + ctx_->errstr);
   void* raw = nullptr;
   if (api.get_reply(ctx_, &raw) != REDIS_OK)
@@ -281,10 +280,10 @@ Result<std::optional<std::string>> RedisBackend::get(const std::string& key) {
     return failure("GET: unexpected reply type");
   if (exists.r->integer == 0)
     return std::optional<std::string>();
-  if (r.r->len > kMaxValueBytes)
+  if (r.r->len > max_value)
     return make_error(Code::corrupt, "GET: the value of a key is larger than the " +
-                                         std::to_string(kMaxValueBytes) +
-                                         "-byte maximum; refused");
+                                         std::to_string(max_value) +
+                                         "-byte maximum (KILN_MAX_DECODED_SIZE); refused");
   return std::optional<std::string>(std::string(r.r->str, r.r->len));
 }
 

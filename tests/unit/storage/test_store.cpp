@@ -7,6 +7,7 @@
 #include "storage/local/store.h"
 
 #include "fixtures/cache.hpp"
+#include "fixtures/zstd_bomb.hpp"
 #include "storage/bundle.h"
 #include "storage/local/transfer.h"
 #include "storage/local/verify.h"
@@ -1517,4 +1518,68 @@ TEST_CASE("dictionaries: a real precompile's objects and images; bundles carry r
   auto orep = verify_cache(*other.store);
   REQUIRE(orep);
   CHECK(orep->problems.empty());
+}
+
+TEST_CASE("a stored blob whose raw_size and frame claim more than they hold is refused without "
+          "allocating the claim, with or without a dictionary") {
+  TestCache c = open_cache("kiln-bomb");
+  int n = kMinDictionarySamples;
+  for (int i = 0; i < n; ++i)
+    REQUIRE(put_alike(*c.store, i));
+  c.open(); // trains the artifacts' dictionary
+  {
+    RawDb raw(c.path());
+    REQUIRE(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NOT NULL") == n);
+  }
+  auto hex_of = [](const std::string& bytes) {
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : bytes) {
+      out += digits[b >> 4];
+      out += digits[b & 15];
+    }
+    return out;
+  };
+  const uint64_t gib = uint64_t(1) << 30;
+  // Job 0 keeps its dictionary; job 1 is made plain.
+  struct Case {
+    std::string frame;
+    uint64_t raw_size;
+    std::string message;
+  } cases[] = {
+      // 1 GiB of zeros in 32 KiB: refused by the maximum before decoding.
+      {kiln::test::zero_frame(gib), gib,
+       "blob claims 1073741824 decoded bytes, over the " + std::to_string(max_decoded_size()) +
+           "-byte maximum (KILN_MAX_DECODED_SIZE)"},
+      // Within the maximum and the ratio, but only 2 MiB and 4 KiB of it
+      // present: decoding holds about that much.
+      {kiln::test::zero_frame(uint64_t(100) << 20, true, uint64_t(2) << 20, 4 << 10),
+       uint64_t(100) << 20, "compressed blob is truncated (2101248 of 104857600 bytes decoded)"},
+  };
+  REQUIRE(max_decoded_size() >= (size_t(100) << 20));
+  for (const Case& k : cases) {
+    for (int i : {0, 1}) {
+      CAPTURE(i);
+      CAPTURE(k.raw_size);
+      std::string key = consistent_job("e" + std::to_string(i)).key.hex();
+      {
+        RawDb raw(c.path());
+        raw.must("UPDATE artifacts SET data = x'" + hex_of(k.frame) +
+                 "', raw_size = " + std::to_string(k.raw_size) +
+                 (i == 1 ? ", dict_id = NULL" : "") + " WHERE job_key = '" + key + "'");
+      }
+      REQUIRE(kiln::test::reset_peak_rss());
+      long before = kiln::test::rss_kib();
+      auto art = c.store->get_artifact(consistent_job("e" + std::to_string(i)).key, "obj");
+      long grown_kib = kiln::test::peak_rss_kib() - before;
+      REQUIRE_FALSE(art);
+      CHECK(art.error().code == Code::corrupt);
+      CHECK(art.error().message.find(key) != std::string::npos);
+      CHECK(art.error().message.find(k.message) != std::string::npos);
+      INFO("grew " << grown_kib << " KiB");
+      CHECK(grown_kib < 16 * 1024);
+    }
+  }
+  // The neighbours still read back.
+  CHECK(*c.store->get_artifact(consistent_job("e2").key, "obj") == alike_blob(2));
 }

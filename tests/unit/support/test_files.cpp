@@ -1,5 +1,6 @@
 // Unit tests for files (src/support/files.cpp): atomic writes, temporary
-// directories, the default cache path.
+// directories, the default cache path, bounded reads, and the check that
+// keeps writes off a database and its side files.
 #include "support/files.h"
 
 #include "fixtures/env.hpp"
@@ -7,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -47,4 +49,76 @@ TEST_CASE("default cache path follows KILN_CACHE, then XDG_CACHE_HOME, then HOME
   EnvVar no_xdg("XDG_CACHE_HOME", nullptr);
   EnvVar home("HOME", "/home/u");
   CHECK(*default_cache_path() == "/home/u/.cache/kiln/kiln.db");
+}
+
+TEST_CASE("read_file refuses a file over its maximum before reading it") {
+  auto dir = TempDir::create("kiln-test");
+  REQUIRE(dir);
+  std::string f = dir->path() + "/big";
+  REQUIRE(write_file_atomic(f, std::string(5000, 'x')));
+  auto whole = read_file(f, 5000);
+  REQUIRE(whole);
+  CHECK(whole->size() == 5000);
+  auto over = read_file(f, 4999);
+  REQUIRE_FALSE(over);
+  CHECK(over.error().code == Code::corrupt);
+  CHECK(over.error().message == "'" + f + "' is 5000 bytes, over the 4999-byte maximum");
+  // Something that is not a regular file is held to it as it is read.
+  auto dev = read_file("/dev/zero", 100000);
+  REQUIRE_FALSE(dev);
+  CHECK(dev.error().message.find("over the 100000-byte maximum") != std::string::npos);
+}
+
+TEST_CASE("refuse_database_file: the database and its side files, by inode or by name, however "
+          "spelled") {
+  auto dir = TempDir::create("kiln-test");
+  REQUIRE(dir);
+  const std::string d = dir->path();
+  const std::string db = d + "/c.db";
+  REQUIRE(make_dirs(d + "/sub"));
+  REQUIRE(write_file_atomic(db, "database"));
+  REQUIRE(write_file_atomic(db + "-wal", "wal"));
+  REQUIRE(::link(db.c_str(), (d + "/hard").c_str()) == 0);
+  REQUIRE(::symlink(db.c_str(), (d + "/sym").c_str()) == 0);
+  REQUIRE(::symlink((db + "-wal").c_str(), (d + "/sym-wal").c_str()) == 0);
+  auto refused = [&](const std::string& path, const std::string& which) {
+    CAPTURE(path);
+    Status s = refuse_database_file(path, db, "export destination");
+    REQUIRE_FALSE(s);
+    CHECK(s.error().code == Code::invalid_argument);
+    CHECK(s.error().message ==
+          "export destination '" + path + "' is " + which + "; use another path");
+  };
+  const std::string itself = "the cache '" + db + "' itself";
+  refused(db, itself);
+  refused(d + "/./c.db", itself);
+  refused(d + "/sub/../c.db", itself);
+  refused(d + "/hard", itself);
+  refused(d + "/sym", itself);
+  refused(d + "//c.db", itself);
+  refused(db + "-wal", "the wal file of the cache '" + db + "'");
+  refused(d + "/sym-wal", "the wal file of the cache '" + db + "'");
+  // Side files that do not exist (yet): by directory and name.
+  refused(d + "/sub/../c.db-shm", "the shm file of the cache '" + db + "'");
+  refused(db + "-journal", "the journal file of the cache '" + db + "'");
+  // The database through a symbolic link: its side files are the target's.
+  const std::string link_db = d + "/sub/link.db";
+  REQUIRE(::symlink(db.c_str(), link_db.c_str()) == 0);
+  for (const std::string& p : {db, db + "-wal", d + "/c.db-journal"})
+    CHECK_FALSE(refuse_database_file(p, link_db, "export destination"));
+  // Anything else passes: other names beside it, and the same name elsewhere.
+  for (const std::string& p : {d + "/c.db.kiln", d + "/c.db-walx", d + "/sub/c.db",
+                               d + "/other", std::string("relative-name")})
+    CHECK(refuse_database_file(p, db, "export destination"));
+  // Relative spellings against the working directory.
+  char cwd[4096];
+  REQUIRE(::getcwd(cwd, sizeof cwd));
+  REQUIRE(::chdir(d.c_str()) == 0);
+  Status rel = refuse_database_file("c.db", db, "import source");
+  Status rel_side = refuse_database_file("sub/../c.db-shm", "c.db", "import source");
+  Status other = refuse_database_file("sub/c.db", "c.db", "import source");
+  REQUIRE(::chdir(cwd) == 0);
+  CHECK_FALSE(rel);
+  CHECK_FALSE(rel_side);
+  CHECK(other);
 }

@@ -128,7 +128,7 @@ TEST_CASE("a name row of key form planted in a cache answers no load or inspect 
   CHECK(json::parse(show.out)["closure"] == key);
 
   // A key of no closure is not found, whatever name row spells it.
-  for (const std::string& cmd : {"show", "graph"}) {
+  for (const char* cmd : {"show", "graph"}) {
     CAPTURE(cmd);
     RunResult r = inspect(cache, {cmd, stray});
     CHECK(r.exit_code == 1);

@@ -107,11 +107,12 @@ TEST_CASE("a name row of key form planted in a cache answers no load or inspect 
 
   // kiln-inspect image: the same bytes as the real root's image.
   fs::path by_key = dir.path() / "by-key.so", by_name = dir.path() / "by-name.so";
-  RunResult img = inspect(cache, {"image", key, "-o", by_key.string()});
+  RunResult img = inspect(cache, {"image", key, "--target", "host", "-o", by_key.string()});
   INFO(describe(img));
   REQUIRE(img.exit_code == 0);
   CHECK(contains(img.err, "closure " + key));
-  REQUIRE(inspect(cache, {"image", "nest_a", "-o", by_name.string()}).exit_code == 0);
+  REQUIRE(inspect(cache, {"image", "nest_a", "--target", "host", "-o", by_name.string()})
+              .exit_code == 0);
   CHECK(slurp(by_key) == slurp(by_name));
 
   // kiln-inspect graph and show: the real closure and its three members.
@@ -119,7 +120,8 @@ TEST_CASE("a name row of key form planted in a cache answers no load or inspect 
   INFO(describe(graph));
   REQUIRE(graph.exit_code == 0);
   std::set<std::string> entries;
-  for (const json& n : json::parse(graph.out)["nodes"])
+  json g = json::parse(graph.out);
+  for (const json& n : g["nodes"])
     entries.insert(n["entry"].get<std::string>());
   CHECK(entries == std::set<std::string>{"nest_a", "nest_b", "nest_c"});
   RunResult show = inspect(cache, {"show", key, "--json"});
@@ -128,14 +130,15 @@ TEST_CASE("a name row of key form planted in a cache answers no load or inspect 
   CHECK(json::parse(show.out)["closure"] == key);
 
   // A key of no closure is not found, whatever name row spells it.
-  for (const std::string& cmd : {"show", "graph"}) {
+  for (const char* cmd : {"show", "graph"}) {
     CAPTURE(cmd);
     RunResult r = inspect(cache, {cmd, stray});
     CHECK(r.exit_code == 1);
     CHECK_FALSE(contains(r.out, impostor));
   }
-  CHECK(inspect(cache, {"image", stray, "-o", (dir.path() / "none.so").string()}).exit_code == 1);
-  CHECK_FALSE(fs::exists(dir.path() / "none.so"));
+  fs::path no_file = dir.path() / "none.so";
+  CHECK(inspect(cache, {"image", stray, "--target", "host", "-o", no_file.string()}).exit_code == 1);
+  CHECK_FALSE(fs::exists(no_file));
 }
 
 } // TEST_SUITE

@@ -116,7 +116,8 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::
       auto unit = store.name_unit(n.name, n.target);
       return Found(RootDetail{n.name, n.target, std::move(closure), unit ? unit.take() : ""});
     }
-  return make_error(Code::not_found, "no root named '" + what + "' in cache '" + store.path() + "'");
+  return make_error(Code::not_found,
+                    "no root named '" + what + "' in cache '" + store.path() + "'");
 }
 
 Result<Hash128> resolve_closure(Store& store, const std::string& what, const std::string& target) {

@@ -157,16 +157,17 @@ public:
 
   /// What a load needs, read in one transaction so that a concurrent gc
   /// cannot remove a part between reads: the closure a 32-hex closure key
-  /// (either case) or else a name names for `target`, its members, and its newest stored
-  /// image for `arch` if any (unchecked; empty `arch`: none is read).
+  /// (either case), else a name, names for `target`, its members, and its
+  /// newest stored image for `arch` if any (unchecked; empty `arch`: none is
+  /// read).
   struct RootRead {
     ClosureRecord closure;
     std::optional<std::string> image;
     std::optional<JobRecord> root; ///< the closure's root job, when stored
   };
   /// not_found if the name or the closure is not here. A key-form string is
-  /// read as a key only, never as a name. With
-  /// `with_root`, also the closure's root job (for backends that check it).
+  /// read as a key only, never as a name. With `with_root`, also the
+  /// closure's root job (for backends that check it).
   Result<RootRead> read_root(const std::string& name, const std::string& target,
                              const std::string& arch, bool with_root = false);
 

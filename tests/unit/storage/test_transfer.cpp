@@ -245,9 +245,10 @@ TEST_CASE("transfer: a bundle naming a root like a closure key is refused; expor
   auto refused = import_bundle(*dst.store, file);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == Code::corrupt);
-  CHECK_MESSAGE(refused.error().message.find("name '" + victim + "' has the form of a closure key") !=
-                    std::string::npos,
-                refused.error().message);
+  CHECK_MESSAGE(
+      refused.error().message.find("name '" + victim + "' has the form of a closure key") !=
+          std::string::npos,
+      refused.error().message);
   check_empty(*dst.store);
   // Past the check, the store refuses it too, and writes nothing.
   Status put = dst.store->put_bundle(shadow);

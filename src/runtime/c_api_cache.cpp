@@ -18,6 +18,9 @@ extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
     auto rep = kiln::storage::verify_cache(cache->storage->local());
     if (!rep) {
       kiln::runtime::set_last_error(rep.error().message);
+      // KILN_CORRUPT always comes with the count of what is wrong.
+      if (rep.error().code == kiln::Code::corrupt && problems)
+        *problems = 1;
       return static_cast<kiln_status>(rep.error().code);
     }
     if (problems)

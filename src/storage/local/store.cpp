@@ -1,5 +1,6 @@
 #include "storage/local/store.h"
 
+#include "storage/local/file_trust.h"
 #include "storage/local/statement.h"
 
 #include "core/check.h"
@@ -158,8 +159,9 @@ void network_notice(const std::string& path, const std::string& kind) {
 // Before SQLite sees the file: a non-empty file must be an SQLite database,
 // and one whose header claims more pages than it holds was truncated (or is
 // still being copied; only meaningful without a WAL holding newer pages).
-Status check_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// `wal_format` tells whether the header says WAL mode.
+Status check_file(const std::string& path, bool& wal_format) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return Status::ok(); // SQLite's own open reports it
   unsigned char h[100];
@@ -174,6 +176,7 @@ Status check_file(const std::string& path) {
   if (n != ssize_t(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0)
     return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (not an SQLite "
                                      "database); refusing to use it");
+  wal_format = h[18] == 2 && h[19] == 2;
   struct stat wal;
   if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0)
     return Status::ok();
@@ -216,9 +219,10 @@ bool read_only_requested() {
 // An open for writing refused for want of permission, not for a fault.
 bool unwritable(int err) { return err == EACCES || err == EROFS || err == EPERM; }
 
-bool side_files_present(const std::string& path) {
-  return ::access((path + "-wal").c_str(), F_OK) == 0 &&
-         ::access((path + "-shm").c_str(), F_OK) == 0;
+// The directory holding `path`.
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
 // Whether SQLite can create or write the -wal and -shm files beside `path`.
@@ -231,9 +235,11 @@ bool side_files_writable(const std::string& path, const std::string& dir) {
   return true;
 }
 
-// A path as the path of an SQLite URI: '?', '#' and '%' escaped.
-std::string uri_path(const std::string& path) {
-  std::string out;
+// A path as an SQLite URI: '?', '#' and '%' escaped; an absolute path
+// after an empty authority ("file:///..."), so that one starting "//" is
+// not taken for an authority.
+std::string file_uri(const std::string& path) {
+  std::string out = !path.empty() && path.front() == '/' ? "file://" : "file:";
   for (char c : path) {
     if (c == '?' || c == '#' || c == '%') {
       char buf[4];
@@ -390,9 +396,7 @@ Store::~Store() {
 Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mode) {
   std::unique_ptr<Store> st(new Store());
   st->path_ = path;
-  std::string dir = ".";
-  if (auto slash = path.rfind('/'); slash != std::string::npos)
-    dir = slash == 0 ? "/" : path.substr(0, slash);
+  std::string dir = dir_of(path);
   if (mode == OpenMode::read_only) {
     st->read_only_ = true;
     st->read_only_reason_ = "opened read-only";
@@ -406,20 +410,21 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
         return made.error();
     }
 
+  KILN_TRY_ASSIGN(auto owners, TrustedOwners::from_env());
   {
     // Closing any descriptor of a file drops every POSIX lock this process
     // holds on it, SQLite's included: the file is opened here outside SQLite
     // only while no connection of this process has it open, and the check
     // and the connection's registration happen under one lock.
     std::lock_guard lock(open_files().mu);
-    struct stat before;
-    bool exists = ::stat(path.c_str(), &before) == 0;
-    bool ours = exists &&
-                open_files().count.count({uint64_t(before.st_dev), uint64_t(before.st_ino)});
+    // Trusted before anything reads it (storage/local/file_trust.h).
+    KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(path, dir, owners));
+    bool exists = files.db.present;
+    bool ours = exists && open_files().count.count({files.db.dev, files.db.ino});
     if (!st->read_only_ && !ours) {
       // Create a new cache file with owner-only permissions: it holds code
-      // that will be run by whoever loads from it.
-      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      // that will be run by whoever loads from it. Never through a link.
+      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
       int err = errno;
       if (fd < 0 && mode == OpenMode::automatic && exists && unwritable(err)) {
         st->read_only_ = true;
@@ -428,7 +433,13 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
         return make_error(Code::unavailable,
                           "cannot open cache '" + path + "': " + std::strerror(err));
       } else {
+        struct stat made;
+        Status trusted = ::fstat(fd, &made) == 0 ? check_opened_file(path, made, files, owners)
+                                                 : Status(make_error(Code::unavailable, "fstat"));
         ::close(fd);
+        KILN_TRY(trusted);
+        files.db = FileStamp::of(made);
+        files.db_stat = made;
       }
     }
     // A writable file in a directory that cannot take the WAL's side files
@@ -440,35 +451,19 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
     if (st->read_only_ && !exists)
       return make_error(Code::not_found, "no cache at '" + path + "' (" + st->read_only_reason_ +
                                              ": nothing is created)");
+    bool wal_format = true; // unknown when open here already: assume the worst
     if (!ours)
-      KILN_TRY(check_file(path));
-    const char* vfs = faults_planned() ? fault_vfs()->zName : nullptr;
-    int rc;
-    if (st->read_only_) {
-      // With the WAL's side files present, even unwritable, SQLite reads a
-      // WAL database read-only and sees what the WAL holds. Without them it
-      // would create them, or fail where it cannot: immutable, it reads the
-      // database file alone (all there is without a WAL), takes no lock and
-      // creates nothing.
-      bool immutable = !side_files_present(path);
-      std::string uri = "file:" + uri_path(path) + "?mode=ro" + (immutable ? "&immutable=1" : "");
-      rc = sqlite3_open_v2(uri.c_str(), &st->db_,
-                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, vfs);
-    } else {
-      rc = sqlite3_open_v2(path.c_str(), &st->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                           vfs);
-    }
-    if (rc != SQLITE_OK)
-      return st->db_error("cannot open");
+      KILN_TRY(check_file(path, wal_format));
+    KILN_TRY(st->connect(files, wal_format, owners));
+    // SQLite opened the file by its name: it must be the one checked.
     struct stat now;
-    if (::stat(path.c_str(), &now) == 0) {
-      st->file_id_ = {uint64_t(now.st_dev), uint64_t(now.st_ino)};
-      ++open_files().count[st->file_id_];
-      st->registered_ = true;
-    }
+    if (::stat(path.c_str(), &now) != 0 || !files.db.same_file(FileStamp::of(now)))
+      return make_error(Code::unavailable, "refusing cache '" + path +
+                                               "': the file was replaced while it was opened");
+    st->file_id_ = {uint64_t(now.st_dev), uint64_t(now.st_ino)};
+    ++open_files().count[st->file_id_];
+    st->registered_ = true;
   }
-  sqlite3_extended_result_codes(st->db_, 1);
-  sqlite3_busy_timeout(st->db_, 30000);
 
   // Identify the file before changing anything in it: a non-database or a
   // foreign database must be left exactly as it was.
@@ -591,6 +586,98 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
   if (user_version < schema_version())
     KILN_TRY(st->migrate());
   return st;
+}
+
+Status Store::connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners) {
+  // SQLite creates the WAL's side files where it can, a read-only
+  // connection included.
+  bool can_create = !read_only_ || ::access(files.dir.c_str(), W_OK) == 0;
+  if (files.shared_dir) {
+    // Others can create names there. A rollback journal is made and removed
+    // at every write: one could be planted between two, and replayed.
+    if (std::string network = network_fs_kind(path_); !network.empty())
+      return make_error(Code::unavailable,
+                        "refusing cache '" + path_ + "': it is on a network file system (" +
+                            network + "), where it keeps a rollback journal, in '" + files.dir +
+                            "', a directory others can write, who could put a journal beside it "
+                            "between two writes: move it to a directory only you can write");
+    if (can_create)
+      KILN_TRY(create_side_files(path_, files, owners));
+  }
+  const char* vfs = faults_planned() ? fault_vfs()->zName : nullptr;
+  int rc;
+  if (read_only_) {
+    // With the WAL's side files present, even unwritable, SQLite reads a WAL
+    // database read-only, with shared locks, and sees what the WAL holds;
+    // where it can, it creates them. Only a WAL database without them that
+    // this process cannot create them for is read immutable: no lock,
+    // nothing created, the file alone, watched for a writer (refresh()).
+    immutable_ = wal_format && !(files.wal.present && files.shm.present) && !can_create;
+    watch_[0] = files.db;
+    watch_[1] = files.wal;
+    watch_[2] = files.shm;
+    std::string uri = file_uri(path_) + "?mode=ro" + (immutable_ ? "&immutable=1" : "");
+    rc = sqlite3_open_v2(uri.c_str(), &db_,
+                         SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, vfs);
+  } else {
+    rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, vfs);
+  }
+  if (rc != SQLITE_OK)
+    return db_error("cannot open");
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, 30000);
+  return Status::ok();
+}
+
+Result<bool> Store::refresh() {
+  if (!immutable_)
+    return false;
+  if (FileStamp::at(path_) == watch_[0] && FileStamp::at(path_ + "-wal") == watch_[1] &&
+      FileStamp::at(path_ + "-shm") == watch_[2])
+    return false;
+  // A statement still stepping would be finalized under its reader.
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db_, nullptr); s; s = sqlite3_next_stmt(db_, s))
+    if (sqlite3_stmt_busy(s))
+      return false;
+  // A writer appeared (its WAL beside the file), or the file was rewritten or
+  // replaced: the file is checked again and opened as it is now.
+  KILN_TRY_ASSIGN(auto owners, TrustedOwners::from_env());
+  std::lock_guard lock(open_files().mu);
+  KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(path_, dir_of(path_), owners));
+  if (!files.db.present)
+    return make_error(Code::not_found, "cache '" + path_ + "' was removed while open");
+  std::pair<uint64_t, uint64_t> id{files.db.dev, files.db.ino};
+  bool wal_format = true;
+  if (!open_files().count.count(id))
+    KILN_TRY(check_file(path_, wal_format));
+  for (auto& [k, stmt] : stmts_)
+    sqlite3_finalize(stmt);
+  stmts_.clear();
+  dictionaries_.clear();
+  newest_dictionary_.clear();
+  sqlite3* old = db_;
+  db_ = nullptr;
+  if (Status c = connect(files, wal_format, owners); !c) {
+    // Keep reading the old connection, and try again at the next read.
+    if (db_)
+      sqlite3_close_v2(db_);
+    db_ = old;
+    immutable_ = true;
+    watch_[0] = FileStamp{};
+    return c.error();
+  }
+  sqlite3_close_v2(old);
+  if (!network_fs_kind(path_).empty())
+    KILN_TRY(exec("PRAGMA mmap_size=0"));
+  KILN_TRY(exec("PRAGMA foreign_keys=ON"));
+  if (id != file_id_) {
+    if (registered_ && --open_files().count[file_id_] == 0)
+      open_files().count.erase(file_id_);
+    file_id_ = id;
+    ++open_files().count[file_id_];
+    registered_ = true;
+  }
+  return true;
 }
 
 void Store::defer_checkpoint() {
@@ -1123,6 +1210,7 @@ Status Store::read_transaction(const std::function<Status()>& body) {
   // Already inside one (a caller's write transaction): it is the snapshot.
   if (!sqlite3_get_autocommit(db_))
     return body();
+  KILN_TRY(refresh());
   // Prepared once: every load begins and ends one, and sqlite3_exec would
   // parse the two statements each time.
   auto step = [&](sqlite3_stmt* st) {
@@ -1139,6 +1227,11 @@ Status Store::read_transaction(const std::function<Status()>& body) {
   // rolled back and the reads stand.
   if (!step(commit))
     (void)exec("ROLLBACK");
+  // An immutable reader takes no lock: a writer that appeared meanwhile may
+  // have moved pages under it. Read again from the file as it is now.
+  if (!s && s.error().code == Code::corrupt && immutable_)
+    if (auto again = refresh(); again && *again)
+      return read_transaction(body);
   return s;
 }
 

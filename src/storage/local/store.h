@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/records.h"
+#include "storage/local/file_trust.h"
 #include "storage/local/gc.h"
 #include "storage/local/usage.h"
 #include "storage/local/verify.h"
@@ -74,13 +75,18 @@ public:
   /// Opens or creates the cache at `path` (parent directories are created
   /// 0700, a new file 0600) and migrates it to the current schema.
   /// A file that is not a Kiln cache, or a newer schema, is refused
-  /// unmodified.
+  /// unmodified. Before SQLite reads anything, the file, its side files and
+  /// its directory must pass check_cache_files (storage/local/file_trust.h);
+  /// a symbolic link at `path` is refused and nothing is created through it.
   ///
-  /// Read-only: SQLite opens the file read-only (immutable, without locks,
-  /// when its directory cannot take the WAL's side files); nothing is ever
-  /// written or migrated, so an older schema is refused; a write fails as
-  /// `unavailable`, except that counters and recency are dropped and a
-  /// relinked image is kept in memory for this connection's life.
+  /// Read-only: SQLite opens the file read-only, with shared locks, and
+  /// sees every commit; nothing is ever written or migrated (SQLite may
+  /// create the WAL's empty side files), so an older schema is refused; a
+  /// write fails as `unavailable`, except that counters and recency are
+  /// dropped and a relinked image is kept in memory for this connection's
+  /// life. A WAL file whose side files are missing and cannot be created
+  /// here (another user's directory, a read-only mount) is read immutable,
+  /// and reopened as soon as a writer appears or the file changes.
   static Result<std::unique_ptr<Store>> open(const std::string& path,
                                              OpenMode mode = OpenMode::automatic);
   ~Store();
@@ -303,6 +309,12 @@ private:
                                           const std::string* linker);
   Result<sqlite3_stmt*> prepare(const char* sql);
   Error db_error(const std::string& what) const;
+  /// Opens db_ on the files check_cache_files passed (storage/local/file_trust.h).
+  Status connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners);
+  /// An immutable reader whose files changed since it connected (a writer
+  /// appeared, the file was replaced) reconnects, unless a statement is
+  /// stepping; true if it did. Call with the lock held, outside transactions.
+  Result<bool> refresh();
   Status migrate();
   /// The migrations this file lacks, in one write transaction.
   Status migrate_steps();
@@ -319,6 +331,8 @@ private:
   bool deferred_ = false; ///< defer_checkpoint was called
   bool migrated_ = false; ///< this connection created or migrated the schema
   bool wal_ = false;      ///< in WAL mode (not on a network file system)
+  bool immutable_ = false; ///< read-only without locks: the file alone, watched
+  FileStamp watch_[3];     ///< immutable: the file, -wal and -shm when connected
   /// Dictionaries read so far, by id; the newest of each kind, by kind.
   std::map<int64_t, std::shared_ptr<const Dictionary>> dictionaries_;
   std::map<std::string, std::shared_ptr<const Dictionary>> newest_dictionary_;

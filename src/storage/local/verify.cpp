@@ -18,6 +18,7 @@ namespace kiln::storage {
 
 Status Store::check_rows(std::vector<Problem>& out) {
   std::lock_guard lock(mu_);
+  KILN_TRY(refresh()); // an immutable reader verifies the file as it is now
   // Dictionaries first: a damaged one is one problem, and every blob that
   // needs it another.
   {
@@ -108,10 +109,20 @@ Status Store::check_rows(std::vector<Problem>& out) {
 
 Result<VerifyReport> verify_cache(Store& store) {
   VerifyReport rep;
-  KILN_TRY(store.check_rows(rep.problems));
+  // SQLite finding the file itself damaged is a problem verify found, never
+  // an error that leaves "corrupt" with nothing listed; other errors (busy,
+  // I/O, a file that is not trusted) mean the cache could not be read.
+  auto damaged = [&](const Error& e) -> Result<VerifyReport> {
+    if (e.code != Code::corrupt)
+      return e;
+    rep.problems.push_back({"cache", store.path(), e.message});
+    return std::move(rep);
+  };
+  if (Status rows = store.check_rows(rep.problems); !rows)
+    return damaged(rows.error());
   auto jobs = store.list_jobs();
   if (!jobs)
-    return jobs.error();
+    return damaged(jobs.error());
   rep.jobs = jobs->size();
   for (const JobRecord& j : *jobs) {
     auto key = core::job_key_of(j);
@@ -123,7 +134,7 @@ Result<VerifyReport> verify_cache(Store& store) {
   }
   auto closures = store.list_closures();
   if (!closures)
-    return closures.error();
+    return damaged(closures.error());
   rep.closures = closures->size();
   // A closure whose rows are already wrong (a member missing, say) would
   // only fail its key for the same reason: one problem is enough.

@@ -20,7 +20,7 @@ class Store;
 
 /// One problem verify found: what kind of thing, its key, what is wrong.
 struct Problem {
-  std::string kind; ///< "dictionary", "artifact", "image", "closure", "job", "name"
+  std::string kind; ///< "dictionary", "artifact", "image", "closure", "job", "name", "cache"
   std::string key;
   std::string message;
 };
@@ -35,7 +35,8 @@ struct VerifyReport {
 };
 
 /// Verifies the whole cache. A problem is reported, not returned as an
-/// error; an error means the cache could not be read at all.
+/// error, SQLite finding the file damaged included (kind "cache"); an error
+/// means the cache could not be read at all, and is never `corrupt`.
 Result<VerifyReport> verify_cache(Store& store);
 
 } // namespace kiln::storage

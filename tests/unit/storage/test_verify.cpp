@@ -1,8 +1,9 @@
 // Unit tests for the one verification of a cache (src/storage/local/verify.h):
 // a consistent cache has no problems; a job whose key no longer matches its
 // components, a closure whose key does not match its members and an image a
-// loader would refuse are each reported, by kind and key; and the C and C++
-// APIs report what the library finds.
+// loader would refuse are each reported, by kind and key, and so is damage
+// SQLite finds in the file; and the C and C++ APIs report what the library
+// finds.
 #include "storage/local/verify.h"
 
 #include "fixtures/cache.hpp"
@@ -12,6 +13,9 @@
 
 #include <doctest/doctest.h>
 
+#include <sqlite3.h>
+
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -229,4 +233,48 @@ TEST_CASE("kiln_cache_verify and kiln::Cache::verify report what verify_cache fi
     CHECK((*found)[i].key == rep.problems[i].key);
     CHECK((*found)[i].message == rep.problems[i].message);
   }
+}
+
+TEST_CASE("damage SQLite itself finds while verifying is a problem listed: KILN_CORRUPT never "
+          "comes with none") {
+  TestCache c = open_cache();
+  put_healthy(*c.store);
+  c.store.reset(); // the last connection: everything is in the file
+  int64_t page_size = 0, root = 0;
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open_v2(c.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, "SELECT (SELECT page_size FROM pragma_page_size), rootpage "
+                                   "FROM sqlite_master WHERE name = 'artifacts'",
+                               -1, &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    page_size = sqlite3_column_int64(s, 0);
+    root = sqlite3_column_int64(s, 1);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+  }
+  REQUIRE(root > 1);
+  {
+    // The artifacts table's root page gets a b-tree page type SQLite has
+    // none of: opening still works (it reads the schema), verify does not.
+    FILE* f = std::fopen(c.path().c_str(), "r+b");
+    REQUIRE(f);
+    REQUIRE(std::fseek(f, long((root - 1) * page_size), SEEK_SET) == 0);
+    REQUIRE(std::fputc(0x77, f) == 0x77);
+    std::fclose(f);
+  }
+  c.open();
+  VerifyReport rep = verify_ok(*c.store);
+  INFO(describe(rep));
+  auto found = about(rep, "cache", c.path());
+  REQUIRE(found.size() == 1);
+  CHECK(contains(found[0].message, "malformed"));
+
+  kiln_cache* handle = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &handle) == KILN_OK);
+  size_t problems = 0;
+  CHECK(kiln_cache_verify(handle, &problems) == KILN_CORRUPT);
+  CHECK(problems >= 1);
+  kiln_cache_close(handle);
 }

@@ -1,0 +1,86 @@
+// Whether a cache's files may be believed, checked before SQLite reads a
+// byte of them (as OpenSSH's StrictModes and git's safe.directory do): a
+// cache holds code that whoever loads from it runs, and SQLite replays a WAL
+// or a hot journal it finds beside the file, so the file, its side files
+// (-wal, -shm, -journal) and the directory holding them must be owned by
+// someone the reader trusts and writable by no one else. The rules are
+// listed in README.md ("Trust").
+#pragma once
+
+#include <kiln/result.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <vector>
+
+namespace kiln::storage {
+
+/// The owners whose files are trusted: this process's effective user, root,
+/// and the users $KILN_TRUSTED_OWNERS names.
+struct TrustedOwners {
+  std::vector<uid_t> extra; ///< from $KILN_TRUSTED_OWNERS
+  bool any = false;         ///< "*": every check is off
+
+  bool trusts(uid_t uid) const;
+  /// A list of user names or uids separated by commas or spaces; "*" alone
+  /// trusts every file. A name that is not a user is `invalid_argument`.
+  static Result<TrustedOwners> parse(std::string_view list);
+  /// parse($KILN_TRUSTED_OWNERS), remembered while the variable is unchanged
+  /// (a name costs a user database lookup). Thread-safe.
+  static Result<TrustedOwners> from_env();
+};
+
+/// A file's identity and state, to tell later whether it changed.
+struct FileStamp {
+  bool present = false;
+  uint64_t dev = 0, ino = 0;
+  int64_t size = 0, mtime_ns = 0;
+
+  static FileStamp of(const struct stat& st);
+  /// lstat of `path`; not present if it cannot be stat'ed.
+  static FileStamp at(const std::string& path);
+  bool same_file(const FileStamp& o) const {
+    return present && o.present && dev == o.dev && ino == o.ino;
+  }
+  bool operator==(const FileStamp&) const = default;
+};
+
+/// The cache's files as check_cache_files found them.
+struct CacheFiles {
+  std::string dir; ///< the directory holding them
+  FileStamp db;    ///< the cache file (not present: it does not exist yet)
+  struct stat db_stat {};
+  bool dir_exists = false;
+  /// The directory is writable by others but sticky (like /tmp): others
+  /// cannot replace existing files there, but can create new names.
+  bool shared_dir = false;
+  FileStamp wal, shm, journal; ///< the side files (not present: none)
+};
+
+/// Checks the cache file at `path`, each of its side files present and the
+/// directory `dir` holding them, without opening any of them (closing a
+/// descriptor would drop this process's SQLite locks on the file). A
+/// symbolic link at `path` is refused. A file or directory that fails the
+/// rules is `unavailable`, with a message naming it, its owner (uid and
+/// name) and mode (octal), and what to do. A missing file or directory is
+/// not an error (db.present / dir_exists tell).
+Result<CacheFiles> check_cache_files(const std::string& path, const std::string& dir,
+                                     const TrustedOwners& owners);
+
+/// In a shared (sticky) directory, creates each missing -wal and -shm file
+/// of `path` before SQLite does, exclusively and without following links, with
+/// the cache file's mode: another user cannot then plant one first (nor
+/// remove or replace ours). One that appeared since the check is checked.
+Status create_side_files(const std::string& path, const CacheFiles& files,
+                         const TrustedOwners& owners);
+
+/// Checks a cache file Kiln just opened or created (fstat of its descriptor)
+/// by the same rules: a file another user created at the same name between
+/// the check and the creation is refused.
+Status check_opened_file(const std::string& path, const struct stat& st, const CacheFiles& files,
+                         const TrustedOwners& owners);
+
+} // namespace kiln::storage

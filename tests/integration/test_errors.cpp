@@ -216,3 +216,21 @@ TEST_CASE("an unusable cache or toolchain exits 1; usage and input errors exit 2
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("a value over the decoded-size maximum is refused when stored, not read back as damage") {
+  // Reads refuse anything over KILN_MAX_DECODED_SIZE (a bomb looks the same),
+  // so a write over it must fail at once, naming the setting, and leave the
+  // cache as it was.
+  Cache cache;
+  precompile_ok(cache, {"--entry", "dia_root", data("diamond.ll")});
+  const std::string ls_before = ls_json(cache);
+  RunResult r = run({"/usr/bin/env", "KILN_MAX_DECODED_SIZE=64", precompile_bin().string(),
+                     "--cache", cache.db().string(), data("nested.ll")});
+  INFO(describe(r));
+  CHECK(r.exit_code == 1); // the jobs failed, as any job that cannot be stored
+  CHECK(r.err.find("KILN_MAX_DECODED_SIZE") != std::string::npos);
+  CHECK(r.err.find("bytes, over the 64-byte maximum") != std::string::npos);
+  CHECK(ls_json(cache) == ls_before);
+  // Under the default maximum the same unit stores and its image loads.
+  precompile_ok(cache, {data("nested.ll")});
+}

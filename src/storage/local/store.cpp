@@ -273,6 +273,19 @@ std::string kind_name(bool image, const std::string& format) {
   return (image ? "image " : "artifact ") + format;
 }
 
+// Every read refuses a blob over max_decoded_size() (a decompression bomb is
+// indistinguishable from it), so a write refuses one too: the error names the
+// setting now, instead of the stored bytes reading as damaged later.
+Status check_storable(const std::string& what, size_t size) {
+  if (size <= max_decoded_size())
+    return Status::ok();
+  return make_error(Code::invalid_argument,
+                    what + " is " + std::to_string(size) + " bytes, over the " +
+                        std::to_string(max_decoded_size()) +
+                        "-byte maximum a cache value may decode to; raise KILN_MAX_DECODED_SIZE "
+                        "(for every process that reads this cache) to store it");
+}
+
 using CompressContext = std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)>;
 
 CompressContext compress_context() { return {ZSTD_createCCtx(), ZSTD_freeCCtx}; }
@@ -865,6 +878,10 @@ Status Store::transaction(const std::function<Status()>& body) {
 
 Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
                       const std::vector<JobRef>& refs) {
+  for (const Artifact& a : artifacts)
+    KILN_TRY(check_storable("the " + a.format + " of job " + job.key.hex() + " (" + job.entry +
+                                ", " + job.target + ")",
+                            a.bytes.size()));
   std::vector<std::shared_ptr<const Dictionary>> dicts;
   {
     std::lock_guard lock(mu_);
@@ -1504,6 +1521,8 @@ Status Store::put_image(const ImageKey& key, const std::string& format, const st
     memory_images_[{key.closure, key.arch, key.linker}] = {++memory_seq_, bytes};
     return Status::ok();
   }
+  KILN_TRY(check_storable("the image of closure " + key.closure.hex() + " for " + key.arch,
+                          bytes.size()));
   ImageRecord image{key, format, bytes};
   std::shared_ptr<const Dictionary> dict;
   {

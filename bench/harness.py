@@ -16,6 +16,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -100,6 +101,33 @@ class Harness:
         if check and p.returncode != 0:
             sys.exit(f"harness: {' '.join(argv)} failed ({p.returncode}):\n{p.stderr}")
         return p, ms
+
+    def measure(self, argv, timeout_s):
+        """A child process's wall time and peak resident memory (its own
+        rusage, from wait4), and what it printed; rc None if it ran past
+        timeout_s and was killed."""
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            p = subprocess.Popen(argv, stdout=out, stderr=err)
+            deadline = t0 + timeout_s
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    rc = os.waitstatus_to_exitcode(status)
+                    break
+                if time.perf_counter() > deadline:
+                    p.kill()
+                    _, _, ru = os.wait4(p.pid, 0)
+                    rc = None
+                    break
+                time.sleep(0.05)
+            p.returncode = -1 if rc is None else rc  # reaped here, not by Popen
+            ms = (time.perf_counter() - t0) * 1e3
+            out.seek(0)
+            err.seek(0)
+            return {"rc": rc, "ms": ms, "maxrss_kb": ru.ru_maxrss,
+                    "stdout": out.read().decode(errors="replace"),
+                    "stderr": err.read().decode(errors="replace")}
 
     def bench_json(self, *args):
         p, _ = self.run([self.tool("kiln-bench"), *args])
@@ -810,7 +838,136 @@ class Harness:
                  f"({r['entries']} entries of {r['units']} units, with and without -g)",
                  r["mismatches"], "", "0 differ", r["mismatches"] == 0,
                  f"extraction {r['fast_ms']:.0f} ms vs {r['whole_unit_ms']:.0f} ms by "
-                 f"whole-unit clone" + ("" if p.returncode == 0 else "; " + p.stderr.strip()[:300]))
+                 f"whole-unit clone; {r.get('fallbacks', 0)} entries fell back to the whole-unit "
+                 f"clone (units with ifuncs)"
+                 + ("" if p.returncode == 0 else "; " + p.stderr.strip()[:300]))
+
+    # 12: planning deferred graphs (chains with one root, cycles with every
+    # function a root): linear in the graph, with progress on long plans.
+    def graphs(self, files):
+        chains = [n for n in workloads.DEFERRED_CHAIN_DEPTHS if not (self.quick and n > 10000)]
+        cycles = [n for n in workloads.DEFERRED_CYCLE_SIZES if not (self.quick and n > 300)]
+        self.log(f"deferred graphs: writing chains {chains}, cycles {cycles}")
+        g = workloads.write_graphs(os.path.join(self.work, "graphs"), chains, cycles)
+        res = {}
+        self.raw["graphs"] = res
+
+        def plan_alone(name):
+            """kiln-bench plan: ingest + discovery + every root's closure key, in
+            process; the child's wall time and peak memory from outside."""
+            path, entries = g[name]
+            argv = [self.tool("kiln-bench"), "plan", "--ir", path]
+            if len(entries) == 1:
+                argv += ["--entry", entries[0]]
+            m = self.measure(argv, 900)
+            if m["rc"] != 0:
+                return {"failed": "timed out (900 s)" if m["rc"] is None else
+                        m["stderr"].strip()[:300]}
+            r = json.loads(m["stdout"])
+            r.update(wall_ms=m["ms"], child_maxrss_kb=m["maxrss_kb"])
+            return r
+
+        # Chains: planning alone, and the CLI up to the point where it would
+        # compile (--must-hit on an empty cache refuses there), progress on.
+        for n in chains:
+            name = f"chain_{n}.ll"
+            self.log(f"deferred chain {n} deep: plan")
+            r = {"plan": plan_alone(name)}
+            db = self.cache(f"chain_{n}")
+            self.drop(db)
+            path, entries = g[name]
+            m = self.measure([self.tool("kiln-precompile"), "--cache", db, "--must-hit",
+                              "--entry", entries[0], path], 600)
+            self.drop(db)
+            lines = [ln for ln in m["stderr"].splitlines() if ln.startswith("kiln: planning:")]
+            r["cli"] = {"rc": m["rc"], "ms": m["ms"], "maxrss_kb": m["maxrss_kb"],
+                        "progress_lines": len(lines), "last_progress": lines[-1] if lines else "",
+                        "refused": "must-hit" in m["stderr"]}
+            res[f"chain_{n}"] = r
+
+        def plan_note(p):
+            if "failed" in p:
+                return "plan failed: " + p["failed"]
+            return (f"{p['jobs']:,} jobs: plan {p['plan_ms'] / 1e3:.2f} s in process (closure keys "
+                    f"{p['describe_ms'] / 1e3:.2f} s), peak {p['child_maxrss_kb'] / 1024:.0f} MB")
+
+        base = res.get("chain_1000", {}).get("plan", {})
+        for n in chains:
+            p = res[f"chain_{n}"]["plan"]
+            if n == 1000 or "failed" in p or "failed" in base:
+                continue
+            ratio = p["plan_ms"] / base["plan_ms"]
+            target = "<= 7x" if n == 5000 else f"(report; linear is {n // 1000}x)"
+            self.row(12, f"deferred chain: plan {n:,} deep vs 1,000 deep (one root)", ratio, "x",
+                     target, ratio <= 7 if n == 5000 else None,
+                     f"{plan_note(p)}; 1,000 deep: {base['plan_ms']:.0f} ms")
+        for n in chains:
+            c = res[f"chain_{n}"]["cli"]
+            note = (f"kiln-precompile --must-hit on an empty cache (ingest, plan, lease and look "
+                    f"up every job, refuse to compile): peak {c['maxrss_kb'] / 1024:.0f} MB; "
+                    f"{c['progress_lines']} progress lines on stderr"
+                    + (f", the last '{c['last_progress']}'" if c["last_progress"] else ""))
+            if c["rc"] is None:
+                note = "did not finish in 600 s; " + note
+            elif not c["refused"]:
+                note = f"exit {c['rc']} without the must-hit refusal; " + note
+            if n == 100000:
+                ok = c["rc"] is not None and c["refused"] and c["ms"] <= 300e3 and \
+                    c["progress_lines"] > 0
+                self.row(12, f"deferred chain {n:,} deep: planned by kiln-precompile, progress "
+                         f"shown", c["ms"] / 1e3, "s", "<= 300 s, progress shown", ok, note)
+            else:
+                self.row(12, f"deferred chain {n:,} deep: planned by kiln-precompile",
+                         c["ms"] / 1e3, "s", "(report)", None, note)
+
+        # Cycles, every function a root: the whole precompile (plan, compile,
+        # store, an image per root), against a flat unit of as many plain
+        # functions, each a root.
+        for n in cycles:
+            row = {}
+            for kind in ("cycle", "flat"):
+                name = f"{kind}_{n}.ll"
+                self.log(f"{kind} of {n}, every function a root: precompile")
+                db = self.cache(f"{kind}_{n}")
+                self.drop(db)
+                path, _ = g[name]
+                m = self.measure([self.tool("kiln-precompile"), "--cache", db, "-q", "--json",
+                                  path], 1800)
+                r = {"rc": m["rc"], "ms": m["ms"], "maxrss_kb": m["maxrss_kb"],
+                     "files": self.files_of(db)}
+                r["bytes"] = sum(r["files"].values())
+                if m["rc"] == 0:
+                    rep_ = json.loads(m["stdout"])
+                    r["jobs"] = len(rep_["jobs"])
+                    r["images"] = sum(bool(rt.get("image")) for rt in rep_["roots"])
+                    r["space"] = self.space_of(db)
+                elif m["rc"] is not None:
+                    r["error"] = m["stderr"].strip()[:300]
+                if kind == "cycle":
+                    r["plan"] = plan_alone(name)
+                row[kind] = r
+                self.drop(db)
+            res[f"cycle_{n}"] = row
+            cy, fl = row["cycle"], row["flat"]
+            if cy["rc"] != 0:
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile", None,
+                         "s", "< 60 s" if n == 1000 else "(report)", False if n == 1000 else None,
+                         "did not finish in 1800 s" if cy["rc"] is None else cy.get("error", ""))
+                continue
+            self.row(12, f"deferred cycle of {n:,}, every function a root: precompile",
+                     cy["ms"] / 1e3, "s", "< 60 s" if n == 1000 else "(report)",
+                     cy["ms"] <= 60e3 if n == 1000 else None,
+                     f"{cy['jobs']:,} jobs, {cy['images']:,} images; peak "
+                     f"{cy['maxrss_kb'] / 1024:.0f} MB; {plan_note(cy['plan'])}; flat unit of "
+                     f"{n:,} functions {fl['ms'] / 1e3:.1f} s")
+            if fl["rc"] == 0:
+                ratio = cy["bytes"] / fl["bytes"]
+                self.row(12, f"deferred cycle of {n:,}: cache bytes vs {n:,} plain functions "
+                         f"(each a root)", ratio, "x", "< 4x" if n == 1000 else "(report)",
+                         ratio < 4 if n == 1000 else None,
+                         f"{cy['bytes'] / 1e6:.1f} MB vs {fl['bytes'] / 1e6:.2f} MB: every root's "
+                         f"image holds the whole cycle (images are not shared between roots)"
+                         + self.space_note(cy.get("space")))
 
     # 8: GPU.
     def gpu(self, files):
@@ -970,7 +1127,7 @@ def main():
               "cli": Harness.cached_cli, "unitsize": Harness.unit_sizes,
               "storage": Harness.storage, "first": Harness.first_kernel,
               "library": Harness.kernel_library, "extract": Harness.extraction,
-              "gpu": Harness.gpu}
+              "graphs": Harness.graphs, "gpu": Harness.gpu}
     ap.add_argument("--only", default="", help="comma-separated: " + ",".join(groups))
     a = ap.parse_args()
     h = Harness(os.path.abspath(a.bin), os.path.abspath(a.work), os.path.abspath(a.out), a.quick)

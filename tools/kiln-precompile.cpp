@@ -165,8 +165,7 @@ int main(int argc, char** argv) {
   bool tty = !quiet && ::isatty(STDERR_FILENO);
   // A plan that takes over a second says how far it has got: on a terminal
   // one line rewritten in place; otherwise (a log) a line every 5 s at most,
-  // and the last.
-  // Per-job progress is for terminals only.
+  // and the last. Per-job progress is for terminals only.
   if (!quiet)
     req.progress = [tty, last = std::chrono::steady_clock::time_point()](
                        const kiln::Progress& p) mutable {

@@ -34,6 +34,9 @@ class Harness:
         self.rows = []        # the table: one dict per figure
         self.raw = {}         # every measurement, for results.json
         self.started = time.monotonic()
+        self.chains = []      # deferred graph sizes (--chains, --cycles); default: workloads'
+        self.cycles = []
+        self.link_cycles = 300  # cycles linked with an image per root up to this size
 
     # --- running things -----------------------------------------------------
     def tool(self, name):
@@ -845,8 +848,10 @@ class Harness:
     # 12: planning deferred graphs (chains with one root, cycles with every
     # function a root): linear in the graph, with progress on long plans.
     def graphs(self, files):
-        chains = [n for n in workloads.DEFERRED_CHAIN_DEPTHS if not (self.quick and n > 10000)]
-        cycles = [n for n in workloads.DEFERRED_CYCLE_SIZES if not (self.quick and n > 300)]
+        chains = self.chains or [n for n in workloads.DEFERRED_CHAIN_DEPTHS
+                                 if not (self.quick and n > 10000)]
+        cycles = self.cycles or [n for n in workloads.DEFERRED_CYCLE_SIZES
+                                 if not (self.quick and n > 300)]
         self.log(f"deferred graphs: writing chains {chains}, cycles {cycles}")
         g = workloads.write_graphs(os.path.join(self.work, "graphs"), chains, cycles)
         res = {}
@@ -920,54 +925,80 @@ class Harness:
                 self.row(12, f"deferred chain {n:,} deep: planned by kiln-precompile",
                          c["ms"] / 1e3, "s", "(report)", None, note)
 
-        # Cycles, every function a root: the whole precompile (plan, compile,
-        # store, an image per root), against a flat unit of as many plain
-        # functions, each a root.
+        # Cycles, every function a root: the precompile without images (plan,
+        # compile, store, a closure per root), then with an image per root,
+        # against a flat unit of as many plain functions, each a root. Every
+        # root's closure and image hold the whole cycle, so the cache and the
+        # linking grow as N^2: images are linked only up to --link-cycles.
+        def precompile(kind, n, link):
+            name = f"{kind}_{n}.ll"
+            self.log(f"{kind} of {n}, every function a root: precompile"
+                     + ("" if link else " --no-link"))
+            db = self.cache(f"{kind}_{n}")
+            self.drop(db)
+            argv = [self.tool("kiln-precompile"), "--cache", db, "-q", "--json"]
+            if not link:
+                argv.append("--no-link")
+            m = self.measure(argv + [g[name][0]], 1800)
+            r = {"rc": m["rc"], "ms": m["ms"], "maxrss_kb": m["maxrss_kb"],
+                 "files": self.files_of(db)}
+            r["bytes"] = sum(r["files"].values())
+            if m["rc"] == 0:
+                rep_ = json.loads(m["stdout"])
+                r["jobs"] = len(rep_["jobs"])
+                r["images"] = sum(bool(rt.get("image")) for rt in rep_["roots"])
+                r["space"] = self.space_of(db)
+            else:
+                r["error"] = "did not finish in 1800 s" if m["rc"] is None else \
+                    m["stderr"].strip()[:300]
+            self.drop(db)
+            return r
+
         for n in cycles:
-            row = {}
-            for kind in ("cycle", "flat"):
-                name = f"{kind}_{n}.ll"
-                self.log(f"{kind} of {n}, every function a root: precompile")
-                db = self.cache(f"{kind}_{n}")
-                self.drop(db)
-                path, _ = g[name]
-                m = self.measure([self.tool("kiln-precompile"), "--cache", db, "-q", "--json",
-                                  path], 1800)
-                r = {"rc": m["rc"], "ms": m["ms"], "maxrss_kb": m["maxrss_kb"],
-                     "files": self.files_of(db)}
-                r["bytes"] = sum(r["files"].values())
-                if m["rc"] == 0:
-                    rep_ = json.loads(m["stdout"])
-                    r["jobs"] = len(rep_["jobs"])
-                    r["images"] = sum(bool(rt.get("image")) for rt in rep_["roots"])
-                    r["space"] = self.space_of(db)
-                elif m["rc"] is not None:
-                    r["error"] = m["stderr"].strip()[:300]
-                if kind == "cycle":
-                    r["plan"] = plan_alone(name)
-                row[kind] = r
-                self.drop(db)
+            row = {"plan": plan_alone(f"cycle_{n}.ll")}
+            row["cycle_nolink"] = precompile("cycle", n, False)
+            row["flat_nolink"] = precompile("flat", n, False)
+            if n <= self.link_cycles:
+                row["cycle"] = precompile("cycle", n, True)
+                row["flat"] = precompile("flat", n, True)
             res[f"cycle_{n}"] = row
-            cy, fl = row["cycle"], row["flat"]
-            if cy["rc"] != 0:
-                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile", None,
-                         "s", "< 60 s" if n == 1000 else "(report)", False if n == 1000 else None,
-                         "did not finish in 1800 s" if cy["rc"] is None else cy.get("error", ""))
-                continue
-            self.row(12, f"deferred cycle of {n:,}, every function a root: precompile",
-                     cy["ms"] / 1e3, "s", "< 60 s" if n == 1000 else "(report)",
-                     cy["ms"] <= 60e3 if n == 1000 else None,
-                     f"{cy['jobs']:,} jobs, {cy['images']:,} images; peak "
-                     f"{cy['maxrss_kb'] / 1024:.0f} MB; {plan_note(cy['plan'])}; flat unit of "
-                     f"{n:,} functions {fl['ms'] / 1e3:.1f} s")
-            if fl["rc"] == 0:
+            target = "< 60 s" if n == 1000 else "(report)"
+            cy, fl = row["cycle_nolink"], row["flat_nolink"]
+            if cy["rc"] == 0:
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile "
+                         f"--no-link", cy["ms"] / 1e3, "s", "(report)", None,
+                         f"{cy['jobs']:,} jobs, {n:,} closures of {n:,} members; peak "
+                         f"{cy['maxrss_kb'] / 1024:.0f} MB; {plan_note(row['plan'])}; flat "
+                         f"unit of {n:,} functions {fl['ms'] / 1e3:.1f} s")
+            else:
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile "
+                         f"--no-link", None, "s", "(report)", False, cy["error"])
+            if "cycle" in row and row["cycle"]["rc"] == 0:
+                cy, fl = row["cycle"], row["flat"]
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile",
+                         cy["ms"] / 1e3, "s", target, cy["ms"] <= 60e3 if n == 1000 else None,
+                         f"{cy['jobs']:,} jobs, {cy['images']:,} images of {n:,} objects each; "
+                         f"peak {cy['maxrss_kb'] / 1024:.0f} MB; without images "
+                         f"{row['cycle_nolink']['ms'] / 1e3:.1f} s; flat unit of {n:,} "
+                         f"functions {fl['ms'] / 1e3:.1f} s")
+            else:
+                why = row["cycle"]["error"] if "cycle" in row else \
+                    f"not run: images linked for cycles up to {self.link_cycles} (--link-cycles)"
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile",
+                         None, "s", target, False if n == 1000 else None, why)
+            # The cache: with images where they were linked, else without.
+            linked = "cycle" in row and row["cycle"]["rc"] == 0
+            cy, fl = (row["cycle"], row["flat"]) if linked else \
+                (row["cycle_nolink"], row["flat_nolink"])
+            if cy["rc"] == 0 and fl["rc"] == 0:
                 ratio = cy["bytes"] / fl["bytes"]
                 self.row(12, f"deferred cycle of {n:,}: cache bytes vs {n:,} plain functions "
-                         f"(each a root)", ratio, "x", "< 4x" if n == 1000 else "(report)",
+                         f"(each a root)" + ("" if linked else ", no images"),
+                         ratio, "x", "< 4x" if n == 1000 else "(report)",
                          ratio < 4 if n == 1000 else None,
-                         f"{cy['bytes'] / 1e6:.1f} MB vs {fl['bytes'] / 1e6:.2f} MB: every root's "
-                         f"image holds the whole cycle (images are not shared between roots)"
-                         + self.space_note(cy.get("space")))
+                         f"{cy['bytes'] / 1e6:.1f} MB vs {fl['bytes'] / 1e6:.2f} MB: every "
+                         f"root's closure (and image) lists the whole cycle; nothing is shared "
+                         f"between roots" + self.space_note(cy.get("space")))
 
     # 8: GPU.
     def gpu(self, files):
@@ -1129,8 +1160,18 @@ def main():
               "library": Harness.kernel_library, "extract": Harness.extraction,
               "graphs": Harness.graphs, "gpu": Harness.gpu}
     ap.add_argument("--only", default="", help="comma-separated: " + ",".join(groups))
+    ap.add_argument("--chains", default="", help="graphs: chain depths (default: "
+                    + ",".join(map(str, workloads.DEFERRED_CHAIN_DEPTHS)) + ")")
+    ap.add_argument("--cycles", default="", help="graphs: cycle sizes (default: "
+                    + ",".join(map(str, workloads.DEFERRED_CYCLE_SIZES)) + ")")
+    ap.add_argument("--link-cycles", type=int, default=300,
+                    help="graphs: link an image per root for cycles up to this size (default "
+                    "300: a cycle of N links N images of N objects each)")
     a = ap.parse_args()
     h = Harness(os.path.abspath(a.bin), os.path.abspath(a.work), os.path.abspath(a.out), a.quick)
+    h.chains = [int(n) for n in a.chains.split(",") if n]
+    h.cycles = [int(n) for n in a.cycles.split(",") if n]
+    h.link_cycles = a.link_cycles
     os.makedirs(h.work, exist_ok=True)
     os.makedirs(h.out, exist_ok=True)
     files = workloads.write_all(os.path.join(h.work, "ir"))

@@ -16,6 +16,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,6 +34,9 @@ class Harness:
         self.rows = []        # the table: one dict per figure
         self.raw = {}         # every measurement, for results.json
         self.started = time.monotonic()
+        self.chains = []      # deferred graph sizes (--chains, --cycles); default: workloads'
+        self.cycles = []
+        self.link_cycles = 300  # cycles linked with an image per root up to this size
 
     # --- running things -----------------------------------------------------
     def tool(self, name):
@@ -100,6 +104,33 @@ class Harness:
         if check and p.returncode != 0:
             sys.exit(f"harness: {' '.join(argv)} failed ({p.returncode}):\n{p.stderr}")
         return p, ms
+
+    def measure(self, argv, timeout_s):
+        """A child process's wall time and peak resident memory (its own
+        rusage, from wait4), and what it printed; rc None if it ran past
+        timeout_s and was killed."""
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            p = subprocess.Popen(argv, stdout=out, stderr=err)
+            deadline = t0 + timeout_s
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    rc = os.waitstatus_to_exitcode(status)
+                    break
+                if time.perf_counter() > deadline:
+                    p.kill()
+                    _, _, ru = os.wait4(p.pid, 0)
+                    rc = None
+                    break
+                time.sleep(0.05)
+            p.returncode = -1 if rc is None else rc  # reaped here, not by Popen
+            ms = (time.perf_counter() - t0) * 1e3
+            out.seek(0)
+            err.seek(0)
+            return {"rc": rc, "ms": ms, "maxrss_kb": ru.ru_maxrss,
+                    "stdout": out.read().decode(errors="replace"),
+                    "stderr": err.read().decode(errors="replace")}
 
     def bench_json(self, *args):
         p, _ = self.run([self.tool("kiln-bench"), *args])
@@ -810,7 +841,164 @@ class Harness:
                  f"({r['entries']} entries of {r['units']} units, with and without -g)",
                  r["mismatches"], "", "0 differ", r["mismatches"] == 0,
                  f"extraction {r['fast_ms']:.0f} ms vs {r['whole_unit_ms']:.0f} ms by "
-                 f"whole-unit clone" + ("" if p.returncode == 0 else "; " + p.stderr.strip()[:300]))
+                 f"whole-unit clone; {r.get('fallbacks', 0)} entries fell back to the whole-unit "
+                 f"clone (units with ifuncs)"
+                 + ("" if p.returncode == 0 else "; " + p.stderr.strip()[:300]))
+
+    # 12: planning deferred graphs (chains with one root, cycles with every
+    # function a root): linear in the graph, with progress on long plans.
+    def graphs(self, files):
+        chains = self.chains or [n for n in workloads.DEFERRED_CHAIN_DEPTHS
+                                 if not (self.quick and n > 10000)]
+        cycles = self.cycles or [n for n in workloads.DEFERRED_CYCLE_SIZES
+                                 if not (self.quick and n > 300)]
+        self.log(f"deferred graphs: writing chains {chains}, cycles {cycles}")
+        g = workloads.write_graphs(os.path.join(self.work, "graphs"), chains, cycles)
+        res = {}
+        self.raw["graphs"] = res
+
+        def plan_alone(name):
+            """kiln-bench plan: ingest + discovery + every root's closure key, in
+            process; the child's wall time and peak memory from outside."""
+            path, entries = g[name]
+            argv = [self.tool("kiln-bench"), "plan", "--ir", path]
+            if len(entries) == 1:
+                argv += ["--entry", entries[0]]
+            m = self.measure(argv, 900)
+            if m["rc"] != 0:
+                return {"failed": "timed out (900 s)" if m["rc"] is None else
+                        m["stderr"].strip()[:300]}
+            r = json.loads(m["stdout"])
+            r.update(wall_ms=m["ms"], child_maxrss_kb=m["maxrss_kb"])
+            return r
+
+        # Chains: planning alone, and the CLI up to the point where it would
+        # compile (--must-hit on an empty cache refuses there), progress on.
+        for n in chains:
+            name = f"chain_{n}.ll"
+            self.log(f"deferred chain {n} deep: plan")
+            r = {"plan": plan_alone(name)}
+            db = self.cache(f"chain_{n}")
+            self.drop(db)
+            path, entries = g[name]
+            m = self.measure([self.tool("kiln-precompile"), "--cache", db, "--must-hit",
+                              "--entry", entries[0], path], 600)
+            self.drop(db)
+            lines = [ln for ln in m["stderr"].splitlines() if ln.startswith("kiln: planning:")]
+            r["cli"] = {"rc": m["rc"], "ms": m["ms"], "maxrss_kb": m["maxrss_kb"],
+                        "progress_lines": len(lines), "last_progress": lines[-1] if lines else "",
+                        "refused": "must-hit" in m["stderr"]}
+            res[f"chain_{n}"] = r
+
+        def plan_note(p):
+            if "failed" in p:
+                return "plan failed: " + p["failed"]
+            return (f"{p['jobs']:,} jobs: plan {p['plan_ms'] / 1e3:.2f} s in process (closure keys "
+                    f"{p['describe_ms'] / 1e3:.2f} s), peak {p['child_maxrss_kb'] / 1024:.0f} MB")
+
+        base = res.get("chain_1000", {}).get("plan", {})
+        for n in chains:
+            p = res[f"chain_{n}"]["plan"]
+            if n == 1000 or "failed" in p or "failed" in base:
+                continue
+            ratio = p["plan_ms"] / base["plan_ms"]
+            target = "<= 7x" if n == 5000 else f"(report; linear is {n // 1000}x)"
+            self.row(12, f"deferred chain: plan {n:,} deep vs 1,000 deep (one root)", ratio, "x",
+                     target, ratio <= 7 if n == 5000 else None,
+                     f"{plan_note(p)}; 1,000 deep: {base['plan_ms']:.0f} ms")
+        for n in chains:
+            c = res[f"chain_{n}"]["cli"]
+            note = (f"kiln-precompile --must-hit on an empty cache (ingest, plan, lease and look "
+                    f"up every job, refuse to compile): peak {c['maxrss_kb'] / 1024:.0f} MB; "
+                    f"{c['progress_lines']} progress lines on stderr"
+                    + (f", the last '{c['last_progress']}'" if c["last_progress"] else ""))
+            if c["rc"] is None:
+                note = "did not finish in 600 s; " + note
+            elif not c["refused"]:
+                note = f"exit {c['rc']} without the must-hit refusal; " + note
+            if n == 100000:
+                ok = c["rc"] is not None and c["refused"] and c["ms"] <= 300e3 and \
+                    c["progress_lines"] > 0
+                self.row(12, f"deferred chain {n:,} deep: planned by kiln-precompile, progress "
+                         f"shown", c["ms"] / 1e3, "s", "<= 300 s, progress shown", ok, note)
+            else:
+                self.row(12, f"deferred chain {n:,} deep: planned by kiln-precompile",
+                         c["ms"] / 1e3, "s", "(report)", None, note)
+
+        # Cycles, every function a root: the precompile without images (plan,
+        # compile, store, a closure per root), then with an image per root,
+        # against a flat unit of as many plain functions, each a root. Every
+        # root's closure and image hold the whole cycle, so the cache and the
+        # linking grow as N^2: images are linked only up to --link-cycles.
+        def precompile(kind, n, link):
+            name = f"{kind}_{n}.ll"
+            self.log(f"{kind} of {n}, every function a root: precompile"
+                     + ("" if link else " --no-link"))
+            db = self.cache(f"{kind}_{n}")
+            self.drop(db)
+            argv = [self.tool("kiln-precompile"), "--cache", db, "-q", "--json"]
+            if not link:
+                argv.append("--no-link")
+            m = self.measure(argv + [g[name][0]], 1800)
+            r = {"rc": m["rc"], "ms": m["ms"], "maxrss_kb": m["maxrss_kb"],
+                 "files": self.files_of(db)}
+            r["bytes"] = sum(r["files"].values())
+            if m["rc"] == 0:
+                rep_ = json.loads(m["stdout"])
+                r["jobs"] = len(rep_["jobs"])
+                r["images"] = sum(bool(rt.get("image")) for rt in rep_["roots"])
+                r["space"] = self.space_of(db)
+            else:
+                r["error"] = "did not finish in 1800 s" if m["rc"] is None else \
+                    m["stderr"].strip()[:300]
+            self.drop(db)
+            return r
+
+        for n in cycles:
+            row = {"plan": plan_alone(f"cycle_{n}.ll")}
+            row["cycle_nolink"] = precompile("cycle", n, False)
+            row["flat_nolink"] = precompile("flat", n, False)
+            if n <= self.link_cycles:
+                row["cycle"] = precompile("cycle", n, True)
+                row["flat"] = precompile("flat", n, True)
+            res[f"cycle_{n}"] = row
+            target = "< 60 s" if n == 1000 else "(report)"
+            cy, fl = row["cycle_nolink"], row["flat_nolink"]
+            if cy["rc"] == 0:
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile "
+                         f"--no-link", cy["ms"] / 1e3, "s", "(report)", None,
+                         f"{cy['jobs']:,} jobs, {n:,} closures of {n:,} members; peak "
+                         f"{cy['maxrss_kb'] / 1024:.0f} MB; {plan_note(row['plan'])}; flat "
+                         f"unit of {n:,} functions {fl['ms'] / 1e3:.1f} s")
+            else:
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile "
+                         f"--no-link", None, "s", "(report)", False, cy["error"])
+            if "cycle" in row and row["cycle"]["rc"] == 0:
+                cy, fl = row["cycle"], row["flat"]
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile",
+                         cy["ms"] / 1e3, "s", target, cy["ms"] <= 60e3 if n == 1000 else None,
+                         f"{cy['jobs']:,} jobs, {cy['images']:,} images of {n:,} objects each; "
+                         f"peak {cy['maxrss_kb'] / 1024:.0f} MB; without images "
+                         f"{row['cycle_nolink']['ms'] / 1e3:.1f} s; flat unit of {n:,} "
+                         f"functions {fl['ms'] / 1e3:.1f} s")
+            else:
+                why = row["cycle"]["error"] if "cycle" in row else \
+                    f"not run: images linked for cycles up to {self.link_cycles} (--link-cycles)"
+                self.row(12, f"deferred cycle of {n:,}, every function a root: precompile",
+                         None, "s", target, False if n == 1000 else None, why)
+            # The cache: with images where they were linked, else without.
+            linked = "cycle" in row and row["cycle"]["rc"] == 0
+            cy, fl = (row["cycle"], row["flat"]) if linked else \
+                (row["cycle_nolink"], row["flat_nolink"])
+            if cy["rc"] == 0 and fl["rc"] == 0:
+                ratio = cy["bytes"] / fl["bytes"]
+                self.row(12, f"deferred cycle of {n:,}: cache bytes vs {n:,} plain functions "
+                         f"(each a root)" + ("" if linked else ", no images"),
+                         ratio, "x", "< 4x" if n == 1000 else "(report)",
+                         ratio < 4 if n == 1000 else None,
+                         f"{cy['bytes'] / 1e6:.1f} MB vs {fl['bytes'] / 1e6:.2f} MB: every "
+                         f"root's closure (and image) lists the whole cycle; nothing is shared "
+                         f"between roots" + self.space_note(cy.get("space")))
 
     # 8: GPU.
     def gpu(self, files):
@@ -970,10 +1158,20 @@ def main():
               "cli": Harness.cached_cli, "unitsize": Harness.unit_sizes,
               "storage": Harness.storage, "first": Harness.first_kernel,
               "library": Harness.kernel_library, "extract": Harness.extraction,
-              "gpu": Harness.gpu}
+              "graphs": Harness.graphs, "gpu": Harness.gpu}
     ap.add_argument("--only", default="", help="comma-separated: " + ",".join(groups))
+    ap.add_argument("--chains", default="", help="graphs: chain depths (default: "
+                    + ",".join(map(str, workloads.DEFERRED_CHAIN_DEPTHS)) + ")")
+    ap.add_argument("--cycles", default="", help="graphs: cycle sizes (default: "
+                    + ",".join(map(str, workloads.DEFERRED_CYCLE_SIZES)) + ")")
+    ap.add_argument("--link-cycles", type=int, default=300,
+                    help="graphs: link an image per root for cycles up to this size (default "
+                    "300: a cycle of N links N images of N objects each)")
     a = ap.parse_args()
     h = Harness(os.path.abspath(a.bin), os.path.abspath(a.work), os.path.abspath(a.out), a.quick)
+    h.chains = [int(n) for n in a.chains.split(",") if n]
+    h.cycles = [int(n) for n in a.cycles.split(",") if n]
+    h.link_cycles = a.link_cycles
     os.makedirs(h.work, exist_ok=True)
     os.makedirs(h.out, exist_ok=True)
     files = workloads.write_all(os.path.join(h.work, "ir"))

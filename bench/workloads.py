@@ -211,6 +211,77 @@ def gpu_kernel_unit(target, n):
         "\n" + "\n".join(decls) + "\n"
 
 
+# Deferred graphs for the planner: a chain of N functions, each deferring
+# to the next (one root, the head), and a cycle of N functions, each
+# deferring to the next and the last to the first (every function a root).
+# Planning must be linear in N; a flat unit of the same N functions with no
+# deferred references is the comparison for the cache's bytes.
+DEFERRED_CHAIN_DEPTHS = [1000, 5000, 10000, 100000]
+DEFERRED_CYCLE_SIZES = [100, 300, 1000]
+
+
+def _graph_fn(name, i, child):
+    """Function i of a deferred graph: a few instructions of its own, then,
+    if `child`, a call to it through kiln_deferred."""
+    lines = [f"define i64 @{name}(i64 %x) {{",
+             f"  %a = mul i64 %x, {i + 3}",
+             f"  %b = xor i64 %a, {i * 7 + 1}"]
+    if child:
+        lines += [f"  %p = call ptr @kiln_deferred(ptr @{child})",
+                  "  %r = call i64 %p(i64 %b)",
+                  "  %s = add i64 %b, %r",
+                  "  ret i64 %s", "}"]
+    else:
+        lines += ["  ret i64 %b", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def deferred_chain(n):
+    """chain{n}_0 defers to chain{n}_1 ... to chain{n}_{n-1}."""
+    out = [f"; a deferred chain {n} deep: function i defers to i+1\n",
+           "declare ptr @kiln_deferred(ptr)\n"]
+    for i in range(n):
+        out.append(_graph_fn(f"chain{n}_{i}", i, f"chain{n}_{i + 1}" if i + 1 < n else None))
+    return "\n".join(out)
+
+
+def deferred_cycle(n):
+    """cycle{n}_i defers to cycle{n}_{(i+1) mod n}: every job's closure is
+    the whole cycle."""
+    out = [f"; a deferred cycle of {n}: function i defers to (i+1) mod {n}\n",
+           "declare ptr @kiln_deferred(ptr)\n"]
+    for i in range(n):
+        out.append(_graph_fn(f"cycle{n}_{i}", i, f"cycle{n}_{(i + 1) % n}"))
+    return "\n".join(out)
+
+
+def flat_unit(n):
+    """The same shape of functions as the graphs, with no deferred reference."""
+    return f"; {n} plain functions\n\n" + "\n".join(
+        _graph_fn(f"flat{n}_{i}", i, None) for i in range(n))
+
+
+def write_graphs(work, chains=DEFERRED_CHAIN_DEPTHS, cycles=DEFERRED_CYCLE_SIZES):
+    """The deferred-graph workloads (written on demand: the 100,000-deep chain
+    is 20 MB of IR); returns {name: (path, entries)}."""
+    os.makedirs(work, exist_ok=True)
+    files = {}
+
+    def put(name, text, entries):
+        path = os.path.join(work, name)
+        with open(path, "w") as f:
+            f.write(text)
+        files[name] = (path, entries)
+
+    for n in chains:
+        put(f"chain_{n}.ll", deferred_chain(n), [f"chain{n}_0"])
+    for n in cycles:
+        put(f"cycle_{n}.ll", deferred_cycle(n), [f"cycle{n}_{i}" for i in range(n)])
+    for n in sorted(set(cycles) | set(chains)):
+        put(f"flat_{n}.ll", flat_unit(n), [f"flat{n}_{i}" for i in range(n)])
+    return files
+
+
 def write_all(work):
     """Writes every workload under `work`; returns {name: (path, entries)}."""
     os.makedirs(work, exist_ok=True)

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <malloc.h>
@@ -167,10 +168,25 @@ int precompile_main(int argc, char** argv) {
   req.link_images = !no_link;
   req.library = library;
   bool tty = !quiet && ::isatty(STDERR_FILENO);
-  if (tty)
-    req.progress = [](const kiln::Progress& p) {
-      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s (%s)", p.done, p.total,
-                   shown(p.status).c_str(), shown(p.entry).c_str(), shown(p.target).c_str());
+  // A plan that takes over a second says how far it has got: on a terminal
+  // one line rewritten in place; otherwise (a log) a line every 5 s at most,
+  // and the last. Per-job progress is for terminals only.
+  if (!quiet)
+    req.progress = [tty, last = std::chrono::steady_clock::time_point()](
+                       const kiln::Progress& p) mutable {
+      if (p.status == "planning") {
+        auto now = std::chrono::steady_clock::now();
+        if (!tty && p.done < p.total && last != std::chrono::steady_clock::time_point() &&
+            now - last < std::chrono::seconds(5))
+          return;
+        last = now;
+        std::fprintf(stderr, "%skiln: planning: %zu jobs found, %zu extracted (%s)%s",
+                     tty ? "\r\033[K" : "", p.total, p.done, shown(p.target).c_str(),
+                     tty ? "" : "\n");
+      } else if (tty) {
+        std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s (%s)", p.done, p.total,
+                     shown(p.status).c_str(), shown(p.entry).c_str(), shown(p.target).c_str());
+      }
       std::fflush(stderr);
     };
 

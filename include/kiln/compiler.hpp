@@ -32,12 +32,16 @@ struct SourceInput {
   }
 };
 
+/// A run's progress. While a plan that has taken over a second discovers
+/// its job graph, status is "planning", done the jobs extracted and total
+/// the jobs found so far (at most four reports a second, and one when
+/// discovery ends); then one report per job, done of total.
 struct Progress {
   size_t done = 0;
   size_t total = 0;
   std::string entry;
   std::string target;
-  std::string status; ///< "compiled", "cached" or "failed"
+  std::string status; ///< "compiled", "cached", "failed" or "planning"
 };
 
 /// Whether $KILN_MUST_HIT asks for must-hit mode (set, and not "0"): the
@@ -66,7 +70,8 @@ struct CompileRequest {
   /// shard_count (0-based); the others are left to other machines.
   unsigned shard_index = 0;
   unsigned shard_count = 1;
-  /// Called (serialised) after each job; may be empty.
+  /// Called (serialised) after each job, and while a slow plan discovers
+  /// its jobs (Progress); may be empty.
   std::function<void(const Progress&)> progress;
   /// Must-hit mode, for production: a request that would compile any job
   /// fails before compiling with `not_found`, naming the first missing job

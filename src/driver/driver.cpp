@@ -40,6 +40,7 @@
 #include <system_error>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <optional>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ struct PlannedJob {
   std::vector<ir::DeferredRef> refs; ///< symbol → child entry
   std::vector<std::pair<std::string, std::string>> renames; ///< placeholder → deferred symbol
   std::vector<Hash128> ref_keys;     ///< parallel to refs, filled after discovery
+  std::vector<size_t> ref_jobs;      ///< parallel to refs: their indices in the plan's jobs
   core::TargetDesc target;
 };
 
@@ -73,6 +75,9 @@ struct Plan::Impl {
   std::unordered_map<std::string, size_t> by_key; ///< key hex → index
   std::vector<PlannedRoot> roots;
   std::vector<std::string> warnings; ///< from check_unit_for_target, per target
+  /// When planning began: a plan that takes longer than a second reports
+  /// how far discovery has got (status "planning").
+  std::chrono::steady_clock::time_point planning_started = std::chrono::steady_clock::now();
 
   Status discover(const llvm::Module& unit, const core::TargetDesc& target,
                   const std::vector<std::string>& roots);
@@ -100,13 +105,36 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
     return f && ir::is_kernel(*f);
   };
   std::unordered_map<std::string, Hash128> key_of_entry;
+  // Each entry is queued once, when first found (the order is that of a
+  // queue that skips what it has seen); `found` counts them for progress.
+  std::unordered_set<std::string> found(root_entries.begin(), root_entries.end());
   std::deque<std::string> work(root_entries.begin(), root_entries.end());
   std::vector<size_t> discovered;
+  // Progress on large graphs: nothing in the first second of the plan,
+  // then at most four reports a second, and the final count once shown.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_report;
+  bool reported = false;
+  const bool slow = fault::hit("slow-plan");
+  size_t extracted = 0;
+  auto report = [&](const std::string& entry, bool final) {
+    if (!request.progress)
+      return;
+    Clock::time_point now = Clock::now();
+    if (final ? !reported
+              : (!slow && now - planning_started < std::chrono::seconds(1)) ||
+                    (reported && now - last_report < std::chrono::milliseconds(250)))
+      return;
+    reported = true;
+    last_report = now;
+    request.progress({extracted, found.size(), entry, target.spec, "planning"});
+  };
   while (!work.empty()) {
     std::string entry = std::move(work.front());
     work.pop_front();
     if (key_of_entry.count(entry))
-      continue;
+      continue; // a root named twice
+    report(entry, false);
     auto ex = ir::extract_job(unit, entry, cfg);
     if (!ex)
       return ex.error().context("target " + target.spec).with_target(target.spec);
@@ -137,8 +165,10 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
     job.refs = std::move(ex->refs);
     job.target = *own;
     key_of_entry[entry] = job.key;
+    ++extracted;
     for (const ir::DeferredRef& r : job.refs)
-      work.push_back(r.entry);
+      if (found.insert(r.entry).second)
+        work.push_back(r.entry);
     std::string hex = job.key.hex();
     if (by_key.count(hex))
       continue; // the same job reached from another target spec alias
@@ -146,26 +176,31 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
     discovered.push_back(jobs.size());
     jobs.push_back(std::move(job));
   }
+  report("", true);
   for (size_t i : discovered)
-    for (const ir::DeferredRef& r : jobs[i].refs)
+    for (const ir::DeferredRef& r : jobs[i].refs) {
       jobs[i].ref_keys.push_back(key_of_entry.at(r.entry));
+      jobs[i].ref_jobs.push_back(by_key.at(jobs[i].ref_keys.back().hex()));
+    }
   for (const std::string& r : root_entries)
     roots.push_back({r, target, key_of_entry.at(r)});
   return Status::ok();
 }
 
+// Walks job indices, not key text: a graph whose every job is a root (a
+// cycle) is walked once per root.
 core::ClosureMap Plan::Impl::closure_of(const Hash128& root) const {
   std::map<std::string, Hash128> members;
-  std::deque<Hash128> work{root};
-  std::set<std::string> seen;
+  std::deque<size_t> work{by_key.at(root.hex())};
+  std::unordered_set<size_t> seen;
   while (!work.empty()) {
-    Hash128 k = work.front();
+    size_t i = work.front();
     work.pop_front();
-    if (!seen.insert(k.hex()).second)
+    if (!seen.insert(i).second)
       continue;
-    const PlannedJob& j = jobs[by_key.at(k.hex())];
+    const PlannedJob& j = jobs[i];
     members[j.symbol] = j.key;
-    for (const Hash128& c : j.ref_keys)
+    for (size_t c : j.ref_jobs)
       work.push_back(c);
   }
   return {members.begin(), members.end()};

@@ -110,7 +110,11 @@ private:
                           "job '" + entry_ + "': kiln_deferred " + describe_site(inst) +
                               " takes " + describe_value(arg) +
                               ", which is not a function defined in the unit");
-      return Status::ok();
+      // The marker itself is reached: the job module declares it until its
+      // calls are lowered (CloneModule declares every global; the reached
+      // clone must too, or the call would keep naming the unit's marker and
+      // the job would fall back to cloning the whole unit).
+      return visit(cb->getCalledFunction());
     }
     for (const llvm::Use& op : inst.operands()) {
       const llvm::Value* v = op.get();
@@ -577,6 +581,7 @@ Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entr
   os.flush();
   out.refs.assign(refs.begin(), refs.end());
   out.ptx_isa = ptx_isa;
+  out.by_unit_clone = whole_unit;
   std::set<std::string> deferred;
   for (const DeferredRef& r : refs)
     deferred.insert(r.symbol);

@@ -41,6 +41,10 @@ struct ExtractedJob {
   /// "target-features" (+ptxNN, as clang writes it), times ten: 88 for
   /// PTX 8.8; 0 if none does.
   int ptx_isa = 0;
+  /// Built by cloning the whole unit (O(unit)): extract_job falls back to it
+  /// for what its own cloning does not model. The bytes are the same either
+  /// way; tests and the benchmarks read this to see which path ran.
+  bool by_unit_clone = false;
 };
 
 /// True if `f` is a kernel: the ptx_kernel or amdgpu_kernel convention (of

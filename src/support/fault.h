@@ -13,6 +13,8 @@
 //   dlopen:cuda, dlopen:hip, dlopen:nvjitlink   loading a vendor library fails
 //   link:host, link:amdgpu, link:nvjitlink      a link step fails
 //   thread-start      a compile worker thread fails to start
+//   slow-plan         a plan counts as slow from its start: it reports its
+//                     discovery's progress at once, not after a second
 // e.g. KILN_FAULT=sqlite-write:3  KILN_FAULT=disk-full:2+,dlopen:kiln-link
 #pragma once
 

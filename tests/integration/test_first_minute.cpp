@@ -254,4 +254,32 @@ TEST_CASE("IR built for sm_90 precompiled for sm_80: a warning on stderr and in 
   CHECK(has(text.err, "was built for sm_90"));
 }
 
+// A plan that takes over a second (thousands of deferred jobs) says how far
+// it has got, also in a log; the slow-plan fault point makes this small one
+// count as slow. -q says nothing, and a quick plan says nothing either.
+TEST_CASE("a slow plan shows its progress on stderr, -q does not") {
+  const std::string line = "kiln: planning: 8 jobs found, 8 extracted (host)";
+  Cache slow;
+  RunResult r = run({"/usr/bin/env", "KILN_FAULT=slow-plan", precompile_bin().string(), "--cache",
+                     slow.db().string(), "--entry", "chain0", data("chain8.ll")});
+  INFO(describe(r));
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.err, line + "\n"));
+  CHECK(r.err.find("kiln: planning: 1 jobs found, 0 extracted (host)\n") == 0);
+  CHECK(r.err.find('\r') == std::string::npos); // not a terminal: whole lines
+
+  Cache quiet;
+  RunResult q = run({"/usr/bin/env", "KILN_FAULT=slow-plan", precompile_bin().string(), "--cache",
+                     quiet.db().string(), "-q", "--entry", "chain0", data("chain8.ll")});
+  INFO(describe(q));
+  CHECK(q.exit_code == 0);
+  CHECK_FALSE(has(q.err, "kiln: planning"));
+
+  Cache quick;
+  RunResult k = precompile(quick, {"--entry", "chain0", data("chain8.ll")});
+  INFO(describe(k));
+  CHECK(k.exit_code == 0);
+  CHECK_FALSE(has(k.err, "kiln: planning"));
+}
+
 TEST_SUITE_END();

@@ -5,6 +5,8 @@
 #include "fixtures/cache.hpp"
 #include "fixtures/ir.hpp"
 
+#include "support/fault.h"
+
 #include <kiln/compiler.hpp>
 
 #include <llvm/IR/Function.h>
@@ -179,6 +181,53 @@ TEST_CASE("Plan::run compiles into a cache; a second run finds every job cached"
   auto closure = st->get_closure(*named);
   REQUIRE(closure);
   CHECK(closure->members.size() == 3);
+}
+
+// A plan that takes over a second says how far discovery has got (the
+// slow-plan fault point makes this one count as slow from its start): the
+// first report before any job is extracted, the last once all are, and
+// never more jobs extracted than found.
+TEST_CASE("a slow plan reports its discovery's progress") {
+  std::string ir = "declare ptr @kiln_deferred(ptr)\n";
+  const int n = 40;
+  for (int i = 0; i < n; ++i) {
+    std::string body = "  %a = add i64 %x, " + std::to_string(i) + "\n";
+    if (i + 1 < n)
+      body += "  %p = call ptr @kiln_deferred(ptr @c" + std::to_string(i + 1) + ")\n";
+    ir += "define i64 @c" + std::to_string(i) + "(i64 %x) {\n" + body + "  ret i64 %a\n}\n";
+  }
+  std::vector<Progress> seen;
+  CompileRequest req = request_for("chain.ll", ir, {"c0"});
+  req.progress = [&](const Progress& p) { seen.push_back(p); };
+
+  // Not slow: no report while planning.
+  Plan quick = must_plan(req);
+  CHECK(quick.job_count() == size_t(n));
+  CHECK(seen.empty());
+
+  fault::set_plan("slow-plan");
+  auto slow = Plan::create(req);
+  fault::set_plan("");
+  REQUIRE(slow);
+  CHECK(slow->job_count() == size_t(n));
+  REQUIRE(seen.size() >= 2);
+  CHECK(seen.front().done == 0);
+  CHECK(seen.front().total == 1);
+  CHECK(seen.front().entry == "c0");
+  CHECK(seen.back().done == size_t(n));
+  CHECK(seen.back().total == size_t(n));
+  for (size_t i = 0; i < seen.size(); ++i) {
+    INFO("report " << i);
+    CHECK(seen[i].status == "planning");
+    CHECK(seen[i].target == "host");
+    CHECK(seen[i].done <= seen[i].total);
+    if (i) {
+      CHECK(seen[i].done >= seen[i - 1].done);
+      CHECK(seen[i].total >= seen[i - 1].total);
+    }
+  }
+  // The same plan either way.
+  CHECK(keys_of(quick.describe()) == keys_of(slow->describe()));
 }
 
 TEST_CASE("Plan::create input errors are invalid_argument") {

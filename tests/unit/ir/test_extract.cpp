@@ -170,6 +170,58 @@ define i32 @p(i32 %x) {
   CHECK(entries == std::set<std::string>{"c1", "c2"});
 }
 
+// Every job of a deferred graph is extracted from what it reaches: a job
+// that cloned the whole unit would make planning quadratic in the graph.
+TEST_CASE("extract_job: a job that defers is built from what it reaches, byte for byte as the "
+          "whole-unit clone") {
+  // A chain with an internal helper, a global, a self-reference and a pointer
+  // cast around the marker's argument, under -g and without.
+  const char* ir = R"(
+declare ptr @kiln_deferred(ptr)
+@counter = global i64 0
+define i64 @c2(i64 %x) { ret i64 %x }
+define internal i64 @helper(i64 %x) {
+  %p = call ptr @kiln_deferred(ptr @c2)
+  %r = call i64 %p(i64 %x)
+  ret i64 %r
+}
+define i64 @c1(i64 %x) {
+  %n = load i64, ptr @counter
+  %m = add i64 %n, 1
+  store i64 %m, ptr @counter
+  %self = call ptr @kiln_deferred(ptr @c1)
+  %h = call i64 @helper(i64 %x)
+  ret i64 %h
+}
+define i64 @c0(i64 %x) {
+  %p = call ptr @kiln_deferred(ptr @c1)
+  %q = call ptr @kiln_deferred(ptr @c2)
+  %r = call i64 %p(i64 %x)
+  %s = call i64 %q(i64 %r)
+  ret i64 %s
+}
+)";
+  for (bool debug : {false, true}) {
+    llvm::LLVMContext ctx;
+    auto unit = ir::ingest(ctx, {{"chain.ll", ir, true}});
+    REQUIRE(unit);
+    for (const char* entry : {"c0", "c1", "c2"}) {
+      INFO(entry << (debug ? " -g" : ""));
+      auto fast = ir::extract_job(**unit, entry, config(debug));
+      auto whole = ir::extract_job_by_unit_clone(**unit, entry, config(debug));
+      REQUIRE(fast);
+      REQUIRE(whole);
+      CHECK_FALSE(fast->by_unit_clone);
+      CHECK(whole->by_unit_clone);
+      CHECK(fast->bitcode == whole->bitcode);
+      CHECK(fast->refs == whole->refs);
+      CHECK(fast->callees == whole->callees);
+      auto m = parse_bitcode(ctx, fast->bitcode);
+      CHECK(m->getFunction("kiln_deferred") == nullptr);
+    }
+  }
+}
+
 TEST_CASE("extract_job errors: missing entry names the entry") {
   auto r = extract(kBase, "no_such_function");
   REQUIRE_FALSE(r);

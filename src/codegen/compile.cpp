@@ -155,8 +155,9 @@ std::vector<std::string> artifact_formats(const TargetDesc& target) {
   case TargetKind::host:
     return {"obj"};
   case TargetKind::nvptx:
-    // Relocatable cubin where the toolkit's ptxas is present; PTX always.
-    if (ptx_assembler() == PtxAssembler::none)
+    // Relocatable cubin where ptxas assembles per job; PTX always (alone
+    // where nvJitLink assembles it at the image link).
+    if (ptx_assembler() == PtxAssembler::none || ptx_assembler() == PtxAssembler::link)
       return {"ptx"};
     return {"ptx", "cubin"};
   case TargetKind::amdgpu:
@@ -215,7 +216,7 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
   }
   case TargetKind::nvptx: {
     KILN_TRY_ASSIGN(auto ptx, emit(*m, **tm, llvm::CodeGenFileType::AssemblyFile, where));
-    if (ptx_assembler() != PtxAssembler::none) {
+    if (ptx_assembler() == PtxAssembler::program || ptx_assembler() == PtxAssembler::library) {
       KILN_TRY_ASSIGN(auto cubin, assemble_ptx(ptx, target.cpu, where));
       out.push_back({"cubin", std::move(cubin)});
     }

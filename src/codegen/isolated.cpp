@@ -310,7 +310,9 @@ Io transfer(Worker& w, const std::string* request, std::string* reply,
 std::vector<std::string> worker_environment() {
   // The assembler too, unless it is the in-process library (no KILN_PTXAS).
   std::vector<std::pair<std::string, std::string>> set;
-  if (ptx_assembler() != PtxAssembler::library)
+  if (ptx_assembler() == PtxAssembler::link)
+    set.emplace_back("KILN_PTXAS", kAssembleAtLink);
+  else if (ptx_assembler() != PtxAssembler::library)
     set.emplace_back("KILN_PTXAS", ptxas_path());
   TargetDesc nv;
   nv.kind = TargetKind::nvptx;

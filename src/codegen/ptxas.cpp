@@ -1,5 +1,6 @@
 #include "codegen/ptxas.h"
 
+#include "link/nvjitlink.h"
 #include "support/files.h"
 #include "support/process.h"
 
@@ -23,7 +24,7 @@ bool ptx_compiler_linked() {
 
 const std::string& ptxas_path() {
   static const std::string path = [] {
-    if (const char* p = std::getenv("KILN_PTXAS"))
+    if (const char* p = std::getenv("KILN_PTXAS"); p && std::string(p) != kAssembleAtLink)
       return std::string(p); // empty disables cubin generation
     std::vector<std::string> cands;
     if (const char* home = std::getenv("CUDA_HOME"); home && *home)
@@ -39,11 +40,21 @@ const std::string& ptxas_path() {
 
 PtxAssembler ptx_assembler() {
   static const PtxAssembler assembler = [] {
-    if (const char* p = std::getenv("KILN_PTXAS"))
-      return *p ? PtxAssembler::program : PtxAssembler::none;
+    if (const char* p = std::getenv("KILN_PTXAS")) {
+      if (!*p)
+        return PtxAssembler::none;
+      return std::string(p) == kAssembleAtLink ? PtxAssembler::link : PtxAssembler::program;
+    }
     if (ptx_compiler_linked())
       return PtxAssembler::library;
-    return ptxas_path().empty() ? PtxAssembler::none : PtxAssembler::program;
+    // The program before the link: a program per job runs in the codegen
+    // workers, in parallel, while a plan links its images one after another
+    // in the caller, so deferring loses at -j2 (bench/results.md) until
+    // images link in parallel. Without the program, nvJitLink still
+    // assembles at the link (no process per job).
+    if (!ptxas_path().empty())
+      return PtxAssembler::program;
+    return link::nvjitlink_fingerprint() ? PtxAssembler::link : PtxAssembler::none;
   }();
   return assembler;
 }
@@ -190,6 +201,10 @@ const std::string& ptxas_version() {
     switch (ptx_assembler()) {
     case PtxAssembler::none: return {};
     case PtxAssembler::program: return program_version();
+    case PtxAssembler::link: {
+      auto fp = link::nvjitlink_fingerprint();
+      return fp ? *fp + " at the image link" : std::string("nvJitLink unavailable");
+    }
     case PtxAssembler::library:
 #ifdef KILN_HAVE_NVPTXCOMPILER
       return library_version();
@@ -206,6 +221,10 @@ Result<std::string> assemble_ptx(const std::string& ptx, const std::string& arch
                                  const std::string& what) {
   switch (ptx_assembler()) {
   case PtxAssembler::none: break;
+  case PtxAssembler::link:
+    return make_error(Code::unavailable,
+                      what + ": assembly is deferred to the image link (nvJitLink); set "
+                             "KILN_PTXAS to a ptxas program to assemble each job");
   case PtxAssembler::program: return assemble_with_program(ptx, arch, what);
   case PtxAssembler::library:
 #ifdef KILN_HAVE_NVPTXCOMPILER

@@ -227,10 +227,12 @@ namespace {
 
 // The newest PTX ISA each ptxas release reads (NVIDIA's PTX ISA release
 // notes); a release newer than the table is trusted as far as LLVM goes.
+// nvJitLink carries the ptxas of its own toolkit release.
 int ptxas_isa(const std::string& version) {
-  // "ptxas V13.0.88"
+  // "ptxas V13.0.88", "nvJitLink 13.0 at the image link"
   int major = 0, minor = 0;
-  if (std::sscanf(version.c_str(), "ptxas V%d.%d", &major, &minor) != 2)
+  if (std::sscanf(version.c_str(), "ptxas V%d.%d", &major, &minor) != 2 &&
+      std::sscanf(version.c_str(), "nvJitLink %d.%d", &major, &minor) != 2)
     return 0;
   struct Release {
     int major, minor, isa;
@@ -345,7 +347,9 @@ Result<std::string> target_data_layout(const TargetDesc& target) {
 std::string toolchain_fingerprint(const TargetDesc& target) {
   std::string fp =
       "kiln-artifacts " + std::to_string(kArtifactFormat) + "; llvm " LLVM_VERSION_STRING;
-  // NVIDIA jobs store a cubin assembled by ptxas: its version shapes the bytes.
+  // NVIDIA jobs store a cubin assembled by ptxas, or PTX that nvJitLink
+  // assembles at the image link: what assembles caps the PTX ISA a job is
+  // written in (job_target) and shapes the cubin.
   if (target.kind == TargetKind::nvptx)
     fp += "; " + (ptxas_version().empty() ? std::string("no ptxas") : ptxas_version());
   return fp;

@@ -7,6 +7,8 @@
 #include "link/plugin.h"
 #include "support/elf.h"
 
+#include <cctype>
+#include <cstring>
 #include <set>
 
 namespace kiln::image {
@@ -29,17 +31,55 @@ Result<std::string> linker_fingerprint(const std::string& target) {
 
 namespace {
 
+// The name after a PTX ".func"/".entry" keyword: past an optional return
+// parameter list "(.param .b32 func_retval0)".
+std::string ptx_function_name(const std::string& ptx, size_t at) {
+  auto skip_space = [&] {
+    while (at < ptx.size() && (ptx[at] == ' ' || ptx[at] == '\t' || ptx[at] == '\n'))
+      ++at;
+  };
+  skip_space();
+  if (at < ptx.size() && ptx[at] == '(') {
+    at = ptx.find(')', at);
+    if (at == std::string::npos)
+      return {};
+    ++at;
+    skip_space();
+  }
+  size_t end = at;
+  while (end < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[end])) ||
+                              ptx[end] == '_' || ptx[end] == '$' || ptx[end] == '.'))
+    ++end;
+  return ptx.substr(at, end - at);
+}
+
+// Functions a job's PTX declares .extern (wanted) and defines visibly.
+void ptx_functions(const std::string& ptx, std::set<std::string>& defined,
+                   std::set<std::string>& wanted) {
+  for (const char* kw : {".extern .func", ".visible .func", ".weak .func", ".visible .entry"}) {
+    size_t len = std::strlen(kw);
+    for (size_t at = ptx.find(kw); at != std::string::npos; at = ptx.find(kw, at + len)) {
+      std::string name = ptx_function_name(ptx, at + len);
+      if (name.empty())
+        continue;
+      if (kw[1] == 'e')
+        wanted.insert(name);
+      else
+        defined.insert(name);
+    }
+  }
+}
+
 // True if the closure's NVIDIA pieces call something none of them defines
 // and the driver does not supply: the CUDA device runtime's entry points
 // (dynamic parallelism, device-side graph launches), or a mistake that
-// nvJitLink then names.
+// nvJitLink then names. PTX names calls into other jobs .extern too, so
+// those are matched against the other members' definitions.
 bool needs_device_runtime(const std::vector<link::NvInput>& inputs) {
   std::set<std::string> defined, wanted;
   for (const link::NvInput& in : inputs) {
     if (in.ptx) {
-      // PTX declares what it calls from elsewhere as .extern .func.
-      if (in.bytes.find(".extern .func") != std::string::npos)
-        return true;
+      ptx_functions(in.bytes, defined, wanted);
       continue;
     }
     auto elf = read_elf(in.bytes);
@@ -48,11 +88,11 @@ bool needs_device_runtime(const std::vector<link::NvInput>& inputs) {
     for (const ElfSymbol& s : elf->symbols)
       if (s.defined)
         defined.insert(s.name);
-      else if (s.function && !core::supplied_at_load(TargetKind::nvptx, s.name))
+      else if (s.function)
         wanted.insert(s.name);
   }
   for (const std::string& w : wanted)
-    if (!defined.count(w))
+    if (!defined.count(w) && !core::supplied_at_load(TargetKind::nvptx, w))
       return true;
   return false;
 }
@@ -67,11 +107,13 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
   for (const core::ClosureMember& m : closure.members) {
     names.push_back(m.job.hex());
     if (kind == TargetKind::nvptx) {
-      // A relocatable cubin links without compiling; PTX only where no
-      // ptxas made one.
+      // A relocatable cubin links without compiling; PTX where no ptxas
+      // made one (assembly deferred to this link: nvJitLink assembles and
+      // links in one call). nvJitLink's log names inputs by these names.
+      std::string input = m.entry + " (job " + m.job.hex() + ")";
       auto cubin = store.get_artifact(m.job, "cubin");
       if (cubin) {
-        nv.push_back({m.job.hex(), cubin.take(), false});
+        nv.push_back({input, cubin.take(), false});
         continue;
       }
       if (cubin.error().code != Code::not_found)
@@ -79,7 +121,7 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
       auto ptx = store.get_artifact(m.job, "ptx");
       if (!ptx)
         return ptx.error().context(what);
-      nv.push_back({m.job.hex(), ptx.take(), true});
+      nv.push_back({input, ptx.take(), true});
       continue;
     }
     auto blob = store.get_artifact(m.job, kind == TargetKind::amdgpu ? "bc" : "obj");

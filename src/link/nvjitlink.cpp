@@ -180,8 +180,10 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
     } else {
       rc = a.AddData(h, kInputCubin, in.bytes.data(), in.bytes.size(), in.name.c_str());
     }
+    // PTX is assembled as it is added: its errors come here, in ptxas's
+    // words, naming the input (the job's entry and key).
     if (rc != 0)
-      return fail("rejected input " + in.name);
+      return fail((in.ptx ? "could not assemble the PTX of " : "rejected input ") + in.name);
   }
   // The device runtime where installed; where not, nvJitLink names what
   // stays undefined.

@@ -7,6 +7,7 @@
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
 #include "codegen/target.h"
+#include "link/nvjitlink.h"
 #include "fixtures/files.hpp"
 #include "fixtures/process.hpp"
 #include "support/elf.h"
@@ -75,10 +76,13 @@ constexpr const char* kKernel = R"(.version 7.8
 }
 )";
 
+// Whether jobs are assembled here, one by one (the program or the library),
+// rather than at the image link or not at all.
 bool have_ptxas() {
-  if (codegen::ptx_assembler() != codegen::PtxAssembler::none)
+  if (codegen::ptx_assembler() == codegen::PtxAssembler::program ||
+      codegen::ptx_assembler() == codegen::PtxAssembler::library)
     return true;
-  MESSAGE("skipped: no ptxas (set KILN_PTXAS or CUDA_HOME)");
+  MESSAGE("skipped: no ptxas assembles per job (KILN_PTXAS=<ptxas> runs the program)");
   return false;
 }
 
@@ -141,24 +145,65 @@ const char* const kNowhere = "/nonexistent/kiln-unit/bin/ptxas";
 
 } // namespace
 
-TEST_CASE("ptxas: the assembler is the library where linked, else the program") {
+TEST_CASE("ptxas: the assembler is the library where linked, else the program, else nvJitLink "
+          "at the image link") {
   if (std::getenv("KILN_PTXAS")) {
     MESSAGE("skipped: KILN_PTXAS is set");
     return;
   }
-  codegen::PtxAssembler expected = codegen::ptx_compiler_linked()  ? codegen::PtxAssembler::library
-                                   : codegen::ptxas_path().empty() ? codegen::PtxAssembler::none
-                                                                   : codegen::PtxAssembler::program;
+  codegen::PtxAssembler expected = codegen::ptx_compiler_linked()   ? codegen::PtxAssembler::library
+                                   : !codegen::ptxas_path().empty() ? codegen::PtxAssembler::program
+                                   : link::nvjitlink_fingerprint()  ? codegen::PtxAssembler::link
+                                                                    : codegen::PtxAssembler::none;
   CHECK(codegen::ptx_assembler() == expected);
 }
 
+TEST_CASE("ptxas: KILN_PTXAS=nvjitlink defers assembly to the image link, named in the "
+          "fingerprint") {
+  if (child_role() != "ptxas-link") {
+    if (!link::nvjitlink_fingerprint()) {
+      MESSAGE("skipped: nvJitLink is not installed");
+      return;
+    }
+    check_child(run_child("ptxas: KILN_PTXAS=nvjitlink defers assembly to the image link, named "
+                          "in the fingerprint",
+                          "ptxas-link", {"KILN_PTXAS=nvjitlink"}));
+    return;
+  }
+  child_ran();
+  CHECK(codegen::ptx_assembler() == codegen::PtxAssembler::link);
+  CHECK(codegen::ptxas_path() != "nvjitlink"); // not a program to run
+  auto fp = link::nvjitlink_fingerprint();
+  REQUIRE(fp);
+  CHECK(codegen::ptxas_version() == *fp + " at the image link");
+  auto t = codegen::resolve_target("sm_90");
+  REQUIRE(t);
+  // Jobs store PTX only; what will assemble it keys them.
+  CHECK(codegen::artifact_formats(*t) == std::vector<std::string>{"ptx"});
+  CHECK(codegen::toolchain_fingerprint(*t).find("; " + *fp + " at the image link") !=
+        std::string::npos);
+  // nvJitLink's release caps the PTX ISA as its ptxas's would.
+  CHECK(codegen::newest_ptx_isa() > 0);
+  auto r = codegen::assemble_ptx(kAddOne, "sm_90", "job 'k' (sm_90)");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == Code::unavailable);
+  CHECK(r.error().message.rfind("job 'k' (sm_90): assembly is deferred to the image link", 0) ==
+        0);
+}
+
 TEST_CASE("ptxas: the version names the assembler's release") {
-  if (!have_ptxas()) {
+  if (codegen::ptx_assembler() == codegen::PtxAssembler::none) {
     CHECK(codegen::ptxas_version().empty());
     return;
   }
   const std::string& v = codegen::ptxas_version();
   INFO(v);
+  if (codegen::ptx_assembler() == codegen::PtxAssembler::link) {
+    unsigned major = 0, minor = 0;
+    CHECK(std::sscanf(v.c_str(), "nvJitLink %u.%u at the image link", &major, &minor) == 2);
+    CHECK(major >= 12);
+    return;
+  }
   if (!in_process()) {
     check_program_version(v);
     return;

@@ -158,15 +158,17 @@ TEST_CASE("ptxas: the assembler is the library where linked, else the program, e
   CHECK(codegen::ptx_assembler() == expected);
 }
 
-TEST_CASE("ptxas: KILN_PTXAS=nvjitlink defers assembly to the image link, named in the "
+// No comma in the name: the child runs it by doctest's -tc filter, which
+// splits at commas.
+TEST_CASE("ptxas: KILN_PTXAS=nvjitlink defers assembly to the image link and is named in the "
           "fingerprint") {
   if (child_role() != "ptxas-link") {
     if (!link::nvjitlink_fingerprint()) {
       MESSAGE("skipped: nvJitLink is not installed");
       return;
     }
-    check_child(run_child("ptxas: KILN_PTXAS=nvjitlink defers assembly to the image link, named "
-                          "in the fingerprint",
+    check_child(run_child("ptxas: KILN_PTXAS=nvjitlink defers assembly to the image link and "
+                          "is named in the fingerprint",
                           "ptxas-link", {"KILN_PTXAS=nvjitlink"}));
     return;
   }

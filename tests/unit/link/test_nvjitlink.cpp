@@ -88,7 +88,9 @@ TEST_CASE("nvJitLink: failures are internal errors naming the architecture") {
   INFO(bad.error().message);
   CHECK(bad.error().code == Code::internal);
   CHECK(bad.error().target == "sm_90");
-  CHECK(bad.error().message.rfind("nvJitLink (sm_90) rejected input broken: ", 0) == 0);
+  // PTX that does not assemble names the input (the job) and carries ptxas's log.
+  CHECK(bad.error().message.rfind("nvJitLink (sm_90) could not assemble the PTX of broken: ", 0) ==
+        0);
   CHECK(bad.error().message.find("Unsupported .version 99.9") != std::string::npos);
 
   fault::set_plan("link:nvjitlink");

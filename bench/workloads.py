@@ -261,6 +261,13 @@ def flat_unit(n):
         _graph_fn(f"flat{n}_{i}", i, None) for i in range(n))
 
 
+def _write(work, name, text):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def write_graphs(work, chains=DEFERRED_CHAIN_DEPTHS, cycles=DEFERRED_CYCLE_SIZES):
     """The deferred-graph workloads (written on demand: the 100,000-deep chain
     is 20 MB of IR); returns {name: (path, entries)}."""
@@ -268,10 +275,7 @@ def write_graphs(work, chains=DEFERRED_CHAIN_DEPTHS, cycles=DEFERRED_CYCLE_SIZES
     files = {}
 
     def put(name, text, entries):
-        path = os.path.join(work, name)
-        with open(path, "w") as f:
-            f.write(text)
-        files[name] = (path, entries)
+        files[name] = (_write(work, name, text), entries)
 
     for n in chains:
         put(f"chain_{n}.ll", deferred_chain(n), [f"chain{n}_0"])
@@ -288,10 +292,7 @@ def write_all(work):
     files = {}
 
     def put(name, text, entries):
-        path = os.path.join(work, name)
-        with open(path, "w") as f:
-            f.write(text)
-        files[name] = (path, entries)
+        files[name] = (_write(work, name, text), entries)
 
     for size in KERNEL_SIZES:
         put(f"size_{size}.ll", size_unit(size), [f"size_{size}"])

@@ -7,6 +7,7 @@
 // runs gc: the new closure, never stale code, never a false KILN_CORRUPT.
 // And two small open bugs: a "//" path read-only, a dangling symbolic link.
 #include "common.hpp"
+#include "../unit/fixtures/env.hpp"
 
 #include <doctest/doctest.h>
 
@@ -77,24 +78,7 @@ Load open_and_load(const fs::path& db, const std::string& name, unsigned flags =
 }
 
 /// Sets an environment variable for one scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnv = kiln::test::EnvVar;
 
 void precompile_into(const fs::path& db, const std::string& file) {
   RunResult r =

@@ -60,6 +60,15 @@ Status check_file_rules(const std::string& cache, const std::string& file, const
                                        "a cache's files through one: name the file itself");
   if (!S_ISREG(st.st_mode))
     return refused(cache, "'" + file + "' is not a regular file (mode " + octal(st.st_mode) + ")");
+  // In a directory others can write, only the caller's own files count
+  // (KILN_TRUSTED_OWNERS does not widen it), so say that rather than suggest
+  // the setting.
+  if (shared_dir && st.st_uid != ::geteuid())
+    return refused(cache, describe(file, st) + " is in '" + dir +
+                              "', a directory others can write: only your own files are trusted "
+                              "there. Remove '" + file +
+                              "' if you did not make it, and keep shared caches in a directory "
+                              "only their owner can write");
   if (!owners.trusts(st.st_uid))
     return refused(cache, describe(file, st) +
                               " belongs to another user, and whoever can write a cache's files "
@@ -72,11 +81,6 @@ Status check_file_rules(const std::string& cache, const std::string& file, const
                               " is writable by group or others, who could then decide what code "
                               "is loaded from it: remove their write permission (chmod go-w '" +
                               file + "')");
-  if (shared_dir && st.st_uid != ::geteuid())
-    return refused(cache, describe(file, st) + " is in '" + dir +
-                              "', a directory others can write: only your own files are trusted "
-                              "there. Keep shared caches in a directory only their owner can "
-                              "write");
   return Status::ok();
 }
 

@@ -139,6 +139,17 @@ TEST_CASE("a name row of key form planted in a cache answers no load or inspect 
   fs::path no_file = dir.path() / "none.so";
   CHECK(inspect(cache, {"image", stray, "--target", "host", "-o", no_file.string()}).exit_code == 1);
   CHECK_FALSE(fs::exists(no_file));
+
+  // verify names each planted row as a problem, and nothing else.
+  RunResult v = inspect(cache, {"verify", "--json"});
+  INFO(describe(v));
+  CHECK(v.exit_code != 0);
+  std::set<std::string> flagged;
+  const json report = json::parse(v.out);
+  for (const json& p : report["problems"])
+    flagged.insert(p["key"].get<std::string>());
+  CHECK(flagged ==
+        std::set<std::string>{key + " (host)", upper(key) + " (host)", stray + " (host)"});
 }
 
 } // TEST_SUITE

@@ -160,44 +160,57 @@ void network_notice(const std::string& path, const std::string& kind) {
 // and one whose header claims more pages than it holds was truncated (or is
 // still being copied; only meaningful without a WAL holding newer pages).
 // `wal_format` tells whether the header says WAL mode.
+//
+// A writer in rollback-journal mode (network file systems) writes page 1,
+// with the new page count, before the pages that extend the file, and keeps
+// its -journal until they are all written: a short file seen while a
+// -journal exists is a commit in progress, and one seen after the journal
+// went is read again.
 Status check_file(const std::string& path, bool& wal_format) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return Status::ok(); // SQLite's own open reports it
-  unsigned char h[100];
-  ssize_t n = ::pread(fd, h, sizeof h, 0);
-  struct stat st;
-  int sr = ::fstat(fd, &st);
-  ::close(fd);
-  if (sr != 0 || st.st_size == 0)
-    return Status::ok(); // a new cache (SQLite's open reports other trouble)
-  // SQLite takes a file shorter than its header for an empty database and
-  // would write a new one over it: refuse anything that is not a database.
-  if (n != ssize_t(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0)
-    return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (not an SQLite "
-                                     "database); refusing to use it");
-  wal_format = h[18] == 2 && h[19] == 2;
-  struct stat wal;
-  if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0)
-    return Status::ok();
-  uint32_t page_size = (uint32_t(h[16]) << 8) | h[17];
-  if (page_size == 1)
-    page_size = 65536;
-  auto be32 = [&](int off) {
-    return (uint32_t(h[off]) << 24) | (uint32_t(h[off + 1]) << 16) | (uint32_t(h[off + 2]) << 8) |
-           uint32_t(h[off + 3]);
-  };
-  uint32_t pages = be32(28);
-  // The in-header size is valid only when the change counter matches
-  // "version-valid-for" (SQLite's rule); otherwise SQLite uses the file size.
-  if (pages == 0 || be32(24) != be32(92))
-    return Status::ok();
-  if (uint64_t(st.st_size) < uint64_t(pages) * page_size)
-    return make_error(Code::corrupt, "cache '" + path + "' is truncated: its header says " +
-                                         std::to_string(uint64_t(pages) * page_size) +
-                                         " bytes, the file has " + std::to_string(st.st_size) +
-                                         "; refusing to use it");
-  return Status::ok();
+  constexpr int kReads = 3;
+  for (int attempt = 1;; ++attempt) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      return Status::ok(); // SQLite's own open reports it
+    unsigned char h[100];
+    ssize_t n = ::pread(fd, h, sizeof h, 0);
+    struct stat st;
+    int sr = ::fstat(fd, &st);
+    ::close(fd);
+    if (sr != 0 || st.st_size == 0)
+      return Status::ok(); // a new cache (SQLite's open reports other trouble)
+    // SQLite takes a file shorter than its header for an empty database and
+    // would write a new one over it: refuse anything that is not a database.
+    if (n != ssize_t(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0)
+      return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (not an SQLite "
+                                       "database); refusing to use it");
+    wal_format = h[18] == 2 && h[19] == 2;
+    struct stat wal;
+    if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0)
+      return Status::ok();
+    uint32_t page_size = (uint32_t(h[16]) << 8) | h[17];
+    if (page_size == 1)
+      page_size = 65536;
+    auto be32 = [&](int off) {
+      return (uint32_t(h[off]) << 24) | (uint32_t(h[off + 1]) << 16) |
+             (uint32_t(h[off + 2]) << 8) | uint32_t(h[off + 3]);
+    };
+    uint32_t pages = be32(28);
+    // The in-header size is valid only when the change counter matches
+    // "version-valid-for" (SQLite's rule); otherwise SQLite uses the file size.
+    if (pages == 0 || be32(24) != be32(92))
+      return Status::ok();
+    if (uint64_t(st.st_size) >= uint64_t(pages) * page_size)
+      return Status::ok();
+    struct stat journal;
+    if (::stat((path + "-journal").c_str(), &journal) == 0 && journal.st_size > 0)
+      return Status::ok(); // a commit in progress, or a hot journal SQLite rolls back
+    if (attempt == kReads)
+      return make_error(Code::corrupt, "cache '" + path + "' is truncated: its header says " +
+                                           std::to_string(uint64_t(pages) * page_size) +
+                                           " bytes, the file has " +
+                                           std::to_string(st.st_size) + "; refusing to use it");
+  }
 }
 
 // The cache files this process has open through SQLite, by (device, inode).

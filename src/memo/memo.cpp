@@ -348,10 +348,9 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
   }
   if (!req.library.empty())
     rep.libraries = record_libraries(local, req.library, closures, rep.roots, req.link_images);
-  (void)store.touch_closures(used, int64_t(std::time(nullptr)));
   storage::Counters usage;
   usage.job_hits = int64_t(rep.jobs.size());
-  (void)store.add_counters(usage);
+  (void)store.record_usage(used, int64_t(std::time(nullptr)), usage);
   return Result<Miss>(Miss(std::move(rep)));
 }
 

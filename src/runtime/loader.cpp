@@ -219,6 +219,5 @@ void kiln_cache::flush_usage() {
   // Usage is advisory: a read-only or busy cache loses it, never a load.
   std::sort(closures.begin(), closures.end());
   closures.erase(std::unique(closures.begin(), closures.end()), closures.end());
-  (void)storage->local().touch_closures(closures, int64_t(std::time(nullptr)));
-  (void)storage->local().add_counters(counts);
+  (void)storage->local().record_usage(closures, int64_t(std::time(nullptr)), counts);
 }

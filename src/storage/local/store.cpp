@@ -156,7 +156,38 @@ void network_notice(const std::string& path, const std::string& kind) {
   });
 }
 
-// Before SQLite sees the file: a non-empty file must be an SQLite database,
+std::string file_uri(const std::string& path);
+
+// The first `n` bytes of the file at `path` and its size, read through
+// SQLite's own descriptor of it: closing a descriptor drops every POSIX lock
+// the process holds on the file, and SQLite keeps one open when another
+// connection in the process (whichever copy of Kiln opened it) holds locks.
+// Nothing is read through a lock, and nothing is created. False if the file
+// cannot be opened (SQLite's real open then reports why).
+bool read_head(const std::string& path, unsigned char* out, int n, int64_t& size, bool& short_read) {
+  sqlite3* probe = nullptr;
+  std::string uri = file_uri(path) + "?mode=ro";
+  int rc = sqlite3_open_v2(uri.c_str(), &probe,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW, nullptr);
+  sqlite3_file* f = nullptr;
+  bool ok = rc == SQLITE_OK &&
+            sqlite3_file_control(probe, "main", SQLITE_FCNTL_FILE_POINTER, &f) == SQLITE_OK && f &&
+            f->pMethods;
+  if (ok) {
+    sqlite3_int64 sz = 0;
+    ok = f->pMethods->xFileSize(f, &sz) == SQLITE_OK;
+    size = sz;
+    if (ok) {
+      rc = f->pMethods->xRead(f, out, n, 0);
+      short_read = rc == SQLITE_IOERR_SHORT_READ;
+      ok = rc == SQLITE_OK || short_read;
+    }
+  }
+  sqlite3_close_v2(probe);
+  return ok;
+}
+
+// Before SQLite reads the file: a non-empty file must be an SQLite database,
 // and one whose header claims more pages than it holds was truncated (or is
 // still being copied; only meaningful without a WAL holding newer pages).
 // `wal_format` tells whether the header says WAL mode.
@@ -169,19 +200,17 @@ void network_notice(const std::string& path, const std::string& kind) {
 Status check_file(const std::string& path, bool& wal_format) {
   constexpr int kReads = 3;
   for (int attempt = 1;; ++attempt) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-      return Status::ok(); // SQLite's own open reports it
     unsigned char h[100];
-    ssize_t n = ::pread(fd, h, sizeof h, 0);
-    struct stat st;
-    int sr = ::fstat(fd, &st);
-    ::close(fd);
-    if (sr != 0 || st.st_size == 0)
-      return Status::ok(); // a new cache (SQLite's open reports other trouble)
+    int64_t size = 0;
+    bool short_read = false;
+    if (!read_head(path, h, sizeof h, size, short_read))
+      return Status::ok(); // SQLite's own open reports it
+    // SQLite reports a one-byte file as empty: its bytes tell.
+    if (size == 0 && std::all_of(h, h + sizeof h, [](unsigned char c) { return c == 0; }))
+      return Status::ok(); // a new cache
     // SQLite takes a file shorter than its header for an empty database and
     // would write a new one over it: refuse anything that is not a database.
-    if (n != ssize_t(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0)
+    if (short_read || std::memcmp(h, "SQLite format 3", 16) != 0)
       return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (not an SQLite "
                                        "database); refusing to use it");
     wal_format = h[18] == 2 && h[19] == 2;
@@ -200,7 +229,7 @@ Status check_file(const std::string& path, bool& wal_format) {
     // "version-valid-for" (SQLite's rule); otherwise SQLite uses the file size.
     if (pages == 0 || be32(24) != be32(92))
       return Status::ok();
-    if (uint64_t(st.st_size) >= uint64_t(pages) * page_size)
+    if (uint64_t(size) >= uint64_t(pages) * page_size)
       return Status::ok();
     struct stat journal;
     if (::stat((path + "-journal").c_str(), &journal) == 0 && journal.st_size > 0)
@@ -208,8 +237,8 @@ Status check_file(const std::string& path, bool& wal_format) {
     if (attempt == kReads)
       return make_error(Code::corrupt, "cache '" + path + "' is truncated: its header says " +
                                            std::to_string(uint64_t(pages) * page_size) +
-                                           " bytes, the file has " +
-                                           std::to_string(st.st_size) + "; refusing to use it");
+                                           " bytes, the file has " + std::to_string(size) +
+                                           "; refusing to use it");
   }
 }
 
@@ -447,18 +476,14 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
     KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(path, dir, owners));
     bool exists = files.db.present;
     bool ours = exists && open_files().count.count({files.db.dev, files.db.ino});
-    if (!st->read_only_ && !ours) {
+    if (!st->read_only_ && !ours && !exists) {
       // Create a new cache file with owner-only permissions: it holds code
-      // that will be run by whoever loads from it. Never through a link.
-      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+      // that will be run by whoever loads from it. Never through a link,
+      // and only a new file: this process's own descriptor is opened and
+      // closed on no file that a connection may hold locks on.
+      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
       int err = errno;
-      if (fd < 0 && mode == OpenMode::automatic && exists && unwritable(err)) {
-        st->read_only_ = true;
-        st->read_only_reason_ = std::string("the file is not writable: ") + std::strerror(err);
-      } else if (fd < 0) {
-        return make_error(Code::unavailable,
-                          "cannot open cache '" + path + "': " + std::strerror(err));
-      } else {
+      if (fd >= 0) {
         struct stat made;
         Status trusted = ::fstat(fd, &made) == 0 ? check_opened_file(path, made, files, owners)
                                                  : Status(make_error(Code::unavailable, "fstat"));
@@ -466,7 +491,22 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
         KILN_TRY(trusted);
         files.db = FileStamp::of(made);
         files.db_stat = made;
+      } else if (err == EEXIST) {
+        // Another process made it meanwhile: trusted like any existing file.
+        KILN_TRY_ASSIGN(files, check_cache_files(path, dir, owners));
+        exists = files.db.present;
+      } else {
+        return make_error(Code::unavailable,
+                          "cannot create cache '" + path + "': " + std::strerror(err));
       }
+    }
+    if (!st->read_only_ && exists && ::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0) {
+      int err = errno;
+      if (mode != OpenMode::automatic || !unwritable(err))
+        return make_error(Code::unavailable,
+                          "cannot open cache '" + path + "': " + std::strerror(err));
+      st->read_only_ = true;
+      st->read_only_reason_ = std::string("the file is not writable: ") + std::strerror(err);
     }
     // A writable file in a directory that cannot take the WAL's side files
     // (another user's directory, a read-only mount) is read as it is.
@@ -728,6 +768,17 @@ void Store::finish() {
   if (!quiet) {
     struct stat wal;
     quiet = ::stat((path_ + "-wal").c_str(), &wal) != 0 || wal.st_size == 0;
+    // But the first connection of a new process reads every frame of the
+    // WAL to rebuild its index (and counts none as copied into the file):
+    // loaders' frames must not pile up. The loader that finds more than
+    // kLoaderWalBytes copies them into the file and empties the WAL (three
+    // syncs, about once per sixty loader processes). It waits for nobody:
+    // with another process reading or writing, it leaves them.
+    if (!quiet && wrote && wal.st_size > kLoaderWalBytes) {
+      std::lock_guard lock(mu_);
+      sqlite3_busy_timeout(db_, 0);
+      (void)sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    }
   }
   if (!quiet)
     return;

@@ -212,6 +212,10 @@ public:
   Status zero_counters();
   /// Marks closures as used at `when` (one transaction for the batch).
   Status touch_closures(const std::vector<Hash128>& closures, int64_t when);
+  /// Usage in one transaction: the counters added, and each closure marked
+  /// used at `when` (a closure already marked then keeps its page as it is).
+  Status record_usage(const std::vector<Hash128>& closures, int64_t when,
+                      const Counters& delta);
   Result<Stats> stats();
   /// Pages in use, in bytes: cheap (two pragmas), for the automatic limit.
   Result<int64_t> live_bytes();
@@ -329,6 +333,7 @@ private:
   bool registered_ = false;
   bool read_only_ = false;
   bool deferred_ = false; ///< defer_checkpoint was called
+  static constexpr int64_t kLoaderWalBytes = 64 << 10;
   bool migrated_ = false; ///< this connection created or migrated the schema
   bool wal_ = false;      ///< in WAL mode (not on a network file system)
   bool immutable_ = false; ///< read-only without locks: the file alone, watched

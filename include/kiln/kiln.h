@@ -114,6 +114,19 @@ const char* kiln_last_error(void);
 /** Name of a status code, e.g. "KILN_CORRUPT". */
 const char* kiln_status_name(kiln_status status);
 
+/** The ABI these headers describe: libkiln's shared object version
+ *  (libkiln.so.KILN_ABI_VERSION). It changes only when a declaration here
+ *  changes incompatibly; additions keep it. */
+#define KILN_ABI_VERSION 0
+
+/** The version of the libkiln actually loaded, "MAJOR.MINOR.PATCH" (not of
+ *  the headers a program was compiled with). */
+const char* kiln_version(void);
+
+/** The ABI version of the libkiln actually loaded: a program compiled
+ *  against KILN_ABI_VERSION runs with it when the two are equal. */
+int kiln_abi_version(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -122,6 +122,12 @@ void kiln_image_release(kiln_image* image) { delete image; }
 
 const char* kiln_last_error(void) { return t_last_error.c_str(); }
 
+const char* kiln_version(void) { return KILN_VERSION; }
+
+int kiln_abi_version(void) { return KILN_SOVERSION_NUMBER; }
+static_assert(KILN_ABI_VERSION == KILN_SOVERSION_NUMBER,
+              "kiln.h's KILN_ABI_VERSION must be libkiln's soversion (KILN_SOVERSION)");
+
 const char* kiln_status_name(kiln_status status) {
   switch (status) {
   case KILN_OK: return "KILN_OK";

@@ -358,6 +358,13 @@ static void remove_tree(const char* dir) {
     fprintf(stderr, "cannot remove %s\n", dir);
 }
 
+/* The loaded library says which it is: the version CMake built, and the
+ * ABI these headers were compiled against. */
+static void test_version(void) {
+  CHECK(strcmp(kiln_version(), KILN_EXPECTED_VERSION) == 0);
+  CHECK(kiln_abi_version() == KILN_ABI_VERSION);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: kiln_embed_c_tests EXAMPLES_DIR\n");
@@ -371,6 +378,7 @@ int main(int argc, char** argv) {
   snprintf(tmpdir, sizeof tmpdir, "%s/kiln-embed-XXXXXX", base && *base ? base : "/tmp");
   REQUIRE(mkdtemp(tmpdir) != NULL);
 
+  test_version();
   test_compile();
   test_compile_or_load();
   test_errors();

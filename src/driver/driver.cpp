@@ -532,8 +532,23 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   std::unordered_map<std::string, const JobReport*> status_of;
   for (const JobReport& r : rep.jobs)
     status_of[r.key] = &r;
-  for (const PlannedRoot& root : p.roots) {
+  // Roots in three steps: their closures recorded (in order), their images
+  // linked (in parallel, on the compile workers' count: an in-process link,
+  // nvJitLink's above all, is the slow part), their names moved (in order).
+  // A name moves only once its root has succeeded: a root whose image fails
+  // to link keeps naming the closure it named before.
+  struct PendingRoot {
     RootReport rr;
+    core::NameRecord name;
+    std::optional<core::ClosureRecord> stored; ///< set when its image is to be linked
+    std::optional<Result<std::string>> image;
+    bool done = false; ///< reported as it is (an error, or left to other shards)
+  };
+  std::vector<PendingRoot> pending(p.roots.size());
+  for (size_t ri = 0; ri < p.roots.size(); ++ri) {
+    const PlannedRoot& root = p.roots[ri];
+    PendingRoot& pr = pending[ri];
+    RootReport& rr = pr.rr;
     rr.name = root.name;
     rr.target = root.target.spec;
     core::ClosureMap members = p.closure_of(root.root);
@@ -544,47 +559,85 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
         rr.error = "member job '" + jr->entry + "' (" + jr->key + ") failed";
       elsewhere += jr->other_shard;
     }
-    if (rr.error.empty()) {
-      Hash128 ck = core::closure_key(root.root, members);
-      core::ClosureRecord rec;
-      rec.key = ck;
-      rec.root_job = root.root;
-      rec.target = root.target.spec;
-      for (const auto& [symbol, key] : members)
-        rec.members.push_back({symbol, key, {}});
-      core::NameRecord name{root.name, root.target.spec, ck};
-      // The closure and name are pure functions of the plan: every shard
-      // publishes them, so a loader finds them whichever shard compiled what.
-      cache.publish_closure(rec);
-      cache.publish_name(name);
-      if (elsewhere) {
-        rr.note = "left to other shards (" + std::to_string(elsewhere) + " of " +
-                  std::to_string(members.size()) + " member jobs are theirs)";
-        rep.roots.push_back(std::move(rr));
-        continue;
-      }
-      // The name moves only once the root has succeeded: a root whose image
-      // fails to link keeps naming the closure it named before.
-      Status s = store.put_closure(rec, {});
-      if (!s) {
-        rr.error = s.error().message;
-      } else {
-        rr.closure = ck.hex();
-        if (p.request.link_images) {
-          auto stored = store.get_closure(ck);
-          auto image = stored ? image::fetch_or_link(cache, *stored)
-                              : Result<std::string>(stored.error());
-          if (image)
-            rr.image = true;
-          else if (image.error().code == Code::unavailable)
-            rr.note = image.error().message; // the loader links it where the linker exists
-          else
-            rr.error = image.error().context("linking root '" + root.name + "'").message;
-        }
+    if (!rr.error.empty()) {
+      pr.done = true;
+      continue;
+    }
+    Hash128 ck = core::closure_key(root.root, members);
+    core::ClosureRecord rec;
+    rec.key = ck;
+    rec.root_job = root.root;
+    rec.target = root.target.spec;
+    for (const auto& [symbol, key] : members)
+      rec.members.push_back({symbol, key, {}});
+    pr.name = core::NameRecord{root.name, root.target.spec, ck};
+    // The closure and name are pure functions of the plan: every shard
+    // publishes them, so a loader finds them whichever shard compiled what.
+    cache.publish_closure(rec);
+    cache.publish_name(pr.name);
+    if (elsewhere) {
+      rr.note = "left to other shards (" + std::to_string(elsewhere) + " of " +
+                std::to_string(members.size()) + " member jobs are theirs)";
+      pr.done = true;
+      continue;
+    }
+    Status s = store.put_closure(rec, {});
+    if (!s) {
+      rr.error = s.error().message;
+      pr.done = true;
+      continue;
+    }
+    rr.closure = ck.hex();
+    if (p.request.link_images) {
+      auto stored = store.get_closure(ck);
+      if (stored)
+        pr.stored = stored.take();
+      else
+        pr.image = Result<std::string>(stored.error());
+    }
+  }
+
+  std::vector<size_t> to_link;
+  for (size_t ri = 0; ri < pending.size(); ++ri)
+    if (pending[ri].stored)
+      to_link.push_back(ri);
+  unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(to_link.size())));
+  std::atomic<size_t> next_link{0};
+  auto link_work = [&] {
+    for (size_t t; (t = next_link.fetch_add(1)) < to_link.size();) {
+      PendingRoot& pr = pending[to_link[t]];
+      pr.image = image::fetch_or_link(cache, *pr.stored);
+    }
+  };
+  std::vector<std::thread> link_pool;
+  for (unsigned w = 1; w < linkers; ++w) {
+    try {
+      link_pool.emplace_back(link_work);
+    } catch (const std::exception&) {
+      break; // fewer linkers: the ones running take the rest
+    }
+  }
+  link_work();
+  for (std::thread& t : link_pool)
+    t.join();
+
+  for (size_t ri = 0; ri < pending.size(); ++ri) {
+    PendingRoot& pr = pending[ri];
+    RootReport& rr = pr.rr;
+    if (!pr.done) {
+      if (pr.image) {
+        const Result<std::string>& image = *pr.image;
+        if (image)
+          rr.image = true;
+        else if (image.error().code == Code::unavailable)
+          rr.note = image.error().message; // the loader links it where the linker exists
+        else
+          rr.error =
+              Error(image.error()).context("linking root '" + p.roots[ri].name + "'").message;
       }
       if (rr.error.empty()) {
         rr.unit = unit;
-        auto moved = store.point_name(name, unit);
+        auto moved = store.point_name(pr.name, unit);
         if (!moved)
           rr.error = moved.error().message;
         else if (*moved) {

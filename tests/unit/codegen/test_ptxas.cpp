@@ -145,15 +145,15 @@ const char* const kNowhere = "/nonexistent/kiln-unit/bin/ptxas";
 
 } // namespace
 
-TEST_CASE("ptxas: the assembler is the library where linked, else the program, else nvJitLink "
-          "at the image link") {
+TEST_CASE("ptxas: the assembler is the library where linked, else nvJitLink at the image "
+          "link, else the program") {
   if (std::getenv("KILN_PTXAS")) {
     MESSAGE("skipped: KILN_PTXAS is set");
     return;
   }
   codegen::PtxAssembler expected = codegen::ptx_compiler_linked()   ? codegen::PtxAssembler::library
-                                   : !codegen::ptxas_path().empty() ? codegen::PtxAssembler::program
                                    : link::nvjitlink_fingerprint()  ? codegen::PtxAssembler::link
+                                   : !codegen::ptxas_path().empty() ? codegen::PtxAssembler::program
                                                                     : codegen::PtxAssembler::none;
   CHECK(codegen::ptx_assembler() == expected);
 }

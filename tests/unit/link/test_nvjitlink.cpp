@@ -59,25 +59,47 @@ TEST_CASE("nvJitLink links a closure's sm_90 code into a cubin, or says why it c
   CHECK(bad.error().message.find("broken") != std::string::npos);
 }
 
-TEST_CASE("nvJitLink: the cubin defines every member, from PTX or from relocatable cubins") {
+namespace {
+
+// Links a closure's `format` artifacts (every member of k_cycle) and checks
+// the cubin defines every member.
+void check_closure_links(const std::string& format) {
+  TempDir dir = temp_dir("kiln-nvjitlink-test");
+  ClosureArtifacts c = compile_closure(dir, "gpu_nvptx.ll", "k_cycle", "sm_90", format);
+  REQUIRE(c.blobs.size() == 4); // the kernel and the three-cycle
+  ElfInfo elf = linked_cubin(c, format == "ptx");
+  CHECK(elf.type == 2); // ET_EXEC: loadable as is
+  std::set<std::string> defined = defined_symbols(elf);
+  for (const std::string& s : c.symbols)
+    CHECK_MESSAGE(defined.count(s), s);
+}
+
+} // namespace
+
+TEST_CASE("nvJitLink: the cubin defines every member from the jobs' PTX") {
   if (!have_nvjitlink())
     return;
-  TempDir dir = temp_dir("kiln-nvjitlink-test");
-  std::vector<std::string> formats{"ptx"};
-  if (!codegen::ptxas_path().empty())
-    formats.push_back("cubin");
-  else
-    MESSAGE("relocatable cubins skipped: no ptxas");
-  for (const std::string& format : formats) {
-    CAPTURE(format);
-    ClosureArtifacts c = compile_closure(dir, "gpu_nvptx.ll", "k_cycle", "sm_90", format);
-    REQUIRE(c.blobs.size() == 4); // the kernel and the three-cycle
-    ElfInfo elf = linked_cubin(c, format == "ptx");
-    CHECK(elf.type == 2); // ET_EXEC: loadable as is
-    std::set<std::string> defined = defined_symbols(elf);
-    for (const std::string& s : c.symbols)
-      CHECK_MESSAGE(defined.count(s), s);
+  check_closure_links("ptx");
+}
+
+// Jobs store relocatable cubins only where a ptxas program (or the PTX
+// compiler library) assembles each job: a child process with KILN_PTXAS.
+TEST_CASE("nvJitLink: the cubin defines every member from the jobs' relocatable cubins") {
+  if (!have_nvjitlink())
+    return;
+  if (child_role() != "ptxas-program") {
+    if (codegen::ptxas_path().empty()) {
+      MESSAGE("relocatable cubins skipped: no ptxas");
+      return;
+    }
+    check_child(run_child("nvJitLink: the cubin defines every member from the jobs' "
+                          "relocatable cubins",
+                          "ptxas-program", {"KILN_PTXAS=" + codegen::ptxas_path()}));
+    return;
   }
+  child_ran();
+  REQUIRE(codegen::ptx_assembler() == codegen::PtxAssembler::program);
+  check_closure_links("cubin");
 }
 
 TEST_CASE("nvJitLink: failures are internal errors naming the architecture") {

@@ -531,7 +531,8 @@ class Harness:
         "host": "opt -O2, llc -filetype=obj -relocation-model=pic, ld.lld -shared: one .so",
     }
     KILN_WHAT = {
-        "sm_90": "PTX + cubin per job (ptxas per job), one cubin linked per root (nvJitLink)",
+        "sm_90": "PTX per job, assembled and linked per root by one in-process nvJitLink "
+                 "call, roots linked in parallel",
         "gfx942": "optimized bitcode per job, one HSACO per root (IR link, codegen, lld)",
         "host": "an object per job, one .so linked per root (lld)",
     }

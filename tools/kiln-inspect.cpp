@@ -432,6 +432,7 @@ int cmd_gc(Store& store, const std::string& max_size, const std::string& older_t
                     {"evicted_closures", evicted},
                     {"evicted_jobs", rep->evicted_jobs},
                     {"evicted_images", rep->evicted_images},
+                    {"dropped_key_form_names", rep->dropped_key_form_names},
                     {"bytes_before", rep->bytes_before},
                     {"bytes_after", rep->bytes_after}});
     return 0;
@@ -441,6 +442,10 @@ int cmd_gc(Store& store, const std::string& max_size, const std::string& older_t
               static_cast<long long>(rep->evicted_jobs),
               static_cast<long long>(rep->evicted_images), human_size(rep->bytes_before).c_str(),
               human_size(rep->bytes_after).c_str());
+  if (rep->dropped_key_form_names > 0)
+    std::printf("%s %lld name or library rows of key form (never consulted)\n",
+                dry_run ? "would drop" : "dropped",
+                static_cast<long long>(rep->dropped_key_form_names));
   return 0;
 }
 

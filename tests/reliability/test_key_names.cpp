@@ -150,6 +150,32 @@ TEST_CASE("a name row of key form planted in a cache answers no load or inspect 
     flagged.insert(p["key"].get<std::string>());
   CHECK(flagged ==
         std::set<std::string>{key + " (host)", upper(key) + " (host)", stray + " (host)"});
+
+  // gc drops them (a dry run only counts them), and nothing else changes.
+  RunResult dry = inspect(cache, {"gc", "--dry-run", "--json"});
+  INFO(describe(dry));
+  REQUIRE(dry.exit_code == 0);
+  CHECK(json::parse(dry.out)["dropped_key_form_names"] == 3);
+  RunResult gc = inspect(cache, {"gc", "--json"});
+  INFO(describe(gc));
+  REQUIRE(gc.exit_code == 0);
+  const json dropped = json::parse(gc.out);
+  CHECK(dropped["dropped_key_form_names"] == 3);
+  CHECK(dropped["evicted_closures"].empty());
+  RunResult after = inspect(cache, {"verify", "--json"});
+  INFO(describe(after));
+  CHECK(after.exit_code == 0);
+  {
+    Db db(cache.db());
+    CHECK(db.rows("SELECT name FROM names WHERE length(name) = 32").empty());
+  }
+  Image named(cache, "nest_a");
+  CHECK(named.fn<I32Fn>("nest_a")(1) == 333);
+  Image keyed(cache, key);
+  CHECK(keyed.fn<I32Fn>("nest_a")(1) == 333);
+  Image impostor_root(cache, "impostor");
+  void* fn = nullptr;
+  CHECK(kiln_image_lookup(impostor_root.get(), "impostor", &fn) == KILN_OK);
 }
 
 } // TEST_SUITE

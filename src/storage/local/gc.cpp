@@ -59,6 +59,15 @@ Result<GcReport> Store::gc(const GcOptions& options) {
     if (b.step() != SQLITE_DONE)
       return fail(db_error("cannot drop lapsed leases"));
   }
+  // Name and library rows of key form are never consulted and nothing
+  // writes one now: one planted, or recorded before that rule, goes (it would
+  // otherwise keep its closure named).
+  for (const char* sql : {"DELETE FROM names WHERE " KILN_KEY_FORM("name"),
+                          "DELETE FROM libraries WHERE " KILN_KEY_FORM("name")}) {
+    if (Status s = exec(sql); !s)
+      return fail(s.error());
+    rep.dropped_key_form_names += sqlite3_changes(db_);
+  }
   // Jobs that no closure uses (their root failed, or its closure went) go
   // first: nothing can load them. A leased job is a running precompile's,
   // whose closure is not recorded yet.

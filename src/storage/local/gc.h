@@ -40,6 +40,7 @@ struct GcReport {
   std::vector<Hash128> evicted_closures; ///< least recently used first
   int64_t evicted_jobs = 0;
   int64_t evicted_images = 0;
+  int64_t dropped_key_form_names = 0; ///< name and library rows of key form, never consulted
   int64_t bytes_before = 0; ///< live bytes
   int64_t bytes_after = 0;
 };

@@ -3,6 +3,12 @@
 // that implement Store (store.cpp, usage.cpp, gc.cpp, verify.cpp, ...).
 #pragma once
 
+/// SQL true for a name column of key form (32 hex digits): such a name is
+/// never consulted, since a lookup of that form is a closure key, and
+/// nothing writes one now (verify reports one, gc drops it).
+#define KILN_KEY_FORM(column) \
+  "length(" column ") = 32 AND " column " NOT GLOB '*[^0-9a-fA-F]*'"
+
 #include "support/hash.h"
 
 #include <sqlite3.h>

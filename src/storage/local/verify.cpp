@@ -97,11 +97,13 @@ Status Store::check_rows(std::vector<Problem>& out) {
       // lookup of that form is a closure key, and nothing writes one now:
       // such a row was planted or predates that rule.
       {"SELECT n.name || ' (' || n.target || ')', n.closure_key FROM names n WHERE "
-       "length(n.name) = 32 AND n.name NOT GLOB '*[^0-9a-fA-F]*'",
-       "name", "has the form of a closure key, so it is never consulted; it points at "},
+       KILN_KEY_FORM("n.name"),
+       "name", "has the form of a closure key, so it is never consulted (gc drops it); it "
+              "points at "},
       {"SELECT l.name || ' (' || l.target || ')', l.closure_key FROM libraries l WHERE "
-       "length(l.name) = 32 AND l.name NOT GLOB '*[^0-9a-fA-F]*'",
-       "library", "has the form of a closure key, so it is never consulted; it points at "},
+       KILN_KEY_FORM("l.name"),
+       "library", "has the form of a closure key, so it is never consulted (gc drops it); it "
+                 "points at "},
   };
   for (const Check& c : checks) {
     KILN_TRY_ASSIGN(auto s, prepare(c.sql));

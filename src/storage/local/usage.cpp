@@ -19,24 +19,6 @@ Result<int64_t> Store::count(const char* sql) {
   return b.col_i64(0);
 }
 
-namespace {
-
-// The counters' rows, in one order.
-std::vector<std::pair<const char*, int64_t>> counter_rows(const Counters& d) {
-  return {{"job_hits", d.job_hits},
-          {"job_misses", d.job_misses},
-          {"image_hits", d.image_hits},
-          {"image_misses", d.image_misses},
-          {"loads", d.loads},
-          {"remote_hits", d.remote_hits},
-          {"remote_misses", d.remote_misses},
-          {"remote_bytes_in", d.remote_bytes_in},
-          {"remote_bytes_out", d.remote_bytes_out},
-          {"remote_errors", d.remote_errors}};
-}
-
-} // namespace
-
 Status Store::add_counters(const Counters& d) { return record_usage({}, 0, d); }
 
 Status Store::zero_counters() {
@@ -45,20 +27,7 @@ Status Store::zero_counters() {
 }
 
 Status Store::touch_closures(const std::vector<Hash128>& closures, int64_t when) {
-  if (closures.empty())
-    return Status::ok();
-  std::lock_guard lock(mu_);
-  return transaction([&]() -> Status {
-    KILN_TRY_ASSIGN(auto s,
-                    prepare("UPDATE closures SET last_used = max(last_used, ?2) WHERE key = ?1"));
-    for (const Hash128 &k : closures) {
-      Bound b(s);
-      b.text(1, k.hex()).i64(2, when);
-      if (b.step() != SQLITE_DONE)
-        return db_error("cannot mark closure " + k.hex() + " used");
-    }
-    return Status::ok();
-  });
+  return record_usage(closures, when, {});
 }
 
 Status Store::record_usage(const std::vector<Hash128>& closures, int64_t when,
@@ -83,7 +52,16 @@ Status Store::record_usage(const std::vector<Hash128>& closures, int64_t when,
     KILN_TRY_ASSIGN(auto s,
                     prepare("INSERT INTO counters(name, value) VALUES (?1, ?2) "
                             "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value"));
-    for (auto [name, v] : counter_rows(d)) {
+    for (auto [name, v] : {std::pair{"job_hits", d.job_hits},
+                           {"job_misses", d.job_misses},
+                           {"image_hits", d.image_hits},
+                           {"image_misses", d.image_misses},
+                           {"loads", d.loads},
+                           {"remote_hits", d.remote_hits},
+                           {"remote_misses", d.remote_misses},
+                           {"remote_bytes_in", d.remote_bytes_in},
+                           {"remote_bytes_out", d.remote_bytes_out},
+                           {"remote_errors", d.remote_errors}}) {
       if (v == 0)
         continue;
       Bound b(s);

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   } else {
     size_t compiled = 0;
     for (size_t i = 0; i < kiln_compile_result_job_count(result); ++i) {
-      kiln_job_info job;
+      kiln_job_info job = {.struct_size = sizeof(kiln_job_info)};
       if (kiln_compile_result_job(result, i, &job) == KILN_OK && job.status == KILN_JOB_COMPILED)
         ++compiled;
     }

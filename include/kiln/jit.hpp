@@ -31,6 +31,8 @@ struct JitOptions {
   bool debug = false; ///< keep debug info
   unsigned jobs = 0;  ///< parallel compiles; 0: hardware threads
   bool must_hit = must_hit_from_environment(); ///< a miss fails (see CompileRequest)
+  std::string remote;            ///< the shared tier (see CompileRequest); empty: $KILN_REMOTE
+  bool remote_read_only = false; ///< fetch from the tier, never publish
 };
 
 /// A failure with its context, taken apart: the input and line, the entry,

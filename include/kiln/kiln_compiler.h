@@ -35,9 +35,25 @@ typedef struct kiln_source {
   size_t size;
 } kiln_source;
 
+/** libkiln-compiler's ABI version: its shared object version
+ *  (libkiln-compiler.so.1). It rises when a declaration here changes
+ *  incompatibly; a field appended to a struct below does not change it,
+ *  since each struct says its own size (see struct_size). */
+#define KILN_COMPILER_ABI_VERSION 1
+
+/** Every struct the caller allocates for this header starts with its size,
+ *  as the caller was built: sizeof the struct. The library reads (or, for
+ *  results, writes) only the fields that size covers, so a program built
+ *  against an older header keeps working with a newer library: the fields
+ *  it does not know take their defaults. A size smaller than the first
+ *  version of the struct is KILN_INVALID_ARGUMENT, and so is a larger one
+ *  whose bytes past what this library knows are not zero (a field it would
+ *  ignore). */
+
 /** What to compile. Fill it with kiln_compile_options_init, then set fields:
- *  a zeroed struct would mean -O0. */
+ *  a zeroed struct is refused (its struct_size is 0). */
 typedef struct kiln_compile_options {
+  size_t struct_size;         /* sizeof(kiln_compile_options); set by init */
   const kiln_source* sources;
   size_t source_count;
   const char* const* entries; /* root entry names; none: every exported function
@@ -54,11 +70,29 @@ typedef struct kiln_compile_options {
                                  with KILN_NOT_FOUND before compiling, naming the
                                  job and how it differs from the nearest cached
                                  one; default: $KILN_MUST_HIT set and not "0" */
+  const char* library;        /* NULL or "" (default): none; else the roots of each
+                                 target are also recorded under this name as one
+                                 library, one image (kiln_library_load) */
+  const char* remote;         /* the shared tier, redis://[user:password@]host[:port]
+                                 [/db][?options]; NULL or "" (default): $KILN_REMOTE;
+                                 "off": none */
+  int remote_read_only;       /* nonzero: fetch from the tier, never publish */
+  unsigned shard_index;       /* compile only the jobs of shard shard_index of */
+  unsigned shard_count;       /* shard_count (0-based); 0 or 1 (default): all */
 } kiln_compile_options;
 
-/** Sets the defaults: no sources, entries or targets, -O2, no debug info,
- *  all hardware threads, images linked, must-hit from $KILN_MUST_HIT. */
-void kiln_compile_options_init(kiln_compile_options* options);
+/** Sets the defaults in the `size` bytes of *options (its struct_size
+ *  included): no sources, entries or targets, -O2, no debug info, all
+ *  hardware threads, images linked, must-hit from $KILN_MUST_HIT, no
+ *  library, the remote tier from $KILN_REMOTE, unsharded. For an FFI, which
+ *  passes the size of its own layout; C and C++ call
+ *  kiln_compile_options_init. */
+void kiln_compile_options_init_size(kiln_compile_options* options, size_t size);
+
+/** kiln_compile_options_init_size with this header's size. */
+static inline void kiln_compile_options_init(kiln_compile_options* options) {
+  kiln_compile_options_init_size(options, sizeof *options);
+}
 
 typedef enum kiln_job_status {
   KILN_JOB_COMPILED = 0, /* compiled now and stored */
@@ -66,8 +100,10 @@ typedef enum kiln_job_status {
   KILN_JOB_FAILED        /* see kiln_job_info.error; the other jobs are stored */
 } kiln_job_status;
 
-/** One job of a compile. Strings are owned by the result. */
+/** One job of a compile. Strings are owned by the result. Set struct_size
+ *  to sizeof(kiln_job_info) before kiln_compile_result_job fills it. */
 typedef struct kiln_job_info {
+  size_t struct_size;
   const char* key;    /* 32 hex: the job's content key */
   const char* entry;  /* the function the job compiles */
   const char* target; /* canonical target spec */
@@ -78,8 +114,11 @@ typedef struct kiln_job_info {
   size_t ref_count;   /* open deferred references: kiln_compile_result_job_ref */
 } kiln_job_info;
 
-/** One root (entry × target) of a compile. Strings are owned by the result. */
+/** One root (entry × target) of a compile. Strings are owned by the result.
+ *  Set struct_size to sizeof(kiln_root_info) before kiln_compile_result_root
+ *  fills it. */
 typedef struct kiln_root_info {
+  size_t struct_size;
   const char* name;    /* the root's entry name: what kiln_image_load takes */
   const char* target;  /* canonical target spec */
   const char* closure; /* 32 hex: the root's closure key; "" if a member failed */
@@ -87,6 +126,22 @@ typedef struct kiln_root_info {
   const char* note;    /* why no image was linked (e.g. no linker here), or "" */
   const char* error;   /* "" unless the root failed */
 } kiln_root_info;
+
+/** One library of a compile (kiln_compile_options.library), per target.
+ *  Strings are owned by the result. Set struct_size to
+ *  sizeof(kiln_library_info) before kiln_compile_result_library fills it. */
+typedef struct kiln_library_info {
+  size_t struct_size;
+  const char* name;    /* what kiln_library_load takes */
+  const char* target;  /* canonical target spec */
+  const char* closure; /* 32 hex: the union of its roots' closures; "" on error */
+  size_t roots;        /* how many roots it holds */
+  size_t members;      /* how many jobs its image links */
+  int has_image;       /* its image is linked and cached */
+  const char* note;    /* why no image was linked, or "" */
+  const char* error;   /* why it was not recorded (a root failed, two kernels
+                          share a name), or "" */
+} kiln_library_info;
 
 /** A failure with its context. Fields the failure does not concern are ""
  *  or 0. Only kiln_compile_last_error hands one out (the library owns it),
@@ -148,7 +203,15 @@ size_t kiln_compile_result_root_count(const kiln_compile_result* result);
 kiln_status kiln_compile_result_root(const kiln_compile_result* result, size_t index,
                                      kiln_root_info* out);
 
+size_t kiln_compile_result_library_count(const kiln_compile_result* result);
+kiln_status kiln_compile_result_library(const kiln_compile_result* result, size_t index,
+                                        kiln_library_info* out);
+
 void kiln_compile_result_free(kiln_compile_result* result);
+
+/** The ABI version of the libkiln-compiler actually loaded, to compare with
+ *  the KILN_COMPILER_ABI_VERSION a program was built with. */
+int kiln_compiler_abi_version(void);
 
 /** This thread's last failure of a call in this header, with its context.
  *  Valid until this thread's next call into this header; never NULL (status

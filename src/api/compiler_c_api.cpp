@@ -12,7 +12,10 @@
 #include <kiln/jit.hpp>
 #include <kiln/kiln_compiler.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <string_view>
 
 namespace kiln {
 
@@ -72,6 +75,8 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   req.jobs = options.jobs;
   req.link_images = true;
   req.must_hit = options.must_hit;
+  req.remote = options.remote;
+  req.remote_read_only = options.remote_read_only;
 
   // The request memo: a request seen before names its closure without the
   // IR being parsed at all.
@@ -177,6 +182,7 @@ struct kiln_compile_result {
   kiln::CompileReport report;
   std::vector<kiln_job_info> jobs;
   std::vector<kiln_root_info> roots;
+  std::vector<kiln_library_info> libraries;
 };
 
 namespace {
@@ -218,9 +224,66 @@ struct Views {
   std::vector<std::string> entries, targets;
 };
 
-kiln_status read_options(const char* fn, const kiln_compile_options* o, Views& v) {
-  if (!o)
+// The first ABI's structs end at these bytes: a caller's struct_size must
+// reach them. A field appended later is read only when struct_size covers it.
+constexpr size_t kOptionsFirst = offsetof(kiln_compile_options, shard_count) + sizeof(unsigned);
+constexpr size_t kJobInfoFirst = offsetof(kiln_job_info, ref_count) + sizeof(size_t);
+constexpr size_t kRootInfoFirst = offsetof(kiln_root_info, error) + sizeof(const char*);
+constexpr size_t kLibraryInfoFirst = offsetof(kiln_library_info, error) + sizeof(const char*);
+
+kiln_status bad_size(const char* fn, const char* type, size_t size, size_t first) {
+  return fail_argument(std::string(fn) + ": " + type + ".struct_size is " +
+                       std::to_string(size) + ", less than the " + std::to_string(first) +
+                       " bytes of its first version: set it to sizeof(" + type + ")" +
+                       (std::string_view(type) == "kiln_compile_options"
+                            ? " with kiln_compile_options_init"
+                            : ""));
+}
+
+// The caller's options over this library's defaults: the bytes its
+// struct_size covers. Bytes past this library's struct must be zero: a
+// field set there is one this library would ignore.
+kiln_status sized_options(const char* fn, const kiln_compile_options* in,
+                          kiln_compile_options& out) {
+  kiln_compile_options_init_size(&out, sizeof out);
+  size_t n = in->struct_size;
+  if (n < kOptionsFirst)
+    return bad_size(fn, "kiln_compile_options", n, kOptionsFirst);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  for (size_t i = sizeof out; i < n; ++i)
+    if (bytes[i] != 0)
+      return fail_argument(std::string(fn) + ": kiln_compile_options has " + std::to_string(n) +
+                           " bytes and byte " + std::to_string(i) +
+                           " is set, past the " + std::to_string(sizeof out) +
+                           " this libkiln-compiler knows: the program was built against a "
+                           "newer kiln_compiler.h");
+  std::memcpy(&out, in, std::min(n, sizeof out));
+  out.struct_size = sizeof out;
+  return KILN_OK;
+}
+
+// Fills the caller's struct with `value`, as far as its struct_size reaches;
+// bytes past this library's struct (fields it does not know) become zero.
+template <class Info>
+kiln_status sized_write(const char* fn, const char* type, size_t first, const Info& value,
+                        Info* out) {
+  size_t n = out->struct_size;
+  if (n < first)
+    return bad_size(fn, type, n, first);
+  std::memcpy(out, &value, std::min(n, sizeof value));
+  if (n > sizeof value)
+    std::memset(reinterpret_cast<unsigned char*>(out) + sizeof value, 0, n - sizeof value);
+  out->struct_size = n;
+  return KILN_OK;
+}
+
+kiln_status read_options(const char* fn, const kiln_compile_options* given, Views& v,
+                         kiln_compile_options& options) {
+  if (!given)
     return fail_argument(std::string(fn) + ": options is NULL");
+  if (kiln_status st = sized_options(fn, given, options); st != KILN_OK)
+    return st;
+  const kiln_compile_options* o = &options;
   if (o->source_count && !o->sources)
     return fail_argument(std::string(fn) + ": source_count is " +
                          std::to_string(o->source_count) + " but sources is NULL");
@@ -254,15 +317,34 @@ kiln_status read_options(const char* fn, const kiln_compile_options* o, Views& v
 }
 
 kiln_compile_result* make_result(kiln::CompileReport report) {
-  auto* r = new kiln_compile_result{std::move(report), {}, {}};
+  auto* r = new kiln_compile_result{std::move(report), {}, {}, {}};
   for (const kiln::JobReport& j : r->report.jobs)
-    r->jobs.push_back({j.key.c_str(), j.entry.c_str(), j.target.c_str(), j.symbol.c_str(),
-                       static_cast<kiln_job_status>(j.status), j.error.c_str(), j.compile_ms,
-                       j.refs.size()});
+    r->jobs.push_back({sizeof(kiln_job_info), j.key.c_str(), j.entry.c_str(), j.target.c_str(),
+                       j.symbol.c_str(), static_cast<kiln_job_status>(j.status),
+                       j.error.c_str(), j.compile_ms, j.refs.size()});
   for (const kiln::RootReport& x : r->report.roots)
-    r->roots.push_back({x.name.c_str(), x.target.c_str(), x.closure.c_str(), x.image ? 1 : 0,
-                        x.note.c_str(), x.error.c_str()});
+    r->roots.push_back({sizeof(kiln_root_info), x.name.c_str(), x.target.c_str(),
+                        x.closure.c_str(), x.image ? 1 : 0, x.note.c_str(), x.error.c_str()});
+  for (const kiln::LibraryReport& l : r->report.libraries)
+    r->libraries.push_back({sizeof(kiln_library_info), l.name.c_str(), l.target.c_str(),
+                            l.closure.c_str(), l.roots, l.members, l.image ? 1 : 0,
+                            l.note.c_str(), l.error.c_str()});
   return r;
+}
+
+// Element `index` of a result's list, written to the caller's sized struct.
+template <class Info>
+kiln_status result_item(const char* fn, const char* type, size_t first,
+                        const kiln_compile_result* result, const std::vector<Info>* list,
+                        const char* what, size_t index, Info* out) {
+  if (!result || !out)
+    return fail_argument(std::string(fn) + ": result and out must not be NULL");
+  if (index >= list->size())
+    return fail(kiln::make_error(kiln::Code::not_found,
+                                 std::string(fn) + ": index " + std::to_string(index) +
+                                     " is past the " + std::to_string(list->size()) + " " +
+                                     what));
+  return sized_write(fn, type, first, (*list)[index], out);
 }
 
 static_assert(int(kiln::JobStatus::compiled) == KILN_JOB_COMPILED &&
@@ -273,13 +355,18 @@ static_assert(int(kiln::JobStatus::compiled) == KILN_JOB_COMPILED &&
 
 extern "C" {
 
-void kiln_compile_options_init(kiln_compile_options* options) {
-  if (!options)
+void kiln_compile_options_init_size(kiln_compile_options* options, size_t size) {
+  if (!options || size == 0)
     return;
-  std::memset(options, 0, sizeof *options);
-  options->opt_level = 2;
-  options->link_images = 1;
-  options->must_hit = kiln::must_hit_from_environment() ? 1 : 0;
+  kiln_compile_options d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = size;
+  d.opt_level = 2;
+  d.link_images = 1;
+  d.must_hit = kiln::must_hit_from_environment() ? 1 : 0;
+  d.shard_count = 1;
+  std::memset(options, 0, size);
+  std::memcpy(options, &d, std::min(size, sizeof d));
 }
 
 kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
@@ -290,7 +377,8 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
       return fail_argument("kiln_compile: cache and out must not be NULL");
     *out = nullptr;
     Views v;
-    if (kiln_status st = read_options("kiln_compile", options, v); st != KILN_OK)
+    kiln_compile_options o;
+    if (kiln_status st = read_options("kiln_compile", options, v, o); st != KILN_OK)
       return st;
     kiln::CompileRequest req;
     for (const kiln::Source& s : v.sources)
@@ -298,11 +386,16 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
     req.entries = v.entries;
     if (!v.targets.empty())
       req.targets = v.targets;
-    req.opt_level = options->opt_level;
-    req.debug = options->debug != 0;
-    req.jobs = options->jobs;
-    req.link_images = options->link_images != 0;
-    req.must_hit = options->must_hit != 0;
+    req.opt_level = o.opt_level;
+    req.debug = o.debug != 0;
+    req.jobs = o.jobs;
+    req.link_images = o.link_images != 0;
+    req.must_hit = o.must_hit != 0;
+    req.library = o.library ? o.library : "";
+    req.remote = o.remote ? o.remote : "";
+    req.remote_read_only = o.remote_read_only != 0;
+    req.shard_index = o.shard_index;
+    req.shard_count = o.shard_count ? o.shard_count : 1;
     auto report = kiln::compile(req, cache->storage->local().path());
     if (!report)
       return fail(report.error());
@@ -322,16 +415,22 @@ kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* 
       return fail_argument("kiln_compile_or_load: cache, entry and out must not be NULL");
     *out = nullptr;
     Views v;
-    if (kiln_status st = read_options("kiln_compile_or_load", options, v); st != KILN_OK)
+    kiln_compile_options o;
+    if (kiln_status st = read_options("kiln_compile_or_load", options, v, o); st != KILN_OK)
       return st;
     if (!v.entries.empty() || !v.targets.empty())
       return fail_argument("kiln_compile_or_load: options name entries or targets; this call "
                            "takes the one entry and target as arguments");
+    if ((o.library && *o.library) || o.shard_count > 1)
+      return fail_argument("kiln_compile_or_load: options name a library or shards; this call "
+                           "loads one root, compiled whole (use kiln_compile for those)");
     kiln::JitOptions jit;
-    jit.opt_level = options->opt_level;
-    jit.debug = options->debug != 0;
-    jit.jobs = options->jobs;
-    jit.must_hit = options->must_hit != 0;
+    jit.opt_level = o.opt_level;
+    jit.debug = o.debug != 0;
+    jit.jobs = o.jobs;
+    jit.must_hit = o.must_hit != 0;
+    jit.remote = o.remote ? o.remote : "";
+    jit.remote_read_only = o.remote_read_only != 0;
     auto loaded = kiln::compile_or_load_in(*cache, v.sources, entry, target ? target : "", jit);
     if (!loaded)
       return fail(loaded.error());
@@ -354,15 +453,8 @@ kiln_status kiln_compile_result_job(const kiln_compile_result* result, size_t in
                                     kiln_job_info* out) {
   return kiln::runtime::c_entry("kiln_compile_result_job", [&]() -> kiln_status {
     clear_error();
-    if (!result || !out)
-      return fail_argument("kiln_compile_result_job: result and out must not be NULL");
-    if (index >= result->jobs.size())
-      return fail(kiln::make_error(kiln::Code::not_found,
-                                   "kiln_compile_result_job: index " + std::to_string(index) +
-                                       " is past the " + std::to_string(result->jobs.size()) +
-                                       " jobs"));
-    *out = result->jobs[index];
-    return KILN_OK;
+    return result_item("kiln_compile_result_job", "kiln_job_info", kJobInfoFirst, result,
+                       result ? &result->jobs : nullptr, "jobs", index, out);
   }, report_internal);
 }
 
@@ -391,19 +483,30 @@ kiln_status kiln_compile_result_root(const kiln_compile_result* result, size_t i
                                      kiln_root_info* out) {
   return kiln::runtime::c_entry("kiln_compile_result_root", [&]() -> kiln_status {
     clear_error();
-    if (!result || !out)
-      return fail_argument("kiln_compile_result_root: result and out must not be NULL");
-    if (index >= result->roots.size())
-      return fail(kiln::make_error(kiln::Code::not_found,
-                                   "kiln_compile_result_root: index " + std::to_string(index) +
-                                       " is past the " + std::to_string(result->roots.size()) +
-                                       " roots"));
-    *out = result->roots[index];
-    return KILN_OK;
+    return result_item("kiln_compile_result_root", "kiln_root_info", kRootInfoFirst, result,
+                       result ? &result->roots : nullptr, "roots", index, out);
+  }, report_internal);
+}
+
+size_t kiln_compile_result_library_count(const kiln_compile_result* result) {
+  return result ? result->libraries.size() : 0;
+}
+
+kiln_status kiln_compile_result_library(const kiln_compile_result* result, size_t index,
+                                        kiln_library_info* out) {
+  return kiln::runtime::c_entry("kiln_compile_result_library", [&]() -> kiln_status {
+    clear_error();
+    return result_item("kiln_compile_result_library", "kiln_library_info", kLibraryInfoFirst,
+                       result, result ? &result->libraries : nullptr, "libraries", index, out);
   }, report_internal);
 }
 
 void kiln_compile_result_free(kiln_compile_result* result) { delete result; }
+
+int kiln_compiler_abi_version(void) { return KILN_COMPILER_SOVERSION_NUMBER; }
+static_assert(KILN_COMPILER_ABI_VERSION == KILN_COMPILER_SOVERSION_NUMBER,
+              "kiln_compiler.h's KILN_COMPILER_ABI_VERSION must be libkiln-compiler's soversion "
+              "(KILN_COMPILER_SOVERSION)");
 
 const kiln_error_info* kiln_compile_last_error(void) { return &t_error.view; }
 

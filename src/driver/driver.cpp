@@ -14,8 +14,9 @@
 #include "core/check.h"
 #include "core/explain.h"
 #include "core/keys.h"
-#include "memo/memo.h"
+#include "memo/compiler_plugin.h"
 #include "memo/library.h"
+#include "memo/memo.h"
 #include "codegen/ptxas.h"
 #include "ir/diagnose.h"
 #include "ir/extract.h"
@@ -32,6 +33,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <map>
@@ -710,9 +713,50 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
 
 } // namespace kiln
 
-// For kiln-precompile, which loads this library only on a memo miss.
-extern "C" __attribute__((visibility("default"))) void
-kiln_compiler_compile_v1(const kiln::CompileRequest* request, const char* cache_path,
-                         std::optional<kiln::Result<kiln::CompileReport>>* out) {
-  out->emplace(kiln::compile(*request, cache_path));
+// libkiln's entry point, for a memo miss in a process that linked only the
+// loader (kiln-precompile, compile_on_demand): plain C over encoded bytes
+// (memo/compiler_plugin.h). Nothing may unwind out of it.
+namespace {
+
+// The reply in memory the caller releases through the reply itself.
+int hand_over(const kiln::Result<kiln::CompileReport>& out, kiln_plugin_reply* reply) {
+  std::string bytes = kiln::memo::encode_reply(out);
+  char* data = static_cast<char*>(std::malloc(bytes.size()));
+  if (!data)
+    return 2;
+  std::memcpy(data, bytes.data(), bytes.size());
+  *reply = {data, bytes.size(), [](char* d) { std::free(d); }};
+  return 0;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int
+kiln_compiler_compile_v2(const char* request, size_t request_size, const char* cache_path,
+                         kiln_plugin_progress_fn progress, void* context,
+                         kiln_plugin_reply* reply) {
+  if (!reply)
+    return 1;
+  *reply = {nullptr, 0, nullptr};
+  try {
+    return hand_over([&]() -> kiln::Result<kiln::CompileReport> {
+      KILN_TRY_ASSIGN(auto req, kiln::memo::decode_request({request, request_size}));
+      if (progress)
+        req.progress = [progress, context](const kiln::Progress& p) {
+          progress(context, p.done, p.total, p.entry.c_str(), p.target.c_str(),
+                   p.status.c_str());
+        };
+      return kiln::compile(req, cache_path ? cache_path : "");
+    }(), reply);
+  } catch (const std::exception& e) {
+    try {
+      return hand_over(kiln::make_error(kiln::Code::internal,
+                                        std::string("the compiler: internal error: ") + e.what()),
+                       reply);
+    } catch (...) {
+      return 2;
+    }
+  } catch (...) {
+    return 3;
+  }
 }

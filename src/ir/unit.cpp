@@ -22,11 +22,15 @@ namespace kiln::ir {
 
 namespace {
 
-// LLVM's bitcode reader sizes its type table from the table's first record
-// before reading a type, so 2 KB of hostile bitcode can ask for petabytes
-// and end the process with std::bad_alloc. The counts are checked against
-// what the bytes could hold first: every type takes a record of at least
-// one bit. Malformed streams are left to the reader, which reports them.
+// LLVM's bitcode reader trusts what a stream claims: it sizes its type table
+// from the table's first record before reading a type, and it takes each
+// block's length word as given, so 2 KB of hostile bitcode can ask for
+// petabytes (std::bad_alloc) or make its value table grow without bound
+// (a block claiming 10 GB: 16 GiB of memory, then an abort). Before the
+// reader runs, every block is walked: its claimed length must end within
+// the block around it, and a type count must fit in the bytes (every type
+// takes a record of at least one bit). Other malformations are left to the
+// reader, which reports them.
 Status check_bitcode_counts(const std::string& name, llvm::StringRef bytes) {
   const unsigned char* begin = bytes.bytes_begin();
   const unsigned char* end = bytes.bytes_end();
@@ -43,6 +47,7 @@ Status check_bitcode_counts(const std::string& name, llvm::StringRef bytes) {
     return Status::ok();
   }
   std::vector<unsigned> blocks; // the blocks the cursor is in
+  std::vector<uint64_t> ends;   // the bit each of them claims to end at
   llvm::SmallVector<uint64_t, 8> record;
   while (!cursor.AtEndOfStream()) {
     llvm::Expected<llvm::BitstreamEntry> entry = cursor.advance();
@@ -57,6 +62,7 @@ Status check_bitcode_counts(const std::string& name, llvm::StringRef bytes) {
       if (blocks.empty())
         return Status::ok();
       blocks.pop_back();
+      ends.pop_back();
       break;
     case llvm::BitstreamEntry::SubBlock: {
       llvm::Error e = llvm::Error::success();
@@ -70,12 +76,27 @@ Status check_bitcode_counts(const std::string& name, llvm::StringRef bytes) {
         } else {
           return Status::ok();
         }
-      } else if (entry->ID == llvm::bitc::MODULE_BLOCK_ID ||
-                 entry->ID == llvm::bitc::TYPE_BLOCK_ID_NEW) {
-        e = cursor.EnterSubBlock(entry->ID);
-        blocks.push_back(entry->ID);
       } else {
-        e = cursor.SkipBlock();
+        unsigned words = 0;
+        e = cursor.EnterSubBlock(entry->ID, &words);
+        if (!e) {
+          // The length word follows the block's header: it counts 32-bit
+          // words from the current position.
+          uint64_t block_end = cursor.GetCurrentBitNo() + uint64_t(words) * 32;
+          uint64_t outer_end = ends.empty() ? bits : ends.back();
+          if (block_end > outer_end)
+            return make_error(Code::invalid_argument,
+                              "'" + name + "' is malformed bitcode: block " +
+                                  std::to_string(entry->ID) + " at byte " +
+                                  std::to_string(cursor.GetCurrentBitNo() / 8) + " claims " +
+                                  std::to_string(uint64_t(words) * 4) + " bytes, past the " +
+                                  std::to_string((outer_end - cursor.GetCurrentBitNo()) / 8) +
+                                  " bytes left " +
+                                  (ends.empty() ? "in the input" : "in the block around it"))
+                .at(name);
+          blocks.push_back(entry->ID);
+          ends.push_back(block_end);
+        }
       }
       if (e) {
         llvm::consumeError(std::move(e));

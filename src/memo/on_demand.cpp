@@ -1,14 +1,19 @@
 // Compile-or-load without LLVM in the process until it is needed: a request
 // the cache's memo answers is replayed here; a miss loads libkiln-compiler
-// (beside libkiln) and runs the driver through its one C entry point. The
+// (beside libkiln) and runs the driver through its one C entry point
+// (memo/compiler_plugin.h: bytes and a C callback, no C++ type). The
 // report types' few functions live here too, in the LLVM-free library, so
 // that a memo hit needs nothing else.
+#include "memo/compiler_plugin.h"
 #include "memo/memo.h"
 
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <exception>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #ifndef KILN_COMPILER_LIBRARY
@@ -50,12 +55,9 @@ namespace kiln {
 
 namespace {
 
-using CompileFn = void (*)(const CompileRequest*, const char*,
-                           std::optional<Result<CompileReport>>*);
-
 // libkiln-compiler sits beside libkiln, in the build tree as when installed.
-Result<CompileFn> compiler_entry() {
-  static Result<CompileFn> entry = Error(Code::internal, "not loaded");
+Result<kiln_compiler_compile_fn> compiler_entry() {
+  static Result<kiln_compiler_compile_fn> entry = Error(Code::internal, "not loaded");
   static std::once_flag once;
   std::call_once(once, [] {
     std::string path;
@@ -77,10 +79,11 @@ Result<CompileFn> compiler_entry() {
                     "cannot load the compiler library '" + path + "': " + (e ? e : "unknown"));
       return;
     }
-    auto fn = reinterpret_cast<CompileFn>(dlsym(h, "kiln_compiler_compile_v1"));
+    auto fn = reinterpret_cast<kiln_compiler_compile_fn>(dlsym(h, memo::kCompilerEntry));
     if (!fn)
-      entry = Error(Code::unavailable, "the compiler library '" + path +
-                                           "' lacks kiln_compiler_compile_v1");
+      entry = Error(Code::unavailable, "the compiler library '" + path + "' lacks " +
+                                           memo::kCompilerEntry +
+                                           ": it comes from another version of Kiln");
     else
       entry = fn;
   });
@@ -95,11 +98,38 @@ Result<CompileReport> compile_on_demand(const CompileRequest& request,
   if (hit)
     return std::move(*hit);
   KILN_TRY_ASSIGN(auto fn, compiler_entry());
-  std::optional<Result<CompileReport>> out;
-  (fn)(&request, cache_path.c_str(), &out);
-  if (!out)
-    return Error(Code::internal, "the compiler library returned nothing");
-  return std::move(*out);
+  std::string bytes = memo::encode_request(request);
+  // The caller's progress callback, behind a C one; an exception it throws
+  // must not unwind through the other library.
+  struct Relay {
+    const std::function<void(const Progress&)>* fn;
+    std::optional<Error> failed;
+  } relay{&request.progress, std::nullopt};
+  auto progress = [](void* context, size_t done, size_t total, const char* entry,
+                     const char* target, const char* status) {
+    auto* r = static_cast<Relay*>(context);
+    if (r->failed)
+      return;
+    try {
+      (*r->fn)(Progress{done, total, entry, target, status});
+    } catch (const std::exception& e) {
+      r->failed = Error(Code::internal, std::string("the progress callback threw: ") + e.what());
+    } catch (...) {
+      r->failed = Error(Code::internal, "the progress callback threw");
+    }
+  };
+  kiln_plugin_reply reply{nullptr, 0, nullptr};
+  int rc = fn(bytes.data(), bytes.size(), cache_path.c_str(),
+              request.progress ? +progress : nullptr, &relay, &reply);
+  std::string answer(reply.data ? reply.data : "", reply.data ? reply.size : 0);
+  if (reply.data && reply.release)
+    reply.release(reply.data);
+  if (rc != 0 || answer.empty())
+    return Error(Code::internal, "the compiler library returned no reply (status " +
+                                     std::to_string(rc) + ")");
+  if (relay.failed)
+    return *relay.failed;
+  return memo::decode_reply(answer);
 }
 
 } // namespace kiln

@@ -18,7 +18,12 @@ if ! command -v abidiff >/dev/null; then
 fi
 mkdir -p "$work"
 xz -dc "$src/abi/libkiln.abi.xz" > "$work/baseline.abi" || exit 1
-abidiff --suppressions "$src/abi/public.suppr" --hd2 "$src/include/kiln" --drop-private-types \
+# --no-unreferenced-symbols: ELF symbols no debug information describes are
+# template instantiations of the internal namespaces (the suppressions
+# cannot name what has no declaration); every public function has its
+# debug information, so a public one removed or changed is still caught.
+abidiff --no-unreferenced-symbols --suppressions "$src/abi/public.suppr" --hd2 "$src/include/kiln" \
+  --drop-private-types \
   "$work/baseline.abi" "$lib" > "$work/abidiff.txt"
 rc=$?
 cat "$work/abidiff.txt"

@@ -99,7 +99,7 @@ static void test_compile(void) {
   CHECK(n == 8); /* scale, axpy, saxpy_like, fib, fib_calls, collatz and its two helpers */
   size_t refs = 0;
   for (size_t i = 0; i < n; ++i) {
-    kiln_job_info j;
+    kiln_job_info j = {.struct_size = sizeof(kiln_job_info)};
     REQUIRE(kiln_compile_result_job(r, i, &j) == KILN_OK);
     CHECK(strlen(j.key) == 32);
     CHECK(j.status == KILN_JOB_COMPILED);
@@ -116,10 +116,10 @@ static void test_compile(void) {
   }
   CHECK(refs == 8); /* collatz 2; axpy, saxpy_like, fib, fib_calls and collatz's helpers 1 each */
   CHECK(kiln_compile_result_root_count(r) == 8);
-  kiln_root_info root;
+  kiln_root_info root = {.struct_size = sizeof(kiln_root_info)};
   REQUIRE(kiln_compile_result_root(r, 0, &root) == KILN_OK);
   CHECK(strlen(root.closure) == 32 && root.has_image && strcmp(root.error, "") == 0);
-  kiln_job_info past;
+  kiln_job_info past = {.struct_size = sizeof(kiln_job_info)};
   CHECK(kiln_compile_result_job(r, n, &past) == KILN_NOT_FOUND);
   kiln_compile_result_free(r);
 
@@ -127,7 +127,7 @@ static void test_compile(void) {
   r = NULL;
   REQUIRE(kiln_compile(cache, &o, &r) == KILN_OK);
   for (size_t i = 0; i < kiln_compile_result_job_count(r); ++i) {
-    kiln_job_info j;
+    kiln_job_info j = {.struct_size = sizeof(kiln_job_info)};
     CHECK(kiln_compile_result_job(r, i, &j) == KILN_OK && j.status == KILN_JOB_CACHED);
   }
   kiln_compile_result_free(r);
@@ -158,7 +158,7 @@ static void test_compile_or_load(void) {
     /* fib_calls's closure holds fib_calls and fib (the deferred child). */
     CHECK(kiln_compile_result_job_count(report) == 2);
     for (size_t i = 0; i < kiln_compile_result_job_count(report); ++i) {
-      kiln_job_info j;
+      kiln_job_info j = {.struct_size = sizeof(kiln_job_info)};
       CHECK(kiln_compile_result_job(report, i, &j) == KILN_OK);
       CHECK(j.status == (round == 0 ? KILN_JOB_COMPILED : KILN_JOB_CACHED));
     }
@@ -363,6 +363,7 @@ static void remove_tree(const char* dir) {
 static void test_version(void) {
   CHECK(strcmp(kiln_version(), KILN_EXPECTED_VERSION) == 0);
   CHECK(kiln_abi_version() == KILN_ABI_VERSION);
+  CHECK(kiln_compiler_abi_version() == KILN_COMPILER_ABI_VERSION);
 }
 
 int main(int argc, char** argv) {

@@ -10,12 +10,15 @@ class Source(ctypes.Structure):
 
 
 class Options(ctypes.Structure):
-    _fields_ = [("sources", ctypes.POINTER(Source)), ("source_count", ctypes.c_size_t),
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("sources", ctypes.POINTER(Source)), ("source_count", ctypes.c_size_t),
                 ("entries", ctypes.POINTER(ctypes.c_char_p)), ("entry_count", ctypes.c_size_t),
                 ("targets", ctypes.POINTER(ctypes.c_char_p)), ("target_count", ctypes.c_size_t),
                 ("opt_level", ctypes.c_int), ("debug", ctypes.c_int),
                 ("jobs", ctypes.c_uint), ("link_images", ctypes.c_int),
-                ("must_hit", ctypes.c_int)]
+                ("must_hit", ctypes.c_int), ("library", ctypes.c_char_p),
+                ("remote", ctypes.c_char_p), ("remote_read_only", ctypes.c_int),
+                ("shard_index", ctypes.c_uint), ("shard_count", ctypes.c_uint)]
 
 
 class ErrorInfo(ctypes.Structure):
@@ -32,8 +35,9 @@ def test_compile_or_load_through_ctypes(tmp_path, examples):
     buf = ctypes.create_string_buffer(ir, len(ir))
     src = Source(b"deferred.ll", ctypes.cast(buf, ctypes.c_void_p), len(ir))
     opts = Options()
-    lib.kiln_compile_options_init(ctypes.byref(opts))
-    assert opts.opt_level == 2 and opts.link_images == 1
+    lib.kiln_compile_options_init_size(ctypes.byref(opts), ctypes.sizeof(opts))
+    assert opts.struct_size == ctypes.sizeof(opts)
+    assert opts.opt_level == 2 and opts.link_images == 1 and opts.shard_count == 1
     opts.sources, opts.source_count = ctypes.pointer(src), 1
 
     cache, image, fn = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()

@@ -13,7 +13,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -114,6 +116,44 @@ TEST_CASE("on_demand: the first request compiles, the same request again is a me
   REQUIRE(other);
   CHECK_FALSE(other->memo_hit);
   CHECK(other->roots[0].closure != first->roots[0].closure);
+}
+
+TEST_CASE("on_demand: a miss reports progress through the library boundary, and a callback "
+          "that throws is an error, not a crash") {
+  TestCache c = empty_cache("kiln-on-demand-test");
+  std::string cache = c.path();
+  CompileRequest req = nested_request();
+  std::vector<Progress> seen;
+  req.progress = [&](const Progress& p) { seen.push_back(p); };
+  auto first = compile_on_demand(req, cache);
+  INFO((first ? std::string() : first.error().message));
+  REQUIRE(first);
+  REQUIRE_FALSE(first->memo_hit);
+  REQUIRE_FALSE(seen.empty());
+  size_t compiled = 0;
+  for (const Progress& p : seen) {
+    if (p.status == "planning") // only for a plan that takes a second
+      continue;
+    CHECK(p.total == 3);
+    CHECK(p.done <= p.total);
+    compiled += p.status == "compiled";
+  }
+  CHECK(compiled == 3);
+  CHECK(seen.back().done == 3);
+  CHECK(seen.back().target == "host");
+
+  CompileRequest o1 = req;
+  o1.opt_level = 1;
+  o1.progress = [](const Progress&) { throw std::runtime_error("display closed"); };
+  auto thrown = compile_on_demand(o1, cache);
+  REQUIRE_FALSE(thrown);
+  CHECK(thrown.error().code == Code::internal);
+  CHECK(contains(thrown.error().message, "display closed"));
+  // The cache is whole: the same request without the callback is answered.
+  o1.progress = nullptr;
+  auto again = compile_on_demand(o1, cache);
+  REQUIRE(again);
+  CHECK(again->ok());
 }
 
 TEST_CASE("on_demand: a compiler library that cannot be loaded fails only a memo miss, "

@@ -780,7 +780,7 @@ TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping 
     sqlite3_close(db);
   }
   auto st = kiln::storage::Store::open(path);
-  REQUIRE_MESSAGE(st, st.error().message);
+  REQUIRE_MESSAGE(st, (st ? std::string() : st.error().message));
   auto jobs = (*st)->list_jobs();
   REQUIRE(jobs);
   CHECK(jobs->size() == 1);

@@ -46,9 +46,9 @@ typedef struct kiln_source {
  *  results, writes) only the fields that size covers, so a program built
  *  against an older header keeps working with a newer library: the fields
  *  it does not know take their defaults. A size smaller than the first
- *  version of the struct is KILN_INVALID_ARGUMENT, and so is a larger one
- *  whose bytes past what this library knows are not zero (a field it would
- *  ignore). */
+ *  version of the struct is KILN_INVALID_ARGUMENT, and so is one over 4096
+ *  bytes (never set), or a larger one whose bytes past what this library
+ *  knows are not zero (a field it would ignore). */
 
 /** What to compile. Fill it with kiln_compile_options_init, then set fields:
  *  a zeroed struct is refused (its struct_size is 0). */

@@ -231,10 +231,22 @@ constexpr size_t kJobInfoFirst = offsetof(kiln_job_info, ref_count) + sizeof(siz
 constexpr size_t kRootInfoFirst = offsetof(kiln_root_info, error) + sizeof(const char*);
 constexpr size_t kLibraryInfoFirst = offsetof(kiln_library_info, error) + sizeof(const char*);
 
-kiln_status bad_size(const char* fn, const char* type, size_t size, size_t first) {
+// No version of these structs will reach this: a larger struct_size is
+// garbage (never set, or a pointer), and reading or zeroing that many bytes
+// would run off the caller's struct.
+constexpr size_t kStructSizeLimit = 4096;
+
+// A struct_size this library cannot honour, or KILN_OK.
+kiln_status check_size(const char* fn, const char* type, size_t size, size_t first) {
+  if (size >= first && size <= kStructSizeLimit)
+    return KILN_OK;
   return fail_argument(std::string(fn) + ": " + type + ".struct_size is " +
-                       std::to_string(size) + ", less than the " + std::to_string(first) +
-                       " bytes of its first version: set it to sizeof(" + type + ")" +
+                       std::to_string(size) + ", " +
+                       (size < first ? "less than the " + std::to_string(first) +
+                                           " bytes of its first version"
+                                     : "more than any version's " +
+                                           std::to_string(kStructSizeLimit) + " bytes") +
+                       ": set it to sizeof(" + type + ")" +
                        (std::string_view(type) == "kiln_compile_options"
                             ? " with kiln_compile_options_init"
                             : ""));
@@ -247,8 +259,8 @@ kiln_status sized_options(const char* fn, const kiln_compile_options* in,
                           kiln_compile_options& out) {
   kiln_compile_options_init_size(&out, sizeof out);
   size_t n = in->struct_size;
-  if (n < kOptionsFirst)
-    return bad_size(fn, "kiln_compile_options", n, kOptionsFirst);
+  if (kiln_status st = check_size(fn, "kiln_compile_options", n, kOptionsFirst); st != KILN_OK)
+    return st;
   const auto* bytes = reinterpret_cast<const unsigned char*>(in);
   for (size_t i = sizeof out; i < n; ++i)
     if (bytes[i] != 0)
@@ -268,8 +280,8 @@ template <class Info>
 kiln_status sized_write(const char* fn, const char* type, size_t first, const Info& value,
                         Info* out) {
   size_t n = out->struct_size;
-  if (n < first)
-    return bad_size(fn, type, n, first);
+  if (kiln_status st = check_size(fn, type, n, first); st != KILN_OK)
+    return st;
   std::memcpy(out, &value, std::min(n, sizeof value));
   if (n > sizeof value)
     std::memset(reinterpret_cast<unsigned char*>(out) + sizeof value, 0, n - sizeof value);

@@ -279,6 +279,18 @@ TEST_CASE("C API: a struct's size decides what is read and written") {
   kiln_root_info unsized{};
   CHECK(kiln_compile_result_root(bigger.r, 0, &unsized) == KILN_INVALID_ARGUMENT);
   CHECK(last_message().find("set it to sizeof(kiln_root_info)") != std::string::npos);
+  // A size no struct has (never set, or a pointer) is refused before any
+  // byte past the struct is read or written.
+  kiln_root_info garbage{};
+  garbage.struct_size = size_t(1) << 40;
+  CHECK(kiln_compile_result_root(bigger.r, 0, &garbage) == KILN_INVALID_ARGUMENT);
+  CHECK(last_message().find("more than any version's 4096 bytes") != std::string::npos);
+  kiln_compile_options huge;
+  kiln_compile_options_init(&huge);
+  huge.struct_size = reinterpret_cast<size_t>(&src);
+  CResult refused_huge;
+  CHECK(kiln_compile(c.cache, &huge, &refused_huge.r) == KILN_INVALID_ARGUMENT);
+  CHECK(last_message().find("kiln_compile_options.struct_size is ") != std::string::npos);
   kiln_library_info none{sizeof(kiln_library_info)};
   CHECK(kiln_compile_result_library_count(bigger.r) == 0);
   CHECK(kiln_compile_result_library(bigger.r, 0, &none) == KILN_NOT_FOUND);

@@ -68,18 +68,26 @@ Result<GcReport> Store::gc(const GcOptions& options) {
       return fail(s.error());
     rep.dropped_key_form_names += sqlite3_changes(db_);
   }
+  // The rows of a member set no closure names (its closures went, or a
+  // closure stored again moved to its members' own set) go: a set and its
+  // closure are written in one transaction, so none is being made now.
+  if (Status s = exec("DELETE FROM member_sets WHERE NOT EXISTS "
+                      "(SELECT 1 FROM closures c WHERE c.member_set = member_sets.set_key)");
+      !s)
+    return fail(s.error());
   // Jobs that no closure uses (their root failed, or its closure went) go
   // first: nothing can load them. A leased job is a running precompile's,
-  // whose closure is not recorded yet.
+  // whose closure is not recorded yet. Every set left is a closure's, so a
+  // job in none is in no closure.
 #define KILN_UNLEASED(job) "NOT EXISTS (SELECT 1 FROM job_leases l WHERE l.job_key = " job ")"
-  auto orphans = count("SELECT count(*) FROM jobs WHERE NOT EXISTS "
-                       "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key) AND "
+#define KILN_IN_NO_SET(job) \
+  "NOT EXISTS (SELECT 1 FROM member_sets m WHERE m.job_key = " job ")"
+  auto orphans = count("SELECT count(*) FROM jobs WHERE " KILN_IN_NO_SET("jobs.key") " AND "
                        KILN_UNLEASED("jobs.key"));
   if (!orphans)
     return fail(orphans.error());
   if (*orphans > 0 && (options.max_size >= 0 || options.older_than >= 0)) {
-    if (Status s = exec("DELETE FROM jobs WHERE NOT EXISTS "
-                        "(SELECT 1 FROM closure_members m WHERE m.job_key = jobs.key) AND "
+    if (Status s = exec("DELETE FROM jobs WHERE " KILN_IN_NO_SET("jobs.key") " AND "
                         KILN_UNLEASED("jobs.key"));
         !s)
       return fail(s.error());
@@ -106,14 +114,20 @@ Result<GcReport> Store::gc(const GcOptions& options) {
     keep.insert(k.hex());
   auto members = prepare("SELECT job_key FROM closure_members WHERE closure_key = ?1");
   auto images = prepare("SELECT count(*) FROM images WHERE closure_key = ?1");
+  auto set_of = prepare("SELECT member_set FROM closures WHERE key = ?1");
   auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
   auto del_libraries = prepare("DELETE FROM libraries WHERE closure_key = ?1");
   auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
-  auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS "
-                         "(SELECT 1 FROM closure_members m WHERE m.job_key = ?1) AND "
+  // A set's rows go with the last closure that names it (the roots of a
+  // cycle share one set).
+  auto del_set = prepare("DELETE FROM member_sets WHERE set_key = ?1 AND NOT EXISTS "
+                         "(SELECT 1 FROM closures c WHERE c.member_set = ?1)");
+  auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND " KILN_IN_NO_SET("?1") " AND "
                          KILN_UNLEASED("?1"));
 #undef KILN_UNLEASED
-  for (auto* p : {&members, &images, &del_names, &del_libraries, &del_closure, &del_job})
+#undef KILN_IN_NO_SET
+  for (auto* p : {&members, &images, &set_of, &del_names, &del_libraries, &del_closure,
+                  &del_set, &del_job})
     if (!*p)
       return fail(p->error());
   for (const auto& [key, last_used] : order) {
@@ -139,11 +153,24 @@ Result<GcReport> Store::gc(const GcOptions& options) {
       if (b.step() == SQLITE_ROW)
         rep.evicted_images += b.col_i64(0);
     }
+    std::string set;
+    {
+      Bound b(*set_of);
+      b.text(1, key);
+      if (b.step() == SQLITE_ROW)
+        set = b.col_text(0);
+    }
     for (auto* p : {&del_names, &del_libraries, &del_closure}) {
       Bound b(**p);
       b.text(1, key);
       if (b.step() != SQLITE_DONE)
         return fail(db_error("cannot evict closure " + key));
+    }
+    {
+      Bound b(*del_set);
+      b.text(1, set);
+      if (b.step() != SQLITE_DONE)
+        return fail(db_error("cannot drop the member set of closure " + key));
     }
     for (const std::string& j : jobs) {
       Bound b(*del_job);

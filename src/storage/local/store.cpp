@@ -801,17 +801,27 @@ Status Store::migrate() {
   // dropped table must not cascade to the rows that refer to it. The pragma
   // is a no-op inside a transaction.
   KILN_TRY(exec("PRAGMA foreign_keys=OFF"));
-  Status s = migrate_steps();
+  int from = 0;
+  Status s = migrate_steps(&from);
   Status on = exec("PRAGMA foreign_keys=ON");
   KILN_TRY(s);
   KILN_TRY(on);
   migrated_ = true;
-  // Pages the rebuilt tables left free go back to the file system (where
+  // A new file ran every migration: its schema table, written and rewritten
+  // table by table, is packed again (a page of the 32 of an empty cache),
+  // which on a file with no rows takes a few milliseconds. Elsewhere the
+  // pages the rebuilt tables left free go back to the file system (where
   // the file has auto_vacuum: every file created since schema 5).
+  // The packing is only for size: another process already reading the new
+  // file (it may, once the migrations commit) must not fail this open.
+  if (from == 0) {
+    (void)exec("VACUUM");
+    return Status::ok();
+  }
   return exec("PRAGMA incremental_vacuum");
 }
 
-Status Store::migrate_steps() {
+Status Store::migrate_steps(int* from) {
   KILN_TRY(exec("BEGIN IMMEDIATE"));
   // Another process may have migrated while we waited for the write lock.
   int current = 0;
@@ -822,6 +832,7 @@ Status Store::migrate_steps() {
       current = sqlite3_column_int(s, 0);
     sqlite3_finalize(s);
   }
+  *from = current;
   for (const Migration& m : kMigrations) {
     if (m.version <= current)
       continue;
@@ -1155,6 +1166,30 @@ Result<std::string> Store::get_artifact(const Hash128& job, const std::string& f
   return step_blob(b, "artifact " + format + " of job " + job.hex());
 }
 
+namespace {
+
+// A member set's key: XXH3-128 over its (symbol, job) pairs in symbol order,
+// each length-prefixed. Closures with the same members (the roots of one
+// deferred cycle) get the same key and share one set of rows.
+Hash128 member_set_key(const std::vector<ClosureMember>& members) {
+  std::vector<const ClosureMember*> sorted;
+  sorted.reserve(members.size());
+  for (const ClosureMember& m : members)
+    sorted.push_back(&m);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ClosureMember* a, const ClosureMember* b) { return a->symbol < b->symbol; });
+  std::string text = "kiln member set 1\n";
+  for (const ClosureMember* m : sorted) {
+    text += std::to_string(m->symbol.size());
+    text += ':';
+    text += m->symbol;
+    text += m->job.hex();
+  }
+  return hash128(text);
+}
+
+} // namespace
+
 Status Store::insert_closure_rows(const ClosureRecord& closure,
                                  const std::vector<NameRecord>& names, int64_t now) {
   // Every path that records a name (precompile, import, a remote fetch)
@@ -1178,27 +1213,44 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
                                            "' (evicted by a gc since it was stored or found)");
   };
   KILN_TRY(present(closure.root_job, "root"));
-  for (const ClosureMember& mem : closure.members)
-    KILN_TRY(present(mem.job, "member '" + mem.symbol + "'"));
-  // A closure precompiled again counts as used now.
-  KILN_TRY_ASSIGN(auto c,
-                  prepare("INSERT INTO closures(key, root_job, target, created_at, last_used) "
-                          "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT(key) DO UPDATE SET "
-                          "last_used = max(last_used, excluded.last_used)"));
+  // The members, as a set shared with every closure that has the same ones:
+  // a set already stored has its jobs (its rows refer to them), so only a
+  // new one is checked and written.
+  std::string set = member_set_key(closure.members).hex();
+  KILN_TRY_ASSIGN(auto has_set, prepare("SELECT 1 FROM member_sets WHERE set_key = ?1 LIMIT 1"));
+  int found;
+  {
+    Bound b(has_set);
+    b.text(1, set);
+    found = b.step();
+  }
+  if (found != SQLITE_ROW && found != SQLITE_DONE)
+    return db_error("cannot look up the closure's member set");
+  if (found == SQLITE_DONE) {
+    for (const ClosureMember& mem : closure.members)
+      KILN_TRY(present(mem.job, "member '" + mem.symbol + "'"));
+    KILN_TRY_ASSIGN(auto m, prepare("INSERT OR IGNORE INTO member_sets(set_key, symbol, "
+                                    "job_key) VALUES (?1, ?2, ?3)"));
+    for (const ClosureMember& mem : closure.members) {
+      Bound b(m);
+      b.text(1, set).text(2, mem.symbol).text(3, mem.job.hex());
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot insert closure member " + mem.symbol);
+    }
+  }
+  // A closure precompiled again counts as used now, and names its members'
+  // set (one made by migration 7 held its own copy; gc removes that).
+  KILN_TRY_ASSIGN(auto c, prepare("INSERT INTO closures(key, root_job, target, member_set, "
+                                  "created_at, last_used) VALUES (?1, ?2, ?3, ?4, ?5, ?5) "
+                                  "ON CONFLICT(key) DO UPDATE SET last_used = "
+                                  "max(last_used, excluded.last_used), member_set = "
+                                  "excluded.member_set"));
   {
     Bound b(c);
-    b.text(1, hex).text(2, closure.root_job.hex()).text(3, closure.target).i64(4, now);
+    b.text(1, hex).text(2, closure.root_job.hex()).text(3, closure.target).text(4, set).i64(5,
+                                                                                      now);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the closure");
-  }
-  KILN_TRY_ASSIGN(auto m,
-                  prepare("INSERT OR IGNORE INTO closure_members(closure_key, symbol, job_key) "
-                          "VALUES (?1, ?2, ?3)"));
-  for (const ClosureMember &mem : closure.members) {
-    Bound b(m);
-    b.text(1, hex).text(2, mem.symbol).text(3, mem.job.hex());
-    if (b.step() != SQLITE_DONE)
-      return db_error("cannot insert closure member " + mem.symbol);
   }
   // A name that keeps its closure keeps its unit; one that moves (an import,
   // a fetch) no longer knows where it came from.

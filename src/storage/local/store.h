@@ -321,7 +321,7 @@ private:
   Result<bool> refresh();
   Status migrate();
   /// The migrations this file lacks, in one write transaction.
-  Status migrate_steps();
+  Status migrate_steps(int* from);
   Result<std::string> step_blob(Bound& b, const std::string& what);
   /// The checks verify makes on the rows themselves (blobs, members, names).
   Status check_rows(std::vector<Problem>& out);

@@ -187,8 +187,11 @@ TEST_CASE("Store::open creates a 0600 file in 0700 directories and migrates it")
   CHECK(raw.scalar("PRAGMA application_id") == 0x4B494C4E);
   CHECK(raw.text("SELECT value FROM meta WHERE key = 'format'") == "kiln-cache");
   CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                   "('jobs', 'artifacts', 'job_refs', 'closures', 'closure_members', "
-                   "'images', 'names')") == 7);
+                   "('jobs', 'artifacts', 'job_refs', 'closures', 'member_sets', 'images', "
+                   "'names')") == 7);
+  // A closure's members are read through this view of its member set.
+  CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND "
+                   "name = 'closure_members'") == 1);
 }
 
 TEST_CASE("Store reopens an existing cache and keeps its contents") {
@@ -1139,6 +1142,22 @@ CompileReport compile_ok(const CompileRequest& req, const std::string& path) {
 // made it, roots joined by newlines (`with_library`), or none at all.
 void back_to_schema5(const std::string& path, bool with_library) {
   RawDb raw(path);
+  // Migration 7 undone: a closure's members as rows of its own.
+  raw.must("DROP VIEW closure_members");
+  raw.must("CREATE TABLE closure_members (closure_key TEXT NOT NULL REFERENCES closures(key) ON "
+           "DELETE CASCADE, symbol TEXT NOT NULL, job_key TEXT NOT NULL REFERENCES jobs(key), "
+           "PRIMARY KEY (closure_key, symbol)) WITHOUT ROWID");
+  raw.must("INSERT INTO closure_members SELECT c.key, m.symbol, m.job_key FROM closures c JOIN "
+           "member_sets m ON m.set_key = c.member_set");
+  raw.must("CREATE INDEX closure_members_by_job ON closure_members(job_key)");
+  raw.must("CREATE TABLE old_closures (key TEXT PRIMARY KEY, root_job TEXT NOT NULL REFERENCES "
+           "jobs(key), target TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER NOT "
+           "NULL) WITHOUT ROWID");
+  raw.must("INSERT INTO old_closures SELECT key, root_job, target, created_at, last_used FROM "
+           "closures");
+  raw.must("DROP TABLE closures; ALTER TABLE old_closures RENAME TO closures");
+  raw.must("CREATE INDEX closures_by_last_used ON closures(last_used)");
+  raw.must("DROP TABLE member_sets");
   raw.must("CREATE TABLE old_memos (key TEXT PRIMARY KEY, roots TEXT NOT NULL, deps TEXT NOT "
            "NULL, created_at INTEGER NOT NULL)");
   raw.must("INSERT INTO old_memos SELECT key, 'nest_b' || char(9) || 'host' || char(9) || "

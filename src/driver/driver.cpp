@@ -600,29 +600,45 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     }
   }
 
-  std::vector<size_t> to_link;
-  for (size_t ri = 0; ri < pending.size(); ++ri)
-    if (pending[ri].stored)
-      to_link.push_back(ri);
-  unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(to_link.size())));
-  std::atomic<size_t> next_link{0};
-  auto link_work = [&] {
-    for (size_t t; (t = next_link.fetch_add(1)) < to_link.size();) {
-      PendingRoot& pr = pending[to_link[t]];
-      pr.image = image::fetch_or_link(cache, *pr.stored);
-    }
-  };
-  std::vector<std::thread> link_pool;
-  for (unsigned w = 1; w < linkers; ++w) {
-    try {
-      link_pool.emplace_back(link_work);
-    } catch (const std::exception&) {
-      break; // fewer linkers: the ones running take the rest
+  // Roots with the same members (the roots of one deferred cycle, each
+  // reaching all of it) share one image: the first of them links it, and
+  // the others, a round later, find it (storage looks an image up by its
+  // closure's member set).
+  std::vector<size_t> leaders, followers;
+  {
+    std::set<std::string> seen;
+    for (size_t ri = 0; ri < pending.size(); ++ri) {
+      if (!pending[ri].stored)
+        continue;
+      std::string members = pending[ri].stored->target;
+      for (const core::ClosureMember& m : pending[ri].stored->members)
+        members += '\n' + m.symbol + '\t' + m.job.hex();
+      (seen.insert(std::move(members)).second ? leaders : followers).push_back(ri);
     }
   }
-  link_work();
-  for (std::thread& t : link_pool)
-    t.join();
+  auto link_all = [&](const std::vector<size_t>& to_link) {
+    unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(to_link.size())));
+    std::atomic<size_t> next_link{0};
+    auto link_work = [&] {
+      for (size_t t; (t = next_link.fetch_add(1)) < to_link.size();) {
+        PendingRoot& pr = pending[to_link[t]];
+        pr.image = image::fetch_or_link(cache, *pr.stored);
+      }
+    };
+    std::vector<std::thread> link_pool;
+    for (unsigned w = 1; w < linkers; ++w) {
+      try {
+        link_pool.emplace_back(link_work);
+      } catch (const std::exception&) {
+        break; // fewer linkers: the ones running take the rest
+      }
+    }
+    link_work();
+    for (std::thread& t : link_pool)
+      t.join();
+  };
+  link_all(leaders);
+  link_all(followers);
 
   for (size_t ri = 0; ri < pending.size(); ++ri) {
     PendingRoot& pr = pending[ri];

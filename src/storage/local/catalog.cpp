@@ -30,13 +30,19 @@ Result<std::vector<ClosureRecord>> Store::list_closures() {
 
 Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
   std::lock_guard lock(mu_);
+  // Its own images, else those of closures sharing its members (one per
+  // architecture and linker), each under this closure's key.
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT arch, linker, format, raw_size, checksum, data, dict_id FROM "
-                          "images WHERE closure_key = ?1 ORDER BY arch, linker"));
+                          "images WHERE " KILN_IMAGE_SERVES("?1") " ORDER BY arch, linker, "
+                          KILN_OWN_IMAGE_FIRST("?1")));
   Bound b(s);
   b.text(1, closure.hex());
   std::vector<ImageRecord> out;
   while (b.step() == SQLITE_ROW) {
+    if (!out.empty() && out.back().key.arch == b.col_text(0) &&
+        out.back().key.linker == b.col_text(1))
+      continue;
     ImageRecord r{{closure, b.col_text(0), b.col_text(1)}, b.col_text(2), {}};
     std::string what = "image of closure " + closure.hex() + " for " + r.key.arch;
     KILN_TRY_ASSIGN(r.bytes,

@@ -9,6 +9,15 @@
 #define KILN_KEY_FORM(column) \
   "length(" column ") = 32 AND " column " NOT GLOB '*[^0-9a-fA-F]*'"
 
+/// SQL true for an image row (of the images table) that serves closure
+/// `key`: its own, or one stored for any closure with the same member set.
+/// The roots of one deferred cycle share their members, and one image of
+/// them serves every root. Order by KILN_OWN_IMAGE_FIRST(key) to prefer its own.
+#define KILN_IMAGE_SERVES(key) \
+  "closure_key IN (SELECT s.key FROM closures c JOIN closures s ON s.member_set = " \
+  "c.member_set WHERE c.key = " key ")"
+#define KILN_OWN_IMAGE_FIRST(key) "closure_key = " key " DESC"
+
 #include "support/hash.h"
 
 #include <sqlite3.h>

@@ -1449,8 +1449,9 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
         r.root = root.take();
     if (!arch.empty()) {
       KILN_TRY_ASSIGN(auto img, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
-                                        "WHERE closure_key = ?1 AND arch = ?2 ORDER BY "
-                                        "created_at DESC, linker DESC LIMIT 1"));
+                                        "WHERE " KILN_IMAGE_SERVES("?1") " AND arch = ?2 ORDER "
+                                        "BY " KILN_OWN_IMAGE_FIRST("?1") ", created_at DESC, "
+                                        "linker DESC LIMIT 1"));
       Bound b(img);
       b.text(1, key->hex()).text(2, arch);
       // A damaged image counts as absent here: the caller links anew.
@@ -1656,7 +1657,8 @@ Result<std::string> Store::get_image(const ImageKey& key) {
     return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT raw_size, checksum, data, dict_id FROM images WHERE "
-                          "closure_key = ?1 AND arch = ?2 AND linker = ?3"));
+                          KILN_IMAGE_SERVES("?1") " AND arch = ?2 AND linker = ?3 ORDER BY "
+                          KILN_OWN_IMAGE_FIRST("?1") " LIMIT 1"));
   Bound b(s);
   b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker);
   return step_blob(b, "image of closure " + key.closure.hex() + " for " + key.arch);
@@ -1668,8 +1670,8 @@ Result<std::string> Store::get_image_any_linker(const Hash128& closure, const st
     return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT raw_size, checksum, data, dict_id FROM images WHERE "
-                          "closure_key = ?1 AND arch = ?2 ORDER BY created_at DESC, linker DESC "
-                          "LIMIT 1"));
+                          KILN_IMAGE_SERVES("?1") " AND arch = ?2 ORDER BY "
+                          KILN_OWN_IMAGE_FIRST("?1") ", created_at DESC, linker DESC LIMIT 1"));
   Bound b(s);
   b.text(1, closure.hex()).text(2, arch);
   return step_blob(b, "image of closure " + closure.hex() + " for " + arch);

@@ -22,6 +22,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace kiln;
@@ -647,6 +648,41 @@ TEST_CASE("compile_or_load: what kiln::compile stored is a hit") {
   CHECK(loaded->report.roots[0].closure == compiled->roots[0].closure);
   for (const JobReport& j : loaded->report.jobs)
     CHECK(j.status == JobStatus::cached);
+}
+
+TEST_CASE("compile: the roots of one deferred cycle share one linked image, and each loads "
+          "and runs from it") {
+  Fixture f;
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("cycle.ll", data_file("cycle.ll"))};
+  req.jobs = 2;
+  auto compiled = compile(f.cache, req); // every function a root
+  INFO((compiled ? std::string() : compiled.error().message));
+  REQUIRE(compiled);
+  CHECK(compiled->ok());
+  REQUIRE(compiled->roots.size() == 3);
+  for (const RootReport& r : compiled->roots)
+    CHECK(r.image);
+  auto stats_now = stats(f.cache);
+  REQUIRE(stats_now);
+  CHECK(stats_now->closures == 3);
+  CHECK(stats_now->images == 1); // one link of the three jobs, not three
+  // cyc_a(4) = 2112, cyc_b(0) = 2000, cyc_c(2) = 2101 (tests/data/cycle.ll).
+  for (auto [root, arg, want] : {std::tuple{"cyc_a", 4, 2112}, std::tuple{"cyc_b", 0, 2000},
+                                 std::tuple{"cyc_c", 2, 2101}}) {
+    CAPTURE(root);
+    auto image = f.cache.load(root, "host");
+    REQUIRE_MESSAGE(image, (image ? std::string() : image.error().message));
+    auto fn = image->lookup(root);
+    REQUIRE(fn);
+    CHECK(reinterpret_cast<int (*)(int)>(*fn)(arg) == want);
+  }
+  auto after = stats(f.cache);
+  REQUIRE(after);
+  CHECK(after->images == 1); // the loads linked nothing
+  auto problems = f.cache.verify(); // the shared image checked against each closure
+  REQUIRE(problems);
+  CHECK(problems->empty());
 }
 
 TEST_CASE("C API: kiln_compile_or_load misses, then hits, and takes its root as arguments") {

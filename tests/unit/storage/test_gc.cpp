@@ -191,6 +191,93 @@ TEST_CASE("gc: jobs no closure uses go first, and a closure's images go with it"
   CHECK(images->empty());
 }
 
+TEST_CASE("member sets: closures with the same members share one set and one image, which gc "
+          "keeps until the last of them goes") {
+  // Three roots of one deferred cycle: each closure holds all three jobs.
+  TestCache c = open_cache();
+  Store& st = *c.store;
+  std::vector<JobRecord> jobs = {job("cyc_a"), job("cyc_b"), job("cyc_c")};
+  for (const JobRecord& j : jobs)
+    put_job(st, j);
+  std::vector<ClosureRecord> closures;
+  for (const JobRecord& root : jobs) {
+    ClosureRecord cl;
+    cl.key = hash128("member-set closure " + root.entry);
+    cl.root_job = root.key;
+    cl.target = "host";
+    for (const JobRecord& j : jobs)
+      cl.members.push_back({j.symbol, j.key, ""});
+    std::sort(cl.members.begin(), cl.members.end(),
+              [](const ClosureMember& a, const ClosureMember& b) { return a.symbol < b.symbol; });
+    REQUIRE(st.put_closure(cl, {{root.entry, "host", cl.key}}));
+    closures.push_back(cl);
+  }
+  // One closure of its own (a subset): a set of its own.
+  ClosureRecord alone = put_root(st, "alone");
+  auto rows = [&](const char* sql) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open_v2(c.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+  };
+  CHECK(rows("SELECT count(*) FROM member_sets") == 3 + 1);
+  CHECK(rows("SELECT count(DISTINCT member_set) FROM closures") == 2);
+  CHECK(rows("SELECT count(*) FROM closure_members") == 3 * 3 + 1);
+  for (const ClosureRecord& cl : closures) {
+    auto back = st.get_closure(cl.key);
+    REQUIRE(back);
+    CHECK(back->root_job == cl.root_job);
+    CHECK(back->members.size() == 3);
+  }
+
+  // One image, stored for the first root, serves all three; not the other.
+  const std::string arch = "x86_64-linux", linker = "lld 22";
+  REQUIRE(st.put_image({closures[0].key, arch, linker}, "so", "cycle image"));
+  for (const ClosureRecord& cl : closures) {
+    CHECK(*st.get_image({cl.key, arch, linker}) == "cycle image");
+    CHECK(*st.get_image_any_linker(cl.key, arch) == "cycle image");
+    auto images = st.images_of(cl.key);
+    REQUIRE(images);
+    REQUIRE(images->size() == 1);
+    CHECK(images->front().key.closure == cl.key);
+  }
+  CHECK(st.get_image({alone.key, arch, linker}).error().code == Code::not_found);
+  // A closure's own image comes first.
+  REQUIRE(st.put_image({closures[2].key, arch, linker}, "so", "own image"));
+  CHECK(*st.get_image({closures[2].key, arch, linker}) == "own image");
+  CHECK(*st.get_image({closures[1].key, arch, linker}) == "cycle image");
+  auto listed = st.images_of(closures[2].key);
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->front().bytes == "own image");
+
+  // gc: the set and its jobs stay while any closure names it.
+  GcPolicy some;
+  some.max_size = 0;
+  GcOptions first;
+  first.max_size = 0;
+  first.keep = {closures[1].key, closures[2].key};
+  auto rep = st.gc(first);
+  REQUIRE(rep);
+  CHECK(std::count(rep->evicted_closures.begin(), rep->evicted_closures.end(),
+                   closures[0].key) == 1);
+  CHECK(rows("SELECT count(*) FROM member_sets") == 3);
+  for (const JobRecord& j : jobs)
+    CHECK(has_job(st, j.entry));
+  CHECK_FALSE(has_job(st, "alone"));
+  // The first root's image went with it; the third's own still serves the second.
+  CHECK(*st.get_image({closures[1].key, arch, linker}) == "own image");
+  GcReport all = gc_ok(st, some);
+  CHECK(all.evicted_closures.size() == 2);
+  CHECK(rows("SELECT count(*) FROM member_sets") == 0);
+  CHECK(rows("SELECT count(*) FROM jobs") == 0);
+}
+
 TEST_CASE("gc: a policy without limits evicts nothing, not even orphans") {
   TestCache c = open_cache();
   ClosureRecord a = put_root(*c.store, "a");

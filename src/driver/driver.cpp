@@ -543,7 +543,8 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   struct PendingRoot {
     RootReport rr;
     core::NameRecord name;
-    std::optional<core::ClosureRecord> stored; ///< set when its image is to be linked
+    bool link = false;  ///< its image is to be linked
+    Hash128 members;    ///< when linked: its member set's identity
     std::optional<Result<std::string>> image;
     bool done = false; ///< reported as it is (an error, or left to other shards)
   };
@@ -592,11 +593,13 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     }
     rr.closure = ck.hex();
     if (p.request.link_images) {
-      auto stored = store.get_closure(ck);
-      if (stored)
-        pr.stored = stored.take();
-      else
-        pr.image = Result<std::string>(stored.error());
+      // The closure is read back when its image is linked, not here: the
+      // roots of a 1,000-function cycle hold 1,000 members each.
+      pr.link = true;
+      std::string identity = rec.target;
+      for (const auto& [symbol, key] : members)
+        identity += '\n' + symbol + '\t' + key.hex();
+      pr.members = hash128(identity);
     }
   }
 
@@ -606,15 +609,10 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   // closure's member set).
   std::vector<size_t> leaders, followers;
   {
-    std::set<std::string> seen;
-    for (size_t ri = 0; ri < pending.size(); ++ri) {
-      if (!pending[ri].stored)
-        continue;
-      std::string members = pending[ri].stored->target;
-      for (const core::ClosureMember& m : pending[ri].stored->members)
-        members += '\n' + m.symbol + '\t' + m.job.hex();
-      (seen.insert(std::move(members)).second ? leaders : followers).push_back(ri);
-    }
+    std::set<Hash128> seen;
+    for (size_t ri = 0; ri < pending.size(); ++ri)
+      if (pending[ri].link)
+        (seen.insert(pending[ri].members).second ? leaders : followers).push_back(ri);
   }
   auto link_all = [&](const std::vector<size_t>& to_link) {
     unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(to_link.size())));
@@ -622,7 +620,9 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     auto link_work = [&] {
       for (size_t t; (t = next_link.fetch_add(1)) < to_link.size();) {
         PendingRoot& pr = pending[to_link[t]];
-        pr.image = image::fetch_or_link(cache, *pr.stored);
+        auto stored = store.get_closure(pr.name.closure);
+        pr.image = stored ? image::fetch_or_link(cache, *stored)
+                          : Result<std::string>(stored.error());
       }
     };
     std::vector<std::thread> link_pool;

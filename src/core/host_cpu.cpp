@@ -2,7 +2,15 @@
 // cpuid documentation; the AArch64 bits are Linux's HWCAP_* values.
 #include "core/host_cpu.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 namespace kiln::core {
 
@@ -165,6 +173,93 @@ std::vector<std::string> with_sign(std::string_view features, char sign) {
   return out;
 }
 
+
+#if defined(__x86_64__)
+HostCpu read_host_cpu() {
+  HostCpu out;
+  unsigned max_basic = __get_cpuid_max(0, nullptr);
+  unsigned max_ext = __get_cpuid_max(0x80000000, nullptr);
+  uint64_t xcr0 = 0;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  // xgetbv faults unless the OS set CR4.OSXSAVE: ask cpuid first.
+  if (max_basic >= 1 && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27))) {
+    uint32_t lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (uint64_t(hi) << 32) | lo;
+  }
+  // The table names about a hundred bits from a dozen leaves. Each cpuid
+  // traps to the hypervisor in a virtual machine (10-15 us), so each leaf
+  // is read once: the first host load pays a dozen, not two hundred.
+  struct Leaf {
+    unsigned leaf, subleaf;
+    unsigned r[4];
+  };
+  std::vector<Leaf> read;
+  auto regs = [&](unsigned leaf, unsigned subleaf) -> const unsigned* {
+    for (const Leaf& l : read)
+      if (l.leaf == leaf && l.subleaf == subleaf)
+        return l.r;
+    unsigned max = leaf >= 0x80000000 ? max_ext : max_basic;
+    Leaf l{leaf, subleaf, {0, 0, 0, 0}};
+    if (leaf <= max)
+      __cpuid_count(leaf, subleaf, l.r[0], l.r[1], l.r[2], l.r[3]);
+    read.push_back(l);
+    return read.back().r;
+  };
+  for (const X86FeatureBit& f : x86_feature_bits()) {
+    bool has = f.reg < 0;
+    if (!has)
+      has = (regs(f.leaf, f.subleaf)[f.reg] >> f.bit) & 1u;
+    if (has && (xcr0 & f.xcr0) == f.xcr0)
+      out.features.present.insert(f.name);
+  }
+  // The identity: the vendor, then every leaf read (leaf 1's EBX holds the
+  // APIC id of whichever core ran it), sorted, and what the OS enables.
+  regs(1, 0);
+  regs(7, 0);
+  regs(0x80000001, 0);
+  std::sort(read.begin(), read.end(), [](const Leaf& x, const Leaf& y) {
+    return x.leaf != y.leaf ? x.leaf < y.leaf : x.subleaf < y.subleaf;
+  });
+  std::ostringstream id;
+  __cpuid(0, a, b, c, d);
+  id << "x86 " << std::hex << b << '.' << d << '.' << c;
+  for (const Leaf& l : read) {
+    id << ' ' << l.leaf << '.' << l.subleaf << ':' << l.r[0] << '.'
+       << (l.leaf == 1 ? 0u : l.r[1]) << '.' << l.r[2] << '.' << l.r[3];
+  }
+  id << " xcr0:" << xcr0;
+  out.identity = id.str();
+  return out;
+}
+#elif defined(__aarch64__)
+HostCpu read_host_cpu() {
+  HostCpu out;
+  unsigned long caps[3] = {~0ul, getauxval(AT_HWCAP), getauxval(AT_HWCAP2)};
+  for (const Arm64FeatureBit& f : arm64_feature_bits())
+    if (f.hwcap == 0 || ((caps[f.hwcap] >> f.bit) & 1ul))
+      out.features.present.insert(f.name);
+  std::ostringstream id;
+  id << "aarch64 hwcap " << std::hex << caps[1] << '.' << caps[2] << '\n';
+  std::ifstream info("/proc/cpuinfo");
+  static const char* const keys[] = {"CPU implementer", "CPU architecture", "CPU variant",
+                                     "CPU part", "CPU revision", "Features"};
+  for (std::string line; std::getline(info, line);) {
+    if (line.empty())
+      break; // the first processor says it
+    std::string key = line.substr(0, line.find(':'));
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t'))
+      key.pop_back();
+    if (std::find(std::begin(keys), std::end(keys), key) != std::end(keys))
+      id << line << '\n';
+  }
+  out.identity = id.str();
+  return out;
+}
+#else
+#error "unsupported host architecture"
+#endif
+
 } // namespace
 
 std::span<const X86FeatureBit> x86_feature_bits() { return kX86; }
@@ -207,6 +302,11 @@ bool same_cpu_features(std::string_view features, const CpuFeatures& cpu) {
     if (known_cpu_feature(f) && cpu.present.count(f))
       return false;
   return true;
+}
+
+const HostCpu& this_host_cpu() {
+  static const HostCpu cpu = read_host_cpu(); // the CPU does not change
+  return cpu;
 }
 
 } // namespace kiln::core

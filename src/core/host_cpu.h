@@ -1,8 +1,9 @@
 // Host CPU features as Kiln's own concept, without LLVM: the LLVM feature
 // names that matter for host code, where each is found on a CPU (a cpuid bit
 // and the OS state it needs on x86-64, a HWCAP bit on AArch64), and the check
-// that a job's "+feature" list runs on a CPU with a given set of features.
-// Reading the bits is the loader's job (runtime/host/host_cpu.h).
+// that a job's "+feature" list runs on a CPU with a given set of features;
+// and the one place that reads this machine's CPU (this_host_cpu), for the
+// loader's check (runtime/host/host_cpu.h) and the request memo's key alike.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,19 @@ struct CpuGap {
   std::vector<std::string> unknown; ///< required features the table does not know
   bool runs() const { return missing.empty() && unknown.empty(); }
 };
+
+/// This machine's CPU, read once per process: the table's features it has
+/// (with the OS state they need), and its identity for keys that must not
+/// carry one machine's host code to another: x86-64's vendor, family, model
+/// and every cpuid register the table reads (leaf 1's EBX, the APIC id of
+/// whichever core runs the read, left out) with XCR0; AArch64's
+/// /proc/cpuinfo description and HWCAP words. One reader, so a feature the
+/// table learns (Zen 5's PREFETCHI in leaf 0x80000021) reaches both.
+struct HostCpu {
+  CpuFeatures features;
+  std::string identity;
+};
+const HostCpu& this_host_cpu();
 
 /// Compares a job's stored feature string with a CPU's features.
 CpuGap compare_cpu_features(std::string_view features, const CpuFeatures& cpu);

@@ -1,6 +1,7 @@
 #include "memo/memo.h"
 #include "memo/library.h"
 
+#include "core/host_cpu.h"
 #include "core/keys.h"
 #include "core/target.h"
 #include "image/image.h"
@@ -13,15 +14,10 @@
 #include <unistd.h>
 #include <ctime>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <sys/stat.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #ifndef KILN_VERSION
 #error "KILN_VERSION must be defined"
@@ -33,64 +29,7 @@
 
 namespace kiln::memo {
 
-namespace {
-
-// What the CPU says of itself, read once per process: CPUID traps to the
-// hypervisor in a virtual machine, tens of microseconds per request.
-std::string read_cpu_identity() {
-  std::ostringstream id;
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  __cpuid(0, a, b, c, d);
-  unsigned max_leaf = a;
-  id << "x86 " << std::hex << b << '.' << d << '.' << c;
-  // Leaf 1 without EBX (it carries the APIC id of whichever core runs us).
-  __cpuid(1, a, b, c, d);
-  id << " 1:" << a << '.' << c << '.' << d;
-  if (max_leaf >= 7) {
-    __cpuid_count(7, 0, a, b, c, d);
-    id << " 7:" << b << '.' << c << '.' << d;
-    __cpuid_count(7, 1, a, b, c, d);
-    id << " 7.1:" << a;
-  }
-  __cpuid(0x80000000, a, b, c, d);
-  if (a >= 0x80000001) {
-    __cpuid(0x80000001, a, b, c, d);
-    id << " e1:" << c << '.' << d;
-  }
-  // What the OS lets us use (AVX, AVX-512 state), as code generation checks.
-  __cpuid(1, a, b, c, d);
-  if (c & (1u << 27)) {
-    unsigned lo = 0, hi = 0;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    id << " xcr0:" << lo;
-  }
-#else
-  std::ifstream info("/proc/cpuinfo");
-  static const std::set<std::string> keys = {"vendor_id",       "cpu family",   "model",
-                                             "model name",      "stepping",     "flags",
-                                             "Features",        "CPU implementer",
-                                             "CPU architecture", "CPU variant", "CPU part",
-                                             "CPU revision",    "isa",          "uarch"};
-  for (std::string line; std::getline(info, line);) {
-    if (line.empty())
-      break; // the first processor says it
-    std::string key = line.substr(0, line.find(':'));
-    while (!key.empty() && (key.back() == ' ' || key.back() == '\t'))
-      key.pop_back();
-    if (keys.count(key))
-      id << line << '\n';
-  }
-#endif
-  return id.str();
-}
-
-} // namespace
-
-std::string host_cpu_identity() {
-  static const std::string id = read_cpu_identity();
-  return id;
-}
+std::string host_cpu_identity() { return core::this_host_cpu().identity; }
 
 std::string unit_of(const CompileRequest& request) {
   std::string unit;

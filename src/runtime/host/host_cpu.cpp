@@ -1,13 +1,8 @@
-// Reading this CPU's features, and the refusal of host code that needs more.
+// This CPU's features (core/host_cpu.h reads them), and the refusal of host
+// code that needs more.
 #include "runtime/host/host_cpu.h"
 
 #include "core/target.h"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#elif defined(__aarch64__)
-#include <sys/auxv.h>
-#endif
 
 #include <cstdint>
 #include <mutex>
@@ -19,60 +14,6 @@ namespace kiln::runtime {
 
 namespace {
 
-#if defined(__x86_64__)
-core::CpuFeatures read_features() {
-  core::CpuFeatures out;
-  unsigned max_basic = __get_cpuid_max(0, nullptr);
-  unsigned max_ext = __get_cpuid_max(0x80000000, nullptr);
-  uint64_t xcr0 = 0;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  // xgetbv faults unless the OS set CR4.OSXSAVE: ask cpuid first.
-  if (max_basic >= 1 && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27))) {
-    uint32_t lo = 0, hi = 0;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    xcr0 = (uint64_t(hi) << 32) | lo;
-  }
-  // The table names about a hundred bits from a dozen leaves. Each cpuid
-  // traps to the hypervisor in a virtual machine (10-15 us), so each leaf
-  // is read once: the first host load pays a dozen, not two hundred.
-  struct Leaf {
-    unsigned leaf, subleaf;
-    unsigned r[4];
-  };
-  std::vector<Leaf> read;
-  auto regs = [&](unsigned leaf, unsigned subleaf) -> const unsigned* {
-    for (const Leaf& l : read)
-      if (l.leaf == leaf && l.subleaf == subleaf)
-        return l.r;
-    unsigned max = leaf >= 0x80000000 ? max_ext : max_basic;
-    Leaf l{leaf, subleaf, {0, 0, 0, 0}};
-    if (leaf <= max)
-      __cpuid_count(leaf, subleaf, l.r[0], l.r[1], l.r[2], l.r[3]);
-    read.push_back(l);
-    return read.back().r;
-  };
-  for (const core::X86FeatureBit& f : core::x86_feature_bits()) {
-    bool has = f.reg < 0;
-    if (!has)
-      has = (regs(f.leaf, f.subleaf)[f.reg] >> f.bit) & 1u;
-    if (has && (xcr0 & f.xcr0) == f.xcr0)
-      out.present.insert(f.name);
-  }
-  return out;
-}
-#elif defined(__aarch64__)
-core::CpuFeatures read_features() {
-  core::CpuFeatures out;
-  unsigned long caps[3] = {~0ul, getauxval(AT_HWCAP), getauxval(AT_HWCAP2)};
-  for (const core::Arm64FeatureBit& f : core::arm64_feature_bits())
-    if (f.hwcap == 0 || ((caps[f.hwcap] >> f.bit) & 1ul))
-      out.present.insert(f.name);
-  return out;
-}
-#else
-#error "unsupported host architecture"
-#endif
-
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const std::string& s : v)
@@ -82,10 +23,7 @@ std::string join(const std::vector<std::string>& v) {
 
 } // namespace
 
-const core::CpuFeatures& host_cpu_features() {
-  static const core::CpuFeatures features = read_features(); // the CPU does not change
-  return features;
-}
+const core::CpuFeatures& host_cpu_features() { return core::this_host_cpu().features; }
 
 core::CpuGap host_cpu_gap(const core::JobRecord& root) {
   // Every load of host code asks, and the answer depends only on the stored

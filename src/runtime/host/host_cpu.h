@@ -1,7 +1,7 @@
 // This machine's CPU as the loader sees it, without LLVM: the features of
-// core/host_cpu.h's table read from cpuid and xgetbv (x86-64) or the
-// auxiliary vector's HWCAP words (AArch64), and the check every host load
-// passes before its image reaches dlopen. It lives in the host backend, the
+// core/host_cpu.h's table (read there, once, from cpuid and xgetbv on
+// x86-64 or the auxiliary vector's HWCAP words on AArch64), and the check
+// every host load passes before its image reaches dlopen. It lives in the host backend, the
 // layer that runs host code, so every load path (name, closure key, bundle
 // import, remote) goes through it.
 #pragma once

@@ -2,7 +2,11 @@
 // what a memo key covers and when a request is not memoised.
 #include "memo/memo.h"
 
+#include "core/host_cpu.h"
+
 #include <doctest/doctest.h>
+
+#include <cstdio>
 
 #include <sys/stat.h>
 
@@ -67,4 +71,27 @@ TEST_CASE("the host CPU identity is stable within a process and not empty") {
   std::string a = memo::host_cpu_identity();
   CHECK_FALSE(a.empty());
   CHECK(a == memo::host_cpu_identity());
+}
+
+TEST_CASE("the memo's CPU identity comes from the one CPU reader, and covers every cpuid "
+          "leaf the feature table reads") {
+  // One reader: a feature the table learns reaches the memo key too.
+  CHECK(memo::host_cpu_identity() == core::this_host_cpu().identity);
+#if defined(__x86_64__)
+  const std::string& id = core::this_host_cpu().identity;
+  CHECK(id.rfind("x86 ", 0) == 0);
+  CHECK(id.find(" xcr0:") != std::string::npos);
+  for (const core::X86FeatureBit& f : core::x86_feature_bits()) {
+    if (f.reg < 0)
+      continue;
+    char leaf[40];
+    std::snprintf(leaf, sizeof leaf, " %x.%x:", f.leaf, f.subleaf);
+    INFO(f.name << " in cpuid " << leaf);
+    CHECK(id.find(leaf) != std::string::npos);
+  }
+  // Among them the leaves the old memo identity left out: 7.1's EDX and
+  // 0x80000021 (PREFETCHI on Zen 5), 0xd.1 (the XSAVE variants).
+  CHECK(id.find(" 80000021.0:") != std::string::npos);
+  CHECK(id.find(" d.1:") != std::string::npos);
+#endif
 }

@@ -35,6 +35,10 @@ core::JobRecord job(std::string target, std::string features) {
 
 } // namespace
 
+TEST_CASE("host_cpu: the loader's features are the one reader's") {
+  CHECK(&host_cpu_features() == &core::this_host_cpu().features);
+}
+
 TEST_CASE("this CPU's features come from the hardware") {
 #if defined(__x86_64__)
   CHECK(host_cpu_features().present.count("sse2"));

@@ -545,7 +545,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     core::NameRecord name;
     bool link = false;  ///< its image is to be linked
     Hash128 members;    ///< when linked: its member set's identity
-    std::optional<Result<std::string>> image;
+    std::optional<Status> image; ///< how linking (or finding) its image went
     bool done = false; ///< reported as it is (an error, or left to other shards)
   };
   std::vector<PendingRoot> pending(p.roots.size());
@@ -604,48 +604,57 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   }
 
   // Roots with the same members (the roots of one deferred cycle, each
-  // reaching all of it) share one image: the first of them links it, and
-  // the others, a round later, find it (storage looks an image up by its
-  // closure's member set).
-  std::vector<size_t> leaders, followers;
+  // reaching all of it) share one image: the first of them links it (or
+  // finds it), and the others have its outcome. Linking and checking do not
+  // depend on the root, only on the members, and storage finds an image by
+  // its closure's member set, so a load of any of them finds this one.
+  std::vector<size_t> leaders;
+  std::vector<std::pair<size_t, size_t>> followers; ///< (root, its leader)
   {
-    std::set<Hash128> seen;
+    std::map<Hash128, size_t> leader_of;
     for (size_t ri = 0; ri < pending.size(); ++ri)
-      if (pending[ri].link)
-        (seen.insert(pending[ri].members).second ? leaders : followers).push_back(ri);
+      if (pending[ri].link) {
+        auto [it, first] = leader_of.emplace(pending[ri].members, ri);
+        if (first)
+          leaders.push_back(ri);
+        else
+          followers.emplace_back(ri, it->second);
+      }
   }
-  auto link_all = [&](const std::vector<size_t>& to_link) {
-    unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(to_link.size())));
-    std::atomic<size_t> next_link{0};
-    auto link_work = [&] {
-      for (size_t t; (t = next_link.fetch_add(1)) < to_link.size();) {
-        PendingRoot& pr = pending[to_link[t]];
-        auto stored = store.get_closure(pr.name.closure);
-        pr.image = stored ? image::fetch_or_link(cache, *stored)
-                          : Result<std::string>(stored.error());
+  unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(leaders.size())));
+  std::atomic<size_t> next_link{0};
+  auto link_work = [&] {
+    for (size_t t; (t = next_link.fetch_add(1)) < leaders.size();) {
+      PendingRoot& pr = pending[leaders[t]];
+      auto stored = store.get_closure(pr.name.closure);
+      if (!stored) {
+        pr.image = Status(stored.error());
+        continue;
       }
-    };
-    std::vector<std::thread> link_pool;
-    for (unsigned w = 1; w < linkers; ++w) {
-      try {
-        link_pool.emplace_back(link_work);
-      } catch (const std::exception&) {
-        break; // fewer linkers: the ones running take the rest
-      }
+      auto image = image::fetch_or_link(cache, *stored);
+      pr.image = image ? Status::ok() : Status(image.error());
     }
-    link_work();
-    for (std::thread& t : link_pool)
-      t.join();
   };
-  link_all(leaders);
-  link_all(followers);
+  std::vector<std::thread> link_pool;
+  for (unsigned w = 1; w < linkers; ++w) {
+    try {
+      link_pool.emplace_back(link_work);
+    } catch (const std::exception&) {
+      break; // fewer linkers: the ones running take the rest
+    }
+  }
+  link_work();
+  for (std::thread& t : link_pool)
+    t.join();
+  for (const auto& [ri, leader] : followers)
+    pending[ri].image = pending[leader].image;
 
   for (size_t ri = 0; ri < pending.size(); ++ri) {
     PendingRoot& pr = pending[ri];
     RootReport& rr = pr.rr;
     if (!pr.done) {
       if (pr.image) {
-        const Result<std::string>& image = *pr.image;
+        const Status& image = *pr.image;
         if (image)
           rr.image = true;
         else if (image.error().code == Code::unavailable)

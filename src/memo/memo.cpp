@@ -251,6 +251,9 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
   // The names now point at these closures, as a precompile leaves them.
   std::vector<Hash128> used;
   storage::Storage local(store); // a memo is answered from the local cache alone
+  // Roots with the same members (a deferred cycle's) share one image: it is
+  // found and checked once, for the first of them (as the precompile links it).
+  std::map<Hash128, Status> image_of_members;
   for (size_t i = 0; i < closures.size(); ++i) {
     RootReport& rr = rep.roots[i];
     const Hash128& closure = closures[i].key;
@@ -274,7 +277,15 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
     }
     used.push_back(closure);
     if (req.link_images) {
-      auto image = image::fetch_or_link(local, closures[i]);
+      std::string identity = closures[i].target;
+      for (const core::ClosureMember& m : closures[i].members)
+        identity += '\n' + m.symbol + '\t' + m.job.hex();
+      auto [known, first] = image_of_members.try_emplace(hash128(identity));
+      if (first) {
+        auto made = image::fetch_or_link(local, closures[i]);
+        known->second = made ? Status::ok() : Status(made.error());
+      }
+      const Status& image = known->second;
       if (image)
         rr.image = true;
       else if (image.error().code == Code::not_found)

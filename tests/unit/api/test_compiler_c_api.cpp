@@ -683,6 +683,13 @@ TEST_CASE("compile: the roots of one deferred cycle share one linked image, and 
   auto problems = f.cache.verify(); // the shared image checked against each closure
   REQUIRE(problems);
   CHECK(problems->empty());
+  // The same request again: a memo hit, every root's image found (once).
+  auto again = compile(f.cache, req);
+  REQUIRE(again);
+  CHECK(again->memo_hit);
+  REQUIRE(again->roots.size() == 3);
+  for (const RootReport& r : again->roots)
+    CHECK(r.image);
 }
 
 TEST_CASE("C API: kiln_compile_or_load misses, then hits, and takes its root as arguments") {

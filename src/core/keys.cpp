@@ -61,6 +61,26 @@ Hash128 closure_key(const Hash128& root, ClosureMap members) {
   return hash_of(std::string("kiln-closure"), kKeyFormat, root, members);
 }
 
+Hash128 member_set_key(ClosureMap members) {
+  std::sort(members.begin(), members.end());
+  std::string text = "kiln member set 1\n";
+  for (const auto& [symbol, job] : members) {
+    text += std::to_string(symbol.size());
+    text += ':';
+    text += symbol;
+    text += job.hex();
+  }
+  return hash128(text);
+}
+
+Hash128 member_set_key(const std::vector<ClosureMember>& members) {
+  ClosureMap pairs;
+  pairs.reserve(members.size());
+  for (const ClosureMember& m : members)
+    pairs.emplace_back(m.symbol, m.job);
+  return member_set_key(std::move(pairs));
+}
+
 Result<ClosureRecord> library_closure(const std::vector<ClosureRecord>& roots) {
   if (roots.empty())
     return make_error(Code::invalid_argument, "a library needs at least one root");

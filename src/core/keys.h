@@ -63,6 +63,14 @@ using ClosureMap = std::vector<std::pair<std::string, Hash128>>; ///< symbol →
 /// Hashes the root job and the sorted (symbol → job key) map.
 Hash128 closure_key(const Hash128& root, ClosureMap members);
 
+/// A member set's key: XXH3-128 over its (symbol, job) pairs in symbol
+/// order, each symbol length-prefixed. Closures with the same members (the
+/// roots of one deferred cycle, each reaching all of it) have one key:
+/// storage keeps their members once and links one image for them all. Job
+/// keys name their target, so one set is for one target.
+Hash128 member_set_key(ClosureMap members);
+Hash128 member_set_key(const std::vector<ClosureMember>& members);
+
 /// A library's closure: every member of `roots` (closures of one target,
 /// members' entries filled) once, rooted at the root job of the closure
 /// with the smallest key, keyed by closure_key: the same roots give the

@@ -544,7 +544,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     RootReport rr;
     core::NameRecord name;
     bool link = false;  ///< its image is to be linked
-    Hash128 members;    ///< when linked: its member set's identity
+    Hash128 members;    ///< when linked: its member set's key
     std::optional<Status> image; ///< how linking (or finding) its image went
     bool done = false; ///< reported as it is (an error, or left to other shards)
   };
@@ -596,10 +596,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
       // The closure is read back when its image is linked, not here: the
       // roots of a 1,000-function cycle hold 1,000 members each.
       pr.link = true;
-      std::string identity = rec.target;
-      for (const auto& [symbol, key] : members)
-        identity += '\n' + symbol + '\t' + key.hex();
-      pr.members = hash128(identity);
+      pr.members = core::member_set_key(std::move(members));
     }
   }
 

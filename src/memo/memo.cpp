@@ -140,13 +140,14 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128&
     if (file_stamp(dep.path) != dep.stamp)
       return Miss(); // ptxas or a device library changed
 
-  std::vector<core::ClosureRecord> closures;
-  for (const storage::Store::MemoRoot& r : memo->roots) {
-    auto c = store.get_closure(r.closure);
-    if (!c)
-      return c.error().code == Code::not_found ? Result<Miss>(Miss()) : c.error();
-    closures.push_back(c.take());
-  }
+  std::vector<Hash128> keys;
+  for (const storage::Store::MemoRoot& r : memo->roots)
+    keys.push_back(r.closure);
+  auto batch = store.get_closures(keys);
+  if (!batch)
+    return batch.error().code == Code::not_found ? Result<Miss>(Miss()) : batch.error();
+  std::vector<core::ClosureRecord>& closures = batch->closures;
+  const std::vector<size_t>& first_of_set = batch->first_of_set;
 
   // Jobs in the order a plan discovers them: targets, then roots, then
   // breadth first through deferred references (sorted by symbol).
@@ -154,10 +155,15 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128&
   CompileReport& rep = hit.report;
   rep.memo_hit = true;
   std::set<std::string> listed;
+  // Roots that share a member set (a deferred cycle's) share its symbols:
+  // each set is indexed once, and the jobs they reach are listed once.
+  std::map<size_t, std::map<std::string, Hash128>> by_set;
   for (size_t i = 0; i < closures.size(); ++i) {
-    std::map<std::string, Hash128> by_symbol;
-    for (const core::ClosureMember& m : closures[i].members)
-      by_symbol.emplace(m.symbol, m.job);
+    auto [at, fresh] = by_set.try_emplace(first_of_set[i]);
+    std::map<std::string, Hash128>& by_symbol = at->second;
+    if (fresh)
+      for (const core::ClosureMember& m : closures[i].members)
+        by_symbol.emplace(m.symbol, m.job);
     std::deque<Hash128> work{closures[i].root_job};
     while (!work.empty()) {
       Hash128 k = work.front();
@@ -198,6 +204,7 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128&
     rep.roots.push_back(std::move(rr));
   }
   hit.closures = std::move(closures);
+  hit.first_of_set = first_of_set;
   return Result<Miss>(Miss(std::move(hit)));
 }
 
@@ -253,7 +260,7 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
   storage::Storage local(store); // a memo is answered from the local cache alone
   // Roots with the same members (a deferred cycle's) share one image: it is
   // found and checked once, for the first of them (as the precompile links it).
-  std::map<Hash128, Status> image_of_members;
+  std::map<size_t, Status> image_of_set;
   for (size_t i = 0; i < closures.size(); ++i) {
     RootReport& rr = rep.roots[i];
     const Hash128& closure = closures[i].key;
@@ -277,12 +284,9 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
     }
     used.push_back(closure);
     if (req.link_images) {
-      std::string identity = closures[i].target;
-      for (const core::ClosureMember& m : closures[i].members)
-        identity += '\n' + m.symbol + '\t' + m.job.hex();
-      auto [known, first] = image_of_members.try_emplace(hash128(identity));
+      auto [known, first] = image_of_set.try_emplace(found->first_of_set[i]);
       if (first) {
-        auto made = image::fetch_or_link(local, closures[i]);
+        auto made = image::fetch_or_link(local, closures[found->first_of_set[i]]);
         known->second = made ? Status::ok() : Status(made.error());
       }
       const Status& image = known->second;
@@ -296,8 +300,14 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
         rr.error = image.error().context("linking root '" + rr.name + "'").message;
     }
   }
-  if (!req.library.empty())
-    rep.libraries = record_libraries(local, req.library, closures, rep.roots, req.link_images);
+  if (!req.library.empty()) {
+    // A library's closure is the union of its roots' members.
+    std::vector<core::ClosureRecord> full = closures;
+    for (size_t i = 0; i < full.size(); ++i)
+      if (found->first_of_set[i] != i)
+        full[i].members = closures[found->first_of_set[i]].members;
+    rep.libraries = record_libraries(local, req.library, full, rep.roots, req.link_images);
+  }
   storage::Counters usage;
   usage.job_hits = int64_t(rep.jobs.size());
   (void)store.record_usage(used, int64_t(std::time(nullptr)), usage);

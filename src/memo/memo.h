@@ -28,7 +28,11 @@ std::string file_stamp(const std::string& path);
 /// closures; no image checked) and the roots' closures. nullopt on a miss.
 struct MemoHit {
   CompileReport report;
-  std::vector<core::ClosureRecord> closures; ///< parallel to report.roots
+  /// Parallel to report.roots; members only on the first root of each
+  /// member set (Store::get_closures).
+  std::vector<core::ClosureRecord> closures;
+  /// For each root, the first root with the same member set.
+  std::vector<size_t> first_of_set;
 };
 Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128& key);
 

@@ -4,6 +4,7 @@
 #include "storage/local/statement.h"
 
 #include "core/check.h"
+#include "core/keys.h"
 
 #include "support/compress.h"
 #include "support/fault.h"
@@ -1166,30 +1167,6 @@ Result<std::string> Store::get_artifact(const Hash128& job, const std::string& f
   return step_blob(b, "artifact " + format + " of job " + job.hex());
 }
 
-namespace {
-
-// A member set's key: XXH3-128 over its (symbol, job) pairs in symbol order,
-// each length-prefixed. Closures with the same members (the roots of one
-// deferred cycle) get the same key and share one set of rows.
-Hash128 member_set_key(const std::vector<ClosureMember>& members) {
-  std::vector<const ClosureMember*> sorted;
-  sorted.reserve(members.size());
-  for (const ClosureMember& m : members)
-    sorted.push_back(&m);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const ClosureMember* a, const ClosureMember* b) { return a->symbol < b->symbol; });
-  std::string text = "kiln member set 1\n";
-  for (const ClosureMember* m : sorted) {
-    text += std::to_string(m->symbol.size());
-    text += ':';
-    text += m->symbol;
-    text += m->job.hex();
-  }
-  return hash128(text);
-}
-
-} // namespace
-
 Status Store::insert_closure_rows(const ClosureRecord& closure,
                                  const std::vector<NameRecord>& names, int64_t now) {
   // Every path that records a name (precompile, import, a remote fetch)
@@ -1216,7 +1193,7 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
   // The members, as a set shared with every closure that has the same ones:
   // a set already stored has its jobs (its rows refer to them), so only a
   // new one is checked and written.
-  std::string set = member_set_key(closure.members).hex();
+  std::string set = core::member_set_key(closure.members).hex();
   KILN_TRY_ASSIGN(auto has_set, prepare("SELECT 1 FROM member_sets WHERE set_key = ?1 LIMIT 1"));
   int found;
   {
@@ -1368,34 +1345,77 @@ Status Store::read_transaction(const std::function<Status()>& body) {
   return s;
 }
 
-Result<ClosureRecord> Store::read_closure_rows(const Hash128& key) {
+Result<std::string> Store::read_closure_head(const Hash128& key, ClosureRecord& out) {
   std::string hex = key.hex();
-  ClosureRecord out;
   out.key = key;
-  {
-    KILN_TRY_ASSIGN(auto s, prepare("SELECT root_job, target FROM closures WHERE key = ?1"));
-    Bound b(s);
-    b.text(1, hex);
-    int rc = b.step();
-    if (rc == SQLITE_DONE)
-      return make_error(Code::not_found, "no closure " + hex + " in cache '" + path_ + "'");
-    if (rc != SQLITE_ROW)
-      return db_error("cannot read closure " + hex);
-    out.root_job = key_of(b.col_text(0));
-    out.target = b.col_text(1);
-  }
-  KILN_TRY_ASSIGN(
-      auto s, prepare("SELECT m.symbol, m.job_key, j.entry FROM closure_members m JOIN jobs j ON "
-                      "j.key = m.job_key WHERE m.closure_key = ?1 ORDER BY m.symbol"));
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT root_job, target, member_set FROM closures WHERE key = ?1"));
   Bound b(s);
   b.text(1, hex);
+  int rc = b.step();
+  if (rc == SQLITE_DONE)
+    return make_error(Code::not_found, "no closure " + hex + " in cache '" + path_ + "'");
+  if (rc != SQLITE_ROW)
+    return db_error("cannot read closure " + hex);
+  out.root_job = key_of(b.col_text(0));
+  out.target = b.col_text(1);
+  return b.col_text(2);
+}
+
+Status Store::read_member_rows(const std::string& set, const Hash128& closure,
+                               std::vector<ClosureMember>& out) {
+  KILN_TRY_ASSIGN(
+      auto s, prepare("SELECT m.symbol, m.job_key, j.entry FROM member_sets m JOIN jobs j ON "
+                      "j.key = m.job_key WHERE m.set_key = ?1 ORDER BY m.symbol"));
+  Bound b(s);
+  b.text(1, set);
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
-    out.members.push_back({b.col_text(0), key_of(b.col_text(1)), b.col_text(2)});
+    out.push_back({b.col_text(0), key_of(b.col_text(1)), b.col_text(2)});
   if (rc != SQLITE_DONE)
-    return db_error("cannot read the members of closure " + hex);
-  if (out.members.empty())
-    return make_error(Code::corrupt, "closure " + hex + " has no members whose jobs are present");
+    return db_error("cannot read the members of closure " + closure.hex());
+  if (out.empty())
+    return make_error(Code::corrupt,
+                      "closure " + closure.hex() + " has no members whose jobs are present");
+  return Status::ok();
+}
+
+Result<ClosureRecord> Store::read_closure_rows(const Hash128& key) {
+  ClosureRecord out;
+  KILN_TRY_ASSIGN(std::string set, read_closure_head(key, out));
+  KILN_TRY(read_member_rows(set, key, out.members));
+  return out;
+}
+
+Result<Store::ClosureBatch> Store::get_closures(const std::vector<Hash128>& keys) {
+  std::lock_guard lock(mu_);
+  Result<ClosureBatch> out = make_error(Code::internal, "unread");
+  KILN_TRY(read_transaction([&]() -> Status {
+    ClosureBatch batch;
+    batch.closures.resize(keys.size());
+    batch.first_of_set.resize(keys.size());
+    // Each member set is read once, for the first closure naming it: the
+    // roots of a deferred cycle share one set of N rows, not N of them.
+    std::map<std::string, size_t> first;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ClosureRecord& c = batch.closures[i];
+      auto set = read_closure_head(keys[i], c);
+      if (!set) {
+        out = set.error();
+        return Status::ok();
+      }
+      auto [at, fresh] = first.try_emplace(set.take(), i);
+      batch.first_of_set[i] = at->second;
+      if (!fresh)
+        continue;
+      if (Status read = read_member_rows(at->first, keys[i], c.members); !read) {
+        out = read.error();
+        return Status::ok();
+      }
+    }
+    out = std::move(batch);
+    return Status::ok();
+  }));
   return out;
 }
 

@@ -140,6 +140,20 @@ public:
   Status put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names);
   /// A closure with its members, read in one transaction.
   Result<ClosureRecord> get_closure(const Hash128& key);
+  /// Closures read together, in one transaction.
+  struct ClosureBatch {
+    /// In the order asked. Only the first closure of each member set holds
+    /// the members: the others share them (the roots of a 1,000-function
+    /// cycle would otherwise hold 1M).
+    std::vector<ClosureRecord> closures;
+    /// For each closure, the index of the first one asked with the same
+    /// stored member set (its own index if none came before): closures that
+    /// share a set have the same members, read once, and share one image.
+    std::vector<size_t> first_of_set;
+  };
+  /// The closures `keys` name, with their members; a missing one is
+  /// `not_found`, naming it.
+  Result<ClosureBatch> get_closures(const std::vector<Hash128>& keys);
   /// The closure a root name currently names for `target`. A key-form
   /// string names no root: `not_found`, without reading the names.
   Result<Hash128> resolve_name(const std::string& name, const std::string& target);
@@ -272,6 +286,12 @@ private:
   /// The closure row and its members (Code::corrupt if it has none); call
   /// inside a transaction, with the lock held.
   Result<ClosureRecord> read_closure_rows(const Hash128& key);
+  /// A closure's root and target into `out`; returns its member set's key.
+  Result<std::string> read_closure_head(const Hash128& key, ClosureRecord& out);
+  /// A member set's rows, with their entries, in symbol order; none is
+  /// `corrupt`, naming `closure`.
+  Status read_member_rows(const std::string& set, const Hash128& closure,
+                          std::vector<ClosureMember>& out);
   Result<JobRecord> read_job_row(const Hash128& key); ///< get_job under the caller's lock
   /// Runs `body` in a read transaction (one snapshot of the file). Call with
   /// the lock held.

@@ -9,6 +9,8 @@
 // brings leases and units to an existing cache.
 #include "storage/local/gc.h"
 
+#include "core/keys.h"
+
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"
 
@@ -233,6 +235,39 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
     REQUIRE(back);
     CHECK(back->root_job == cl.root_job);
     CHECK(back->members.size() == 3);
+  }
+  // The set is stored under core::member_set_key, the key the driver groups
+  // its image links by.
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open_v2(c.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, "SELECT member_set FROM closures WHERE key = ?1", -1, &s,
+                               nullptr) == SQLITE_OK);
+    std::string hex = closures[1].key.hex();
+    sqlite3_bind_text(s, 1, hex.c_str(), -1, SQLITE_TRANSIENT);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) ==
+          kiln::core::member_set_key(closures[1].members).hex());
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+  }
+  // Read together, the set is read once: the first closure of it holds the
+  // members and the others point at it.
+  {
+    auto batch = st.get_closures({closures[2].key, alone.key, closures[0].key, closures[1].key});
+    REQUIRE(batch);
+    CHECK(batch->first_of_set == std::vector<size_t>{0, 1, 0, 0});
+    CHECK(batch->closures[0].members.size() == 3);
+    CHECK(batch->closures[0].root_job == closures[2].root_job);
+    CHECK(batch->closures[1].members.size() == 1);
+    CHECK(batch->closures[2].members.empty());
+    CHECK(batch->closures[2].root_job == closures[0].root_job);
+    CHECK(batch->closures[3].key == closures[1].key);
+    CHECK(batch->closures[3].target == "host");
+    auto missing = st.get_closures({closures[0].key, hash128("no such closure")});
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().code == Code::not_found);
   }
 
   // One image, stored for the first root, serves all three; not the other.

@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -221,15 +222,35 @@ HostCpu read_host_cpu() {
   std::sort(read.begin(), read.end(), [](const Leaf& x, const Leaf& y) {
     return x.leaf != y.leaf ? x.leaf < y.leaf : x.subleaf < y.subleaf;
   });
-  std::ostringstream id;
+  // Written without a stream: the first stream in a process builds the
+  // C++ locale, and a load that checks its image against this CPU is often
+  // a process's first and only use of libkiln.
+  std::string& id = out.identity;
+  auto hex = [&](uint64_t v) {
+    char buf[24];
+    int n = std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+    id.append(buf, size_t(n));
+  };
   __cpuid(0, a, b, c, d);
-  id << "x86 " << std::hex << b << '.' << d << '.' << c;
-  for (const Leaf& l : read) {
-    id << ' ' << l.leaf << '.' << l.subleaf << ':' << l.r[0] << '.'
-       << (l.leaf == 1 ? 0u : l.r[1]) << '.' << l.r[2] << '.' << l.r[3];
+  id += "x86 ";
+  for (unsigned v : {b, d, c}) {
+    hex(v);
+    id += '.';
   }
-  id << " xcr0:" << xcr0;
-  out.identity = id.str();
+  id.pop_back();
+  for (const Leaf& l : read) {
+    id += ' ';
+    hex(l.leaf);
+    id += '.';
+    hex(l.subleaf);
+    id += ':';
+    for (int r = 0; r < 4; ++r) {
+      hex(r == 1 && l.leaf == 1 ? 0u : l.r[r]);
+      id += r == 3 ? "" : ".";
+    }
+  }
+  id += " xcr0:";
+  hex(xcr0);
   return out;
 }
 #elif defined(__aarch64__)

@@ -1,6 +1,7 @@
 // Every key Kiln computes: jobs, deferred symbols, closures, images, memos.
 #include "core/keys.h"
 
+#include "support/no_iostream.h"
 
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/string.hpp>

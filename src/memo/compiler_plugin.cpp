@@ -4,6 +4,8 @@
 // a new number (and a new entry point name), never a silent misreading.
 #include "memo/compiler_plugin.h"
 
+#include "support/no_iostream.h"
+
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/utility.hpp>

@@ -5,6 +5,7 @@
 
 #include "storage/local/statement.h"
 #include "support/compress.h"
+#include "support/no_iostream.h"
 
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/string.hpp>

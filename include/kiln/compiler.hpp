@@ -182,6 +182,7 @@ public:
 
 private:
   friend Result<CompileReport> compile(const CompileRequest&, const std::string&);
+  friend struct PlanAccess; ///< the library's own entry points (not part of the API)
   explicit Plan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -3,6 +3,7 @@
 // Compile-or-load parses and keys the unit, then asks the loader for the
 // root's closure by key: a hit loads without compiling or writing anything;
 // a miss compiles, stores and links through Plan::run, then loads.
+#include "driver/driver.h"
 #include "storage/local/store.h"
 #include "memo/memo.h"
 #include "runtime/backends.h"
@@ -35,7 +36,7 @@ ErrorInfo error_info(const Error& error) {
 Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
   if (!cache.raw())
     return make_error(Code::invalid_argument, "compile: the cache handle is empty");
-  return kiln::compile(request, cache.raw()->storage->local().path());
+  return driver::compile_in(request, cache.raw()->storage->local());
 }
 
 std::string present_target() {
@@ -117,7 +118,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     }
   }
 
-  auto report = plan.run(c.storage->local().path());
+  auto report = driver::run_in(plan, c.storage->local());
   if (!report)
     return about_root(report.error(), described.roots.front());
   if (memo)
@@ -408,7 +409,7 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
     req.remote_read_only = o.remote_read_only != 0;
     req.shard_index = o.shard_index;
     req.shard_count = o.shard_count ? o.shard_count : 1;
-    auto report = kiln::compile(req, cache->storage->local().path());
+    auto report = kiln::driver::compile_in(req, cache->storage->local());
     if (!report)
       return fail(report.error());
     *out = make_result(report.take());

@@ -6,6 +6,8 @@
 // tier, a job the local cache lacks is first fetched from it, and what is
 // compiled, recorded or linked here is published to it; a sharded run
 // compiles only its share of the jobs.
+#include "driver/driver.h"
+
 #include "storage/local/store.h"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
@@ -714,6 +716,56 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   return rep;
 }
 
+struct PlanAccess {
+  static Plan::Impl& of(Plan& plan) { return *plan.impl_; }
+};
+
+namespace driver {
+
+namespace {
+
+// A plan run over an open cache, with the request's remote tier; the
+// request memoised when it has a key.
+Result<CompileReport> run_plan(Plan::Impl& impl, storage::Store& store,
+                               storage::remote::Remote remote, const std::optional<Hash128>& memo,
+                               const std::vector<std::string>& toolchain_files) {
+  // Nothing is compiled for a cache that cannot take it.
+  if (store.read_only())
+    return store.read_only_error("compile into it");
+  // Whoever compiles into a cache writes to it: it closes as a writer.
+  store.end_deferral();
+  KILN_TRY_ASSIGN(auto signing, storage::Storage::signing_of(store, remote));
+  storage::Storage cache(store, std::move(remote), std::move(signing));
+  auto report = impl.run(cache);
+  if (report && memo) // an optimisation
+    (void)memo::memo_record(store, *memo, *report, toolchain_files);
+  return report;
+}
+
+} // namespace
+
+Result<CompileReport> compile_in(const CompileRequest& request, storage::Store& store) {
+  KILN_TRY_ASSIGN(auto remote,
+                  storage::remote::configured(request.remote, request.remote_read_only));
+  std::optional<Hash128> memo = memo::memo_key(request);
+  if (memo) {
+    KILN_TRY_ASSIGN(auto hit, memo::memo_replay(store, *memo, request));
+    if (hit)
+      return std::move(*hit);
+  }
+  KILN_TRY_ASSIGN(auto plan, Plan::create(request));
+  return run_plan(PlanAccess::of(plan), store, std::move(remote), memo, plan.toolchain_files());
+}
+
+Result<CompileReport> run_in(Plan& plan, storage::Store& store) {
+  const CompileRequest& request = PlanAccess::of(plan).request;
+  KILN_TRY_ASSIGN(auto remote,
+                  storage::remote::configured(request.remote, request.remote_read_only));
+  return run_plan(PlanAccess::of(plan), store, std::move(remote), std::nullopt, {});
+}
+
+} // namespace driver
+
 Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path) {
   KILN_TRY_ASSIGN(auto remote,
                   storage::remote::configured(request.remote, request.remote_read_only));
@@ -723,14 +775,10 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
   KILN_TRY_ASSIGN(auto hit, memo::memo_answer(request, cache_path, memo));
   if (hit)
     return std::move(*hit);
+  // The plan before the cache: bad input creates no cache.
   KILN_TRY_ASSIGN(auto plan, Plan::create(request));
   KILN_TRY_ASSIGN(auto store, storage::Store::open(cache_path));
-  KILN_TRY_ASSIGN(auto signing, storage::Storage::signing_of(*store, remote));
-  storage::Storage cache(std::move(store), std::move(remote), std::move(signing));
-  auto report = plan.impl_->run(cache);
-  if (report && memo) // an optimisation
-    (void)memo::memo_record(cache.local(), *memo, *report, plan.toolchain_files());
-  return report;
+  return driver::run_plan(*plan.impl_, *store, std::move(remote), memo, plan.toolchain_files());
 }
 
 } // namespace kiln

@@ -19,6 +19,10 @@ Storage::Storage(std::unique_ptr<Store> local, remote::Remote remote, Signing si
 
 Storage::Storage(Store& local) : local_(&local) {}
 
+Storage::Storage(Store& local, remote::Remote remote, Signing signing)
+    : local_(&local), backend_(std::move(remote.backend)), options_(std::move(remote.options)),
+      signing_(std::move(signing)) {}
+
 Storage::~Storage() = default;
 
 Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,

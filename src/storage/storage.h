@@ -40,6 +40,8 @@ public:
                    Signing signing = {});
   /// Over a local cache someone else owns, without a remote.
   explicit Storage(Store& local);
+  /// Over a local cache someone else owns, with `remote` and `signing`.
+  Storage(Store& local, remote::Remote remote, Signing signing);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

@@ -768,6 +768,14 @@ void Store::defer_checkpoint() {
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
 }
 
+void Store::end_deferral() {
+  std::lock_guard lock(mu_);
+  if (!deferred_)
+    return;
+  deferred_ = false;
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+}
+
 void Store::finish() {
   if (!db_ || read_only_)
     return;

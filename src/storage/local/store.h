@@ -110,6 +110,9 @@ public:
   /// cache is one file that holds all their content. A cache other users
   /// can read keeps both, the WAL emptied, for their read-only opens.
   void defer_checkpoint();
+  /// Undoes defer_checkpoint: a loading process that compiles into its
+  /// cache closes as a writer (it compacts and checkpoints).
+  void end_deferral();
 
   /// Trains a dictionary for each kind of blob that has none and enough
   /// plain blobs (kMinDictionarySamples, and the dictionary must pay for

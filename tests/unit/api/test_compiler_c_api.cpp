@@ -95,13 +95,19 @@ TEST_CASE("api errors: compile_or_load's input errors carry their fields") {
 }
 
 TEST_CASE("api errors: a job that fails names its entry, target and key") {
-  Fixture f;
+  Fixture f; // the cache exists
   // Every write to the cache fails from here on: the job compiles but
-  // cannot be stored, so it fails.
+  // cannot be stored, so it fails. The compile writes through the handle's
+  // own connection, opened with the fault in place.
   fault::set_plan("sqlite-write");
-  std::vector<Source> sources{{"unit.ll", kBase}};
-  auto r = compile_or_load(f.cache, sources, "f", "host");
+  auto cache = Cache::open(cache_file(f.dir));
+  Result<Loaded> r = make_error(Code::internal, "not run");
+  if (cache) {
+    std::vector<Source> sources{{"unit.ll", kBase}};
+    r = compile_or_load(*cache, sources, "f", "host");
+  }
   fault::set_plan("");
+  REQUIRE(cache);
   REQUIRE_FALSE(r);
   INFO(r.error().message);
   CHECK(r.error().entry == "f");
@@ -648,6 +654,36 @@ TEST_CASE("compile_or_load: what kiln::compile stored is a hit") {
   CHECK(loaded->report.roots[0].closure == compiled->roots[0].closure);
   for (const JobReport& j : loaded->report.jobs)
     CHECK(j.status == JobStatus::cached);
+}
+
+TEST_CASE("compile: a cache handle is compiled into through its own connection, read-only "
+          "included") {
+  Fixture f;
+  CompileRequest req;
+  std::string ir = data_file("cycle.ll");
+  req.inputs = {SourceInput::memory("cycle.ll", ir)};
+  req.entries = {"cyc_a"};
+  // A handle opened read-only stays read-only: the compile is refused, not
+  // run against the file opened again for writing.
+  auto ro = Cache::open(cache_file(f.dir), KILN_CACHE_READ_ONLY);
+  REQUIRE(ro);
+  REQUIRE(ro->read_only());
+  auto refused = compile(*ro, req);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == Code::unavailable);
+  CHECK(refused.error().message.find("is read-only (opened read-only): cannot compile into it") !=
+        std::string::npos);
+  auto stats = kiln::stats(f.cache);
+  REQUIRE(stats);
+  CHECK(stats->jobs == 0);
+  // The writable handle compiles; the read-only one then sees the result
+  // through its own connection.
+  auto done = compile(f.cache, req);
+  REQUIRE(done);
+  CHECK(done->ok());
+  auto loaded = ro->load("cyc_a", "host");
+  INFO((loaded ? std::string() : loaded.error().message));
+  CHECK(loaded);
 }
 
 TEST_CASE("compile: the roots of one deferred cycle share one linked image, and each loads "

@@ -601,6 +601,26 @@ class Harness:
                     r["hand_steps"] = {k: statistics.median(h["steps"][k] for h in hand)
                                        for k in hand[0]["steps"]}
                     r["hand_output_bytes"] = hand[0]["output_bytes"]
+                # The other shapes issue 21 names, once each, up to 200 kernels:
+                # every kernel as one --library (one image of them all), and
+                # one image per kernel at -j1 beside the hand pipeline at -j1.
+                if n <= 200 and "hand_skipped" not in r:
+                    self.drop(db)
+                    p, r["library_ms"] = self.run(
+                        [self.tool("kiln-precompile"), "--cache", db, "--target", target, "-j",
+                         str(jobs), "-q", "--json", "--library", "bench", path])
+                    lib = json.loads(p.stdout).get("libraries", [])
+                    r["library_images"] = sum(bool(x.get("image")) for x in lib)
+                    r["library_root_images"] = sum(
+                        bool(rt.get("image")) for rt in json.loads(p.stdout)["roots"])
+                    if jobs > 1:
+                        self.drop(db)
+                        _, r["kiln_j1_ms"] = self.run(
+                            [self.tool("kiln-precompile"), "--cache", db, "--target", target,
+                             "-j", "1", "-q", path])
+                        h1 = self.hand_pipeline(target, path, 1,
+                                                os.path.join(self.work, "hand", target))
+                        r["hand_j1_ms"] = h1.get("total_ms")
                 res[f"{target}_{n}"] = r
         # What Kiln's time is made of, on the 200-kernel units (10 with --quick):
         # in process, so without the process start and libLLVM's loading.
@@ -641,11 +661,27 @@ class Harness:
                 ratio = r["kiln_ms"] / r["hand_ms"]
                 steps = " + ".join(f"{k} {sec(v)}" for k, v in r["hand_steps"].items())
                 over = (r["kiln_ms"] - r["hand_ms"]) / max(r["jobs"], 1)
+                # Issue 21: an image per kernel at most 1.2x on GPUs (the host
+                # stays at 1.0x); a library at most 1.0x everywhere.
+                limit = 1.0 if target == "host" else 1.2
                 self.row(9, f"cold compile, {n}-kernel unit, {target}: kiln vs hand pipeline",
-                         ratio, "x", "<= 1.0x", ratio <= 1.0,
+                         ratio, "x", f"<= {limit}x", ratio <= limit,
                          f"kiln {sec(r['kiln_ms'])}, hand {sec(r['hand_ms'])} ({steps}; "
                          f"{self.HAND_WHAT[target]}); per-job overhead {over:+.1f} ms; {what}; "
                          f"median of {r['repeats']}")
+                if "library_ms" in r:
+                    lr = r["library_ms"] / r["hand_ms"]
+                    self.row(9, f"cold compile, {n}-kernel unit, {target}: kiln --library vs "
+                             f"hand pipeline", lr, "x", "<= 1.0x", lr <= 1.0,
+                             f"kiln --library {sec(r['library_ms'])} (the library's image and "
+                             f"{r['library_root_images']} root images linked), hand "
+                             f"{sec(r['hand_ms'])}; -j{jobs}; once")
+                if r.get("kiln_j1_ms") and r.get("hand_j1_ms"):
+                    r1 = r["kiln_j1_ms"] / r["hand_j1_ms"]
+                    self.row(9, f"cold compile, {n}-kernel unit, {target}: kiln vs hand "
+                             f"pipeline, -j1", r1, "x", f"<= {limit}x", r1 <= limit,
+                             f"kiln -j1 {sec(r['kiln_j1_ms'])}, hand at -j1 (no split "
+                             f"compile, one lld thread) {sec(r['hand_j1_ms'])}; once")
         for target, sp in splits.items():
             j = max(sp["jobs"], 1)
             self.row(9, f"diagnosis: kiln cold compile split, {split_n}-kernel unit, {target}: "

@@ -620,11 +620,46 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
           followers.emplace_back(ri, it->second);
       }
   }
-  unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(leaders.size())));
+  // A library's image is linked beside its roots' images, not after them:
+  // it is the longest link (nvJitLink assembles its inputs one by one), so
+  // it goes first, and the other linkers take the roots meanwhile. Its
+  // closure is stored here; record_library later finds the image and
+  // records the library (or reports why not, linking again only then).
+  std::vector<core::ClosureRecord> libraries;
+  if (!p.request.library.empty() && p.request.link_images) {
+    std::map<std::string, std::vector<Hash128>> roots_of;
+    std::set<std::string> incomplete; ///< a root without a closure here: no library
+    for (size_t ri = 0; ri < pending.size(); ++ri) {
+      const std::string& target = pending[ri].rr.target;
+      if (pending[ri].link)
+        roots_of[target].push_back(pending[ri].name.closure);
+      else
+        incomplete.insert(target);
+    }
+    for (auto& [target, keys] : roots_of) {
+      if (incomplete.count(target))
+        continue;
+      auto batch = store.get_closures(keys);
+      if (!batch)
+        continue; // record_library reports it
+      for (size_t i = 0; i < batch->closures.size(); ++i)
+        if (batch->first_of_set[i] != i)
+          batch->closures[i].members = batch->closures[batch->first_of_set[i]].members;
+      auto lib = core::library_closure(batch->closures);
+      if (lib && store.put_closure(*lib, {}))
+        libraries.push_back(lib.take());
+    }
+  }
+  const size_t link_tasks = libraries.size() + leaders.size();
+  unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(link_tasks)));
   std::atomic<size_t> next_link{0};
   auto link_work = [&] {
-    for (size_t t; (t = next_link.fetch_add(1)) < leaders.size();) {
-      PendingRoot& pr = pending[leaders[t]];
+    for (size_t t; (t = next_link.fetch_add(1)) < link_tasks;) {
+      if (t < libraries.size()) {
+        (void)image::fetch_or_link(cache, libraries[t]);
+        continue;
+      }
+      PendingRoot& pr = pending[leaders[t - libraries.size()]];
       auto stored = store.get_closure(pr.name.closure);
       if (!stored) {
         pr.image = Status(stored.error());

@@ -5,22 +5,11 @@
 // one library call: this file parses arguments and prints, in text or JSON.
 // Names, targets, paths and messages are written as tools/safe_text.h says
 // (JSON that keeps every byte; text with control bytes escaped).
+#include <kiln/admin.hpp>
+#include <kiln/kiln.hpp>
+
 #include "exit_status.h"
 #include "safe_text.h"
-
-#include "image/export.h"
-#include "runtime/portable.h"
-#include "storage/local/catalog.h"
-#include "storage/local/gc.h"
-#include "storage/local/store.h"
-#include "storage/local/transfer.h"
-#include "storage/local/usage.h"
-#include "storage/signing.h"
-#include "storage/local/verify.h"
-#include "support/files.h"
-#include "support/units.h"
-
-#include <map>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -28,32 +17,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <unistd.h>
 
 namespace {
 
-using kiln::human_size;
-using kiln::storage::Store;
-using json = nlohmann::ordered_json;
+namespace admin = kiln::admin;
+using kiln::Cache;
+using kiln::admin::human_size;
 using kiln::tools::kExitUsage;
 using kiln::tools::shown;
-
-/// `j` on stdout as one line of JSON (tools/safe_text.h).
-void print_json(json j) { std::cout << kiln::tools::json_text(std::move(j)) << "\n"; }
-
-json artifacts_json(const std::vector<kiln::core::ArtifactInfo>& arts) {
-  json a = json::array();
-  for (const auto& x : arts)
-    a.push_back({{"format", x.format}, {"raw_size", x.raw_size}, {"stored_size", x.stored_size}});
-  return a;
-}
-
-json refs_json(const std::vector<kiln::core::JobRef>& refs) {
-  json a = json::array();
-  for (const auto& r : refs)
-    a.push_back({{"symbol", r.symbol}, {"entry", r.entry}});
-  return a;
-}
 
 // Whether the command line has --json, so errors are JSON too: set once in
 // main, before any command runs.
@@ -65,506 +38,301 @@ int report(const kiln::Error& e, int status) {
 
 int report(const kiln::Error& e) { return report(e, kiln::tools::exit_status(e)); }
 
-int usage_error(const kiln::Error& e) { return report(e, kExitUsage); }
-
-int cmd_ls(Store& store, bool as_json, const std::string& target, const std::string& glob) {
-  auto listing = kiln::storage::list_cache(store, {target, glob});
-  if (!listing)
-    return report(listing.error());
+/// A view on stdout: its JSON (the library's rendering, as kiln/admin.h
+/// returns it), else `text(view)`.
+template <class View, class Text> int print(const kiln::Result<View>& v, bool as_json, Text&& text) {
+  if (!v)
+    return report(v.error());
   if (as_json) {
-    json out;
-    out["jobs"] = json::array();
+    std::cout << admin::to_json(*v) << "\n";
+    return 0;
+  }
+  return text(*v);
+}
+
+int cmd_ls(const Cache& cache, bool as_json, const std::string& target, const std::string& glob) {
+  auto listing = admin::list(cache, {target, glob});
+  if (listing && as_json)
     for (const auto& j : listing->jobs) {
       if (!j.artifacts)
         return report(j.artifacts.error());
       if (!j.refs)
         return report(j.refs.error());
-      const kiln::core::JobRecord& r = j.record;
-      out["jobs"].push_back({{"key", r.key.hex()},
-                             {"entry", r.entry},
-                             {"target", r.target},
-                             {"options", r.options},
-                             {"artifacts", artifacts_json(*j.artifacts)},
-                             {"refs", refs_json(*j.refs)}});
     }
-    out["names"] = json::array();
-    for (const auto& n : listing->names)
-      out["names"].push_back({{"name", n.name}, {"target", n.target}, {"closure", n.closure.hex()}});
-    print_json(std::move(out));
+  return print(listing, as_json, [](const admin::Listing& l) {
+    // The target column is as wide as its longest spec ("host:x86-64-v3",
+    // "gfx942:sramecc+:xnack-"), and never narrower than 8.
+    int tw = 8;
+    for (const auto& j : l.jobs)
+      tw = std::max(tw, int(shown(j.job.target).size()));
+    for (const auto& n : l.names)
+      tw = std::max(tw, int(shown(n.target).size()));
+    std::printf("%-32s  %-*s  %-6s  %10s  %4s  %s\n", "KEY", tw, "TARGET", "OPTS", "STORED",
+                "REFS", "ENTRY");
+    // A job whose artifacts or references cannot be read still gets its row.
+    for (const auto& j : l.jobs) {
+      int64_t stored = 0;
+      if (j.artifacts)
+        for (const auto& a : *j.artifacts)
+          stored += a.stored_size;
+      const admin::Job& r = j.job;
+      std::printf("%-32s  %-*s  %-6s  %10s  %4zu  %s\n", r.key.c_str(), tw,
+                  shown(r.target).c_str(), shown(r.options).c_str(), human_size(stored).c_str(),
+                  j.refs ? j.refs->size() : size_t(0), shown(r.entry).c_str());
+    }
+    if (!l.names.empty()) {
+      std::printf("\n%-24s  %-*s  %s\n", "NAME", tw, "TARGET", "CLOSURE");
+      for (const auto& n : l.names)
+        std::printf("%-24s  %-*s  %s\n", shown(n.name).c_str(), tw, shown(n.target).c_str(),
+                    n.closure.c_str());
+    }
     return 0;
-  }
-  // The target column is as wide as its longest spec ("host:x86-64-v3",
-  // "gfx942:sramecc+:xnack-"), and never narrower than 8.
-  int tw = 8;
-  for (const auto& j : listing->jobs)
-    tw = std::max(tw, int(shown(j.record.target).size()));
-  for (const auto& n : listing->names)
-    tw = std::max(tw, int(shown(n.target).size()));
-  std::printf("%-32s  %-*s  %-6s  %10s  %4s  %s\n", "KEY", tw, "TARGET", "OPTS", "STORED", "REFS",
-              "ENTRY");
-  // A job whose artifacts or references cannot be read still gets its row.
-  for (const auto& j : listing->jobs) {
-    int64_t stored = 0;
-    if (j.artifacts)
-      for (const auto& a : *j.artifacts)
-        stored += a.stored_size;
-    const kiln::core::JobRecord& r = j.record;
-    std::printf("%-32s  %-*s  %-6s  %10s  %4zu  %s\n", r.key.hex().c_str(), tw,
-                shown(r.target).c_str(), shown(r.options).c_str(), human_size(stored).c_str(),
-                j.refs ? j.refs->size() : size_t(0), shown(r.entry).c_str());
-  }
-  if (!listing->names.empty()) {
-    std::printf("\n%-24s  %-*s  %s\n", "NAME", tw, "TARGET", "CLOSURE");
-    for (const auto& n : listing->names)
-      std::printf("%-24s  %-*s  %s\n", shown(n.name).c_str(), tw, shown(n.target).c_str(),
-                  n.closure.hex().c_str());
-  }
-  return 0;
+  });
 }
 
-int show_job(const kiln::storage::JobDetail& d, bool as_json) {
-  const kiln::core::JobRecord& j = d.record;
-  if (as_json) {
-    json out{{"kind", "job"},         {"key", j.key.hex()},
-             {"entry", j.entry},      {"target", j.target},
-             {"options", j.options},  {"toolchain", j.toolchain},
-             {"module_hash", j.module_hash.hex()}, {"symbol", j.symbol},
-             {"triple", j.triple},    {"cpu", j.cpu},
-             {"compile_ms", j.compile_ms}, {"artifacts", artifacts_json(d.artifacts)},
-             {"refs", refs_json(d.refs)}};
-    print_json(std::move(out));
-    return 0;
-  }
+int show_job(const admin::Job& j) {
   std::printf("job         %s\nentry       %s\ntarget      %s (%s, %s)\noptions     %s\n"
               "toolchain   %s\nmodule hash %s\nsymbol      %s\ncompile     %.1f ms\n",
-              j.key.hex().c_str(), shown(j.entry).c_str(), shown(j.target).c_str(),
+              j.key.c_str(), shown(j.entry).c_str(), shown(j.target).c_str(),
               shown(j.triple).c_str(), shown(j.cpu).c_str(), shown(j.options).c_str(),
-              shown(j.toolchain).c_str(), j.module_hash.hex().c_str(), shown(j.symbol).c_str(),
+              shown(j.toolchain).c_str(), j.module_hash.c_str(), shown(j.symbol).c_str(),
               j.compile_ms);
-  for (const auto& a : d.artifacts)
+  for (const auto& a : j.artifacts)
     std::printf("artifact    %-6s %s raw, %s stored\n", shown(a.format).c_str(),
                 human_size(a.raw_size).c_str(), human_size(a.stored_size).c_str());
-  for (const auto& r : d.refs)
+  for (const auto& r : j.refs)
     std::printf("deferred    %s -> %s\n", shown(r.symbol).c_str(), shown(r.entry).c_str());
   return 0;
 }
 
-int show_root(const kiln::storage::RootDetail& root, bool as_json) {
-  const kiln::core::ClosureRecord& closure = root.closure;
-  if (as_json) {
-    json members = json::array();
-    for (const auto& m : closure.members)
-      members.push_back({{"symbol", m.symbol}, {"entry", m.entry}, {"key", m.job.hex()}});
-    json out{{"kind", "root"},
-             {"name", root.name},
-             {"target", root.target},
-             {"closure", closure.key.hex()},
-             {"root_job", closure.root_job.hex()},
-             {"unit", root.unit},
-             {"members", members}};
-    print_json(std::move(out));
-    return 0;
-  }
+void print_members(const std::vector<admin::Member>& members) {
+  for (const auto& m : members)
+    std::printf("  %-32s  %s  %s\n", m.key.c_str(), shown(m.symbol).c_str(),
+                shown(m.entry).c_str());
+}
+
+int show_root(const admin::Root& root) {
   std::printf("root        %s\ntarget      %s\nclosure     %s\nroot job    %s\nmembers     %zu\n",
-              shown(root.name).c_str(), shown(root.target).c_str(), closure.key.hex().c_str(),
-              closure.root_job.hex().c_str(), closure.members.size());
+              shown(root.name).c_str(), shown(root.target).c_str(), root.closure.c_str(),
+              root.root_job.c_str(), root.members.size());
   if (!root.name.empty())
     std::printf("unit        %s\n", root.unit.empty() ? "(unknown)" : shown(root.unit).c_str());
-  for (const auto& m : closure.members)
-    std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), shown(m.symbol).c_str(),
-                shown(m.entry).c_str());
+  print_members(root.members);
   return 0;
 }
 
-int cmd_show(Store& store, const std::string& what, const std::string& target, bool as_json) {
-  auto found = kiln::storage::find_entry(store, what, target);
-  if (!found)
-    return report(found.error());
-  if (const auto* job = std::get_if<kiln::storage::JobDetail>(&*found))
-    return show_job(*job, as_json);
-  return show_root(std::get<kiln::storage::RootDetail>(*found), as_json);
+int cmd_show(const Cache& cache, const std::string& what, const std::string& target,
+             bool as_json) {
+  return print(admin::show(cache, what, target), as_json, [](const admin::Entry& e) {
+    if (const auto* job = std::get_if<admin::Job>(&e))
+      return show_job(*job);
+    return show_root(std::get<admin::Root>(e));
+  });
 }
 
-int cmd_image(Store& store, const std::string& what, const std::string& target,
+int cmd_image(const Cache& cache, const std::string& what, const std::string& target,
               const std::string& out_path) {
-  auto image = kiln::image::export_image(store, what, target, out_path);
+  auto image = admin::export_image(cache, what, target, out_path);
   if (!image)
     return report(image.error());
   std::fprintf(stderr, "kiln-inspect: wrote the %s image of closure %s (%zu bytes) to %s\n",
-               shown(image->closure.target).c_str(), image->closure.key.hex().c_str(), image->bytes,
+               shown(image->target).c_str(), image->closure.c_str(), image->bytes,
                shown(out_path).c_str());
   return 0;
 }
 
-int cmd_libraries(Store& store, bool as_json) {
-  auto libs = store.list_libraries();
-  if (!libs)
-    return report(libs.error());
-  if (as_json) {
-    json out = json::array();
-    for (const auto& l : *libs)
-      out.push_back({{"name", l.name},
-                     {"target", l.target},
-                     {"closure", l.closure.hex()},
-                     {"roots", l.roots.size()}});
-    print_json(std::move(out));
+int cmd_libraries(const Cache& cache, bool as_json) {
+  return print(admin::libraries(cache), as_json, [](const std::vector<admin::Library>& libs) {
+    for (const auto& l : libs)
+      std::printf("%-24s %-12s %s  %zu roots\n", shown(l.name).c_str(), shown(l.target).c_str(),
+                  l.closure.c_str(), l.roots.size());
     return 0;
-  }
-  for (const auto& l : *libs)
-    std::printf("%-24s %-12s %s  %zu roots\n", shown(l.name).c_str(), shown(l.target).c_str(),
-                l.closure.hex().c_str(), l.roots.size());
-  return 0;
+  });
 }
 
-int cmd_library(Store& store, const std::string& name, std::string target,
+int cmd_library(const Cache& cache, const std::string& name, const std::string& target,
                 const std::string& out_path, bool as_json) {
-  if (target.empty()) {
-    auto libs = store.list_libraries(name);
-    if (!libs)
-      return report(libs.error());
-    if (libs->empty())
-      return report(kiln::make_error(kiln::Code::not_found, "no library named '" + name +
-                                                                 "' in cache '" + store.path() +
-                                                                 "'"));
-    target = libs->front().target;
-  }
   if (!out_path.empty()) {
-    auto image = kiln::image::export_library_image(store, name, target, out_path);
+    auto image = admin::export_library_image(cache, name, target, out_path);
     if (!image)
       return report(image.error());
     std::fprintf(stderr,
                  "kiln-inspect: wrote the %s image of library %s (closure %s, %zu jobs, %zu "
                  "bytes) to %s\n",
-                 shown(target).c_str(), shown(name).c_str(), image->closure.key.hex().c_str(),
-                 image->closure.members.size(), image->bytes, shown(out_path).c_str());
+                 shown(image->target).c_str(), shown(name).c_str(), image->closure.c_str(),
+                 image->members, image->bytes, shown(out_path).c_str());
     return 0;
   }
-  auto lib = store.get_library(name, target);
-  if (!lib)
-    return report(lib.error());
-  auto closure = store.get_closure(lib->closure);
-  if (!closure)
-    return report(closure.error().context("library '" + name + "' (" + target + ")"));
-  auto images = store.images_of(lib->closure);
-  size_t image_count = images ? images->size() : 0;
-  if (as_json) {
-    json members = json::array();
-    for (const auto& m : closure->members)
-      members.push_back({{"symbol", m.symbol}, {"entry", m.entry}, {"key", m.job.hex()}});
-    json out{{"kind", "library"},     {"name", name},
-             {"target", target},      {"closure", lib->closure.hex()},
-             {"roots", lib->roots},   {"members", members},
-             {"images", image_count}};
-    print_json(std::move(out));
+  return print(admin::library(cache, name, target), as_json, [](const admin::Library& l) {
+    std::printf("library     %s\ntarget      %s\nclosure     %s\nroots       %zu\nmembers     "
+                "%zu\nimages      %zu\n",
+                shown(l.name).c_str(), shown(l.target).c_str(), l.closure.c_str(),
+                l.roots.size(), l.members.size(), l.images);
+    for (const std::string& r : l.roots)
+      std::printf("  root %s\n", shown(r).c_str());
+    print_members(l.members);
     return 0;
-  }
-  std::printf("library     %s\ntarget      %s\nclosure     %s\nroots       %zu\nmembers     "
-              "%zu\nimages      %zu\n",
-              shown(name).c_str(), shown(target).c_str(), lib->closure.hex().c_str(),
-              lib->roots.size(), closure->members.size(), image_count);
-  for (const std::string& r : lib->roots)
-    std::printf("  root %s\n", shown(r).c_str());
-  for (const auto& m : closure->members)
-    std::printf("  %-32s  %s  %s\n", m.job.hex().c_str(), shown(m.symbol).c_str(),
-                shown(m.entry).c_str());
-  return 0;
+  });
 }
 
-int cmd_dump(Store& store, const std::string& what, const std::string& format) {
-  auto bytes = kiln::storage::dump_artifact(store, what, format);
+int cmd_dump(const Cache& cache, const std::string& what, const std::string& format) {
+  auto bytes = admin::dump(cache, what, format);
   if (!bytes)
     return report(bytes.error());
   std::fwrite(bytes->data(), 1, bytes->size(), stdout);
   return 0;
 }
 
-int cmd_stats(Store& store, bool as_json, bool zero) {
-  auto rep = kiln::storage::stats_report(store, zero);
-  if (!rep)
-    return report(rep.error());
-  const kiln::storage::Stats& st = rep->stats;
-  const kiln::storage::Counters& c = st.counters;
-  double ratio = st.compression_ratio();
-  if (as_json) {
-    json targets = json::object();
+int cmd_stats(const Cache& cache, bool as_json, bool zero) {
+  return print(admin::stats(cache, zero), as_json, [](const admin::Stats& st) {
+    const admin::Counters& c = st.counters;
+    std::printf("cache          %s\n", shown(st.cache).c_str());
+    std::printf("jobs           %lld\n", static_cast<long long>(st.jobs));
     for (const auto& [t, n] : st.jobs_per_target)
-      targets[t] = n;
-    json out{{"jobs", st.jobs},
-             {"closures", st.closures},
-             {"images", st.images},
-             {"names", st.names},
-             {"stored_bytes", st.stored_bytes},
-             {"raw_bytes", st.raw_bytes},
-             {"ratio", ratio},
-             {"file_bytes", st.file_bytes},
-             {"live_bytes", st.live_bytes},
-             {"max_size", rep->max_size},
-             {"targets", targets},
-             {"job_hits", c.job_hits},
-             {"job_misses", c.job_misses},
-             {"image_hits", c.image_hits},
-             {"image_misses", c.image_misses},
-             {"loads", c.loads},
-             {"remote_hits", c.remote_hits},
-             {"remote_misses", c.remote_misses},
-             {"remote_bytes_in", c.remote_bytes_in},
-             {"remote_bytes_out", c.remote_bytes_out},
-             {"remote_errors", c.remote_errors}};
-    print_json(std::move(out));
+      std::printf("  %-12s %lld\n", shown(t).c_str(), static_cast<long long>(n));
+    std::printf("closures       %lld\nimages         %lld\nnames          %lld\n",
+                static_cast<long long>(st.closures), static_cast<long long>(st.images),
+                static_cast<long long>(st.names));
+    std::printf("stored         %s of %s raw (compression ratio %.2f)\n",
+                human_size(st.stored_bytes).c_str(), human_size(st.raw_bytes).c_str(), st.ratio);
+    std::printf("file           %s (%s in use), limit %s\n", human_size(st.file_bytes).c_str(),
+                human_size(st.live_bytes).c_str(), human_size(st.max_size).c_str());
+    std::printf("precompile     %lld cached, %lld compiled\n", static_cast<long long>(c.job_hits),
+                static_cast<long long>(c.job_misses));
+    std::printf("loads          %lld (%lld from a stored image, %lld linked)\n",
+                static_cast<long long>(c.loads), static_cast<long long>(c.image_hits),
+                static_cast<long long>(c.image_misses));
+    if (c.remote_hits || c.remote_misses || c.remote_errors || c.remote_bytes_out)
+      std::printf("remote         %lld hits, %lld misses, %s in, %s out, %lld errors\n",
+                  static_cast<long long>(c.remote_hits), static_cast<long long>(c.remote_misses),
+                  human_size(c.remote_bytes_in).c_str(), human_size(c.remote_bytes_out).c_str(),
+                  static_cast<long long>(c.remote_errors));
     return 0;
-  }
-  std::printf("cache          %s\n", shown(store.path()).c_str());
-  std::printf("jobs           %lld\n", static_cast<long long>(st.jobs));
-  for (const auto& [t, n] : st.jobs_per_target)
-    std::printf("  %-12s %lld\n", shown(t).c_str(), static_cast<long long>(n));
-  std::printf("closures       %lld\nimages         %lld\nnames          %lld\n",
-              static_cast<long long>(st.closures), static_cast<long long>(st.images),
-              static_cast<long long>(st.names));
-  std::printf("stored         %s of %s raw (compression ratio %.2f)\n",
-              human_size(st.stored_bytes).c_str(), human_size(st.raw_bytes).c_str(), ratio);
-  std::printf("file           %s (%s in use), limit %s\n", human_size(st.file_bytes).c_str(),
-              human_size(st.live_bytes).c_str(), human_size(rep->max_size).c_str());
-  std::printf("precompile     %lld cached, %lld compiled\n", static_cast<long long>(c.job_hits),
-              static_cast<long long>(c.job_misses));
-  std::printf("loads          %lld (%lld from a stored image, %lld linked)\n",
-              static_cast<long long>(c.loads), static_cast<long long>(c.image_hits),
-              static_cast<long long>(c.image_misses));
-  if (c.remote_hits || c.remote_misses || c.remote_errors || c.remote_bytes_out)
-    std::printf("remote         %lld hits, %lld misses, %s in, %s out, %lld errors\n",
-                static_cast<long long>(c.remote_hits), static_cast<long long>(c.remote_misses),
-                human_size(c.remote_bytes_in).c_str(), human_size(c.remote_bytes_out).c_str(),
-                static_cast<long long>(c.remote_errors));
-  return 0;
+  });
 }
 
-int cmd_graph(Store& store, const std::string& what, const std::string& target, bool as_json,
-              bool dot) {
-  auto graph = kiln::storage::closure_graph(store, what, target);
-  if (!graph)
-    return report(graph.error());
-  const kiln::core::ClosureRecord& closure = graph->closure;
-  const auto& edges = graph->edges;
-  if (as_json) {
-    json nodes = json::array(), es = json::array();
-    for (const auto& m : closure.members)
-      nodes.push_back({{"key", m.job.hex()}, {"entry", m.entry}, {"symbol", m.symbol}});
-    for (const auto& e : edges)
-      es.push_back({{"from", e.from.hex()}, {"to", e.to.hex()}, {"symbol", e.symbol}});
-    print_json(json{{"closure", closure.key.hex()},
-                    {"root", closure.root_job.hex()},
-                    {"target", closure.target},
-                    {"nodes", nodes},
-                    {"edges", es}});
-    return 0;
-  }
-  if (dot) {
-    // Labels: entry and short key; the root is drawn bold; an edge back to a
-    // node already on the path draws the cycle as it is.
-    std::printf("digraph kiln {\n  label=\"closure %s (%s)\";\n  node [shape=box, "
-                "fontname=\"monospace\"];\n",
-                closure.key.short_hex().c_str(), kiln::tools::dot_quoted(closure.target).c_str());
-    for (const auto& m : closure.members) {
-      std::printf("  \"%s\" [label=\"%s\\n%s\"%s];\n", m.job.hex().c_str(),
-                  kiln::tools::dot_quoted(m.entry).c_str(),
-                  m.job.short_hex(8).c_str(), m.job == closure.root_job ? ", style=bold" : "");
+int cmd_graph(const Cache& cache, const std::string& what, const std::string& target,
+              bool as_json, bool dot) {
+  return print(admin::graph(cache, what, target), as_json, [dot](const admin::Graph& g) {
+    auto short_key = [](const std::string& key, size_t n = 12) { return key.substr(0, n); };
+    if (dot) {
+      // Labels: entry and short key; the root is drawn bold; an edge back to
+      // a node already on the path draws the cycle as it is.
+      std::printf("digraph kiln {\n  label=\"closure %s (%s)\";\n  node [shape=box, "
+                  "fontname=\"monospace\"];\n",
+                  short_key(g.closure).c_str(), kiln::tools::dot_quoted(g.target).c_str());
+      for (const auto& m : g.members)
+        std::printf("  \"%s\" [label=\"%s\\n%s\"%s];\n", m.key.c_str(),
+                    kiln::tools::dot_quoted(m.entry).c_str(), short_key(m.key, 8).c_str(),
+                    m.key == g.root_job ? ", style=bold" : "");
+      for (const auto& e : g.edges)
+        std::printf("  \"%s\" -> \"%s\";\n", e.from.c_str(), e.to.c_str());
+      std::printf("}\n");
+      return 0;
     }
-    for (const auto& e : edges)
-      std::printf("  \"%s\" -> \"%s\";\n", e.from.hex().c_str(), e.to.hex().c_str());
-    std::printf("}\n");
+    std::printf("closure %s (%s), %zu jobs, %zu deferred references\n", g.closure.c_str(),
+                shown(g.target).c_str(), g.members.size(), g.edges.size());
+    std::map<std::string, std::string> entry_of;
+    for (const auto& m : g.members)
+      entry_of[m.key] = m.entry;
+    for (const auto& m : g.members) {
+      std::printf("  %s %s%s\n", short_key(m.key).c_str(), shown(m.entry).c_str(),
+                  m.key == g.root_job ? "  (root)" : "");
+      for (const auto& e : g.edges)
+        if (e.from == m.key)
+          std::printf("    -> %s %s\n", short_key(e.to).c_str(),
+                      shown(entry_of[e.to]).c_str());
+    }
     return 0;
-  }
-  std::printf("closure %s (%s), %zu jobs, %zu deferred references\n", closure.key.hex().c_str(),
-              shown(closure.target).c_str(), closure.members.size(), edges.size());
-  std::map<std::string, std::string> entry_of;
-  for (const auto& m : closure.members)
-    entry_of[m.job.hex()] = m.entry;
-  for (const auto& m : closure.members) {
-    std::printf("  %s %s%s\n", m.job.short_hex().c_str(), shown(m.entry).c_str(),
-                m.job == closure.root_job ? "  (root)" : "");
-    for (const auto& e : edges)
-      if (e.from == m.job)
-        std::printf("    -> %s %s\n", e.to.short_hex().c_str(),
-                    shown(entry_of[e.to.hex()]).c_str());
-  }
-  return 0;
+  });
 }
 
-int cmd_verify(Store& store, bool as_json) {
-  auto rep = kiln::storage::verify_cache(store);
-  if (!rep)
-    return report(rep.error());
-  const auto& problems = rep->problems;
-  if (as_json) {
-    json ps = json::array();
-    for (const auto& p : problems)
-      ps.push_back({{"kind", p.kind}, {"key", p.key}, {"message", p.message}});
-    print_json(json{{"ok", rep->ok()},
-                    {"jobs", rep->jobs},
-                    {"closures", rep->closures},
-                    {"schema", kiln::storage::schema_version()},
-                    {"problems", ps}});
-  } else if (rep->ok()) {
-    std::printf("ok: %zu jobs, %zu closures, schema %d\n", rep->jobs, rep->closures,
-                kiln::storage::schema_version());
-  } else {
-    for (const auto& p : problems)
+int cmd_verify(const Cache& cache, bool as_json) {
+  auto rep = admin::verify(cache);
+  int rc = print(rep, as_json, [](const admin::VerifyReport& r) {
+    if (r.ok()) {
+      std::printf("ok: %zu jobs, %zu closures, schema %d\n", r.jobs, r.closures, r.schema);
+      return 0;
+    }
+    for (const auto& p : r.problems)
       std::printf("%-8s %s  %s\n", shown(p.kind).c_str(), shown(p.key).c_str(),
                   kiln::tools::shown_message(p.message).c_str());
-    std::printf("%zu problem(s)\n", problems.size());
-  }
-  return rep->ok() ? 0 : 1;
-}
-
-int cmd_gc(Store& store, const std::string& max_size, const std::string& older_than,
-           bool dry_run, bool as_json) {
-  auto policy = kiln::storage::parse_gc_policy(max_size, older_than);
-  if (!policy)
-    return usage_error(policy.error());
-  policy->dry_run = dry_run;
-  auto rep = kiln::storage::collect_garbage(store, *policy);
-  if (!rep)
-    return report(rep.error());
-  if (as_json) {
-    json evicted = json::array();
-    for (const auto& k : rep->evicted_closures)
-      evicted.push_back(k.hex());
-    print_json(json{{"dry_run", dry_run},
-                    {"evicted_closures", evicted},
-                    {"evicted_jobs", rep->evicted_jobs},
-                    {"evicted_images", rep->evicted_images},
-                    {"dropped_key_form_names", rep->dropped_key_form_names},
-                    {"bytes_before", rep->bytes_before},
-                    {"bytes_after", rep->bytes_after}});
+    std::printf("%zu problem(s)\n", r.problems.size());
     return 0;
-  }
-  std::printf("%s%zu closures, %lld jobs, %lld images; %s -> %s in use\n",
-              dry_run ? "would evict " : "evicted ", rep->evicted_closures.size(),
-              static_cast<long long>(rep->evicted_jobs),
-              static_cast<long long>(rep->evicted_images), human_size(rep->bytes_before).c_str(),
-              human_size(rep->bytes_after).c_str());
-  if (rep->dropped_key_form_names > 0)
-    std::printf("%s %lld name or library rows of key form (never consulted)\n",
-                dry_run ? "would drop" : "dropped",
-                static_cast<long long>(rep->dropped_key_form_names));
-  return 0;
+  });
+  return rc ? rc : rep->ok() ? 0 : 1;
 }
 
-int cmd_export(Store& store, const std::string& file, const std::vector<std::string>& which,
-               bool as_json) {
-  auto sum = kiln::storage::export_bundle(store, file, which);
-  if (!sum)
-    return report(sum.error());
-  if (as_json)
-    print_json(json{{"closures", sum->closures}, {"jobs", sum->jobs},
-                    {"images", sum->images}, {"names", sum->names},
-                    {"bytes", sum->bytes}});
-  else
-    std::printf("exported %zu closures, %zu jobs, %zu images, %zu names to %s (%s)\n",
-                sum->closures, sum->jobs, sum->images, sum->names, shown(file).c_str(),
-                human_size(int64_t(sum->bytes)).c_str());
-  return 0;
+int cmd_gc(const Cache& cache, const admin::GcOptions& options, bool as_json) {
+  return print(admin::gc(cache, options), as_json, [](const admin::GcReport& r) {
+    std::printf("%s%zu closures, %lld jobs, %lld images; %s -> %s in use\n",
+                r.dry_run ? "would evict " : "evicted ", r.evicted_closures.size(),
+                static_cast<long long>(r.evicted_jobs),
+                static_cast<long long>(r.evicted_images), human_size(r.bytes_before).c_str(),
+                human_size(r.bytes_after).c_str());
+    if (r.dropped_key_form_names > 0)
+      std::printf("%s %lld name or library rows of key form (never consulted)\n",
+                  r.dry_run ? "would drop" : "dropped",
+                  static_cast<long long>(r.dropped_key_form_names));
+    return 0;
+  });
 }
 
-int cmd_import(Store& store, const std::string& file, bool as_json) {
-  auto sum = kiln::storage::import_bundle(store, file);
-  if (!sum)
-    return report(sum.error());
-  if (as_json)
-    print_json(json{{"closures", sum->closures}, {"jobs", sum->jobs},
-                    {"images", sum->images}, {"names", sum->names}});
-  else
-    std::printf("imported %zu closures, %zu jobs, %zu images, %zu names from %s\n",
-                sum->closures, sum->jobs, sum->images, sum->names, shown(file).c_str());
-  return 0;
+int print_bundle(const kiln::Result<admin::BundleSummary>& sum, bool as_json) {
+  return print(sum, as_json, [](const admin::BundleSummary& s) {
+    if (s.exported)
+      std::printf("exported %zu closures, %zu jobs, %zu images, %zu names to %s (%s)\n",
+                  s.closures, s.jobs, s.images, s.names, shown(s.file).c_str(),
+                  human_size(int64_t(s.bytes)).c_str());
+    else
+      std::printf("imported %zu closures, %zu jobs, %zu images, %zu names from %s\n", s.closures,
+                  s.jobs, s.images, s.names, shown(s.file).c_str());
+    return 0;
+  });
 }
 
 // What this machine could load, and for the rest what prevents it.
-int print_portability(const kiln::Result<kiln::runtime::PortabilityReport>& r, bool as_json) {
-  if (!r)
-    return report(r.error());
-  if (as_json) {
-    json closures = json::array();
-    for (const auto& c : r->closures)
-      closures.push_back({{"closure", c.closure.hex()},
-                          {"target", c.target},
-                          {"names", c.names},
-                          {"cpu", c.cpu},
-                          {"loadable", c.loadable},
-                          {"component", c.component},
-                          {"reason", c.reason},
-                          {"missing_features", c.missing},
-                          {"unknown_features", c.unknown}});
-    print_json(json{{"closures", r->closures.size()},
-                    {"loadable", r->loadable},
-                    {"not_loadable", r->closures.size() - r->loadable},
-                    {"details", closures}});
+int print_portability(const kiln::Result<admin::Portability>& r, bool as_json) {
+  return print(r, as_json, [](const admin::Portability& p) {
+    std::printf("%zu of %zu closures load on this machine\n", p.loadable, p.closures.size());
+    for (const auto& c : p.closures) {
+      std::string names;
+      for (const std::string& n : c.names)
+        names += (names.empty() ? "" : ",") + n;
+      std::string verdict = c.loadable ? "loads" : "no: " + c.component + " (" + c.reason + ")";
+      std::printf("  %s  %-16s %-20s %s\n", c.closure.c_str(), shown(c.target).c_str(),
+                  names.empty() ? "-" : shown(names).c_str(), shown(verdict).c_str());
+    }
     return 0;
-  }
-  std::printf("%zu of %zu closures load on this machine\n", r->loadable, r->closures.size());
-  for (const auto& c : r->closures) {
-    std::string names;
-    for (const std::string& n : c.names)
-      names += (names.empty() ? "" : ",") + n;
-    std::string verdict = c.loadable ? "loads" : "no: " + c.component + " (" + c.reason + ")";
-    std::printf("  %s  %-16s %-20s %s\n", c.closure.hex().c_str(), shown(c.target).c_str(),
-                names.empty() ? "-" : shown(names).c_str(), shown(verdict).c_str());
-  }
-  return 0;
+  });
 }
 
-int cmd_explain(Store& store, const std::string& a, const std::string& b, bool as_json) {
-  auto ka = kiln::parse_hash128(a);
-  auto kb = kiln::parse_hash128(b);
-  if (!ka || !kb)
-    return usage_error((!ka ? ka : kb).error());
-  auto diffs = kiln::storage::explain_keys(store, *ka, *kb);
-  if (!diffs)
-    return report(diffs.error());
-  if (as_json) {
-    json ds = json::array();
-    for (const auto& d : *diffs)
-      ds.push_back({{"component", d.component}, {"a", d.a}, {"b", d.b}});
-    print_json(json{{"a", a}, {"b", b}, {"same", diffs->empty()}, {"differences", ds}});
+int cmd_explain(const Cache& cache, const std::string& a, const std::string& b, bool as_json) {
+  return print(admin::explain(cache, a, b), as_json, [](const admin::Explanation& x) {
+    if (x.differences.empty()) {
+      std::printf("same: every key component of %s and %s agrees\n", shown(x.a).c_str(),
+                  shown(x.b).c_str());
+      return 0;
+    }
+    std::printf("%-12s  %-34s  %s\n", "COMPONENT", "A", "B");
+    for (const auto& d : x.differences)
+      std::printf("%-12s  %-34s  %s\n", shown(d.component).c_str(), shown(d.a).c_str(),
+                  shown(d.b).c_str());
     return 0;
-  }
-  if (diffs->empty()) {
-    std::printf("same: every key component of %s and %s agrees\n", shown(a).c_str(),
-                shown(b).c_str());
-    return 0;
-  }
-  std::printf("%-12s  %-34s  %s\n", "COMPONENT", "A", "B");
-  for (const auto& d : *diffs)
-    std::printf("%-12s  %-34s  %s\n", shown(d.component).c_str(), shown(d.a).c_str(),
-                shown(d.b).c_str());
-  return 0;
+  });
 }
 
-int cmd_config(Store& store, const std::string& name, const std::string& value, bool as_json) {
-  if (!name.empty()) {
-    auto stored = kiln::storage::parse_setting(name, value);
-    if (!stored)
-      return usage_error(stored.error());
-    if (!value.empty())
-      if (kiln::Status s = store.set_setting(name, *stored); !s)
-        return report(s.error());
-  }
-  auto limit = kiln::storage::size_limit(store);
-  if (!limit)
-    return report(limit.error());
-  auto required = kiln::storage::signatures_required(store);
-  if (!required)
-    return report(required.error());
-  if (as_json)
-    print_json(json{{"max_size", limit->bytes},
-                    {"max_size_source", limit->source},
-                    {"require_signed", required->required},
-                    {"require_signed_source", required->source}});
-  else
+int cmd_config(const Cache& cache, const std::string& name, const std::string& value,
+               bool as_json) {
+  auto settings =
+      name.empty() ? admin::settings(cache) : admin::set_setting(cache, name, value);
+  return print(settings, as_json, [](const admin::Settings& s) {
     std::printf("max_size        %s (%lld bytes, from %s)\nrequire_signed  %d (from %s)\n",
-                human_size(limit->bytes).c_str(), static_cast<long long>(limit->bytes),
-                shown(limit->source).c_str(), int(required->required),
-                shown(required->source).c_str());
-  return 0;
+                human_size(s.max_size).c_str(), static_cast<long long>(s.max_size),
+                shown(s.max_size_source).c_str(), int(s.require_signed),
+                shown(s.require_signed_source).c_str());
+    return 0;
+  });
 }
 
 int inspect_main(int argc, char** argv) {
@@ -658,12 +426,13 @@ int inspect_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     if (g_json_errors)
-      print_json(kiln::tools::error_json(kiln::make_error(kiln::Code::invalid_argument, e.what()),
-                                         kExitUsage));
+      std::cout << kiln::tools::json_text(kiln::tools::error_json(
+                       kiln::make_error(kiln::Code::invalid_argument, e.what()), kExitUsage))
+                << "\n";
     return kExitUsage;
   }
   if (cache_path.empty()) {
-    auto d = kiln::default_cache_path();
+    auto d = Cache::default_path();
     if (!d)
       return report(d.error());
     cache_path = *d;
@@ -672,58 +441,48 @@ int inspect_main(int argc, char** argv) {
   // A bundle check needs no cache: without one, signing is the environment's.
   if (imp->parsed() && check_only) {
     if (!have_cache)
-      return print_portability(kiln::runtime::check_bundle_portable(nullptr, file), as_json);
-    auto ro = kiln::storage::Store::open(cache_path, kiln::storage::OpenMode::read_only);
+      return print_portability(admin::check_bundle(nullptr, file), as_json);
+    auto ro = Cache::open(cache_path, KILN_CACHE_READ_ONLY);
     if (!ro)
       return report(ro.error());
-    return print_portability(kiln::runtime::check_bundle_portable(ro->get(), file), as_json);
+    return print_portability(admin::check_bundle(&*ro, file), as_json);
   }
   // Inspecting never creates a cache; importing into a new one does.
   if (!imp->parsed() && !have_cache)
     return report(kiln::make_error(kiln::Code::not_found, "no cache at '" + cache_path + "'"));
-  auto store = kiln::storage::Store::open(
-      cache_path, read_only ? kiln::storage::OpenMode::read_only
-                            : kiln::storage::OpenMode::automatic);
-  if (!store)
-    return report(store.error());
-  if ((*store)->read_only()) {
-    const char* write = gc->parsed()                                  ? "gc"
-                        : imp->parsed()                               ? "import"
-                        : config->parsed() && !setting_value.empty() ? "config set"
-                        : stats->parsed() && zero                     ? "stats --zero"
-                                                                      : nullptr;
-    if (write)
-      return report((*store)->read_only_error(std::string("run ") + write));
-  }
+  auto opened = Cache::open(cache_path, read_only ? unsigned(KILN_CACHE_READ_ONLY) : 0u);
+  if (!opened)
+    return report(opened.error());
+  const Cache& cache = *opened;
   if (ls->parsed())
-    return cmd_ls(**store, as_json, target, glob);
+    return cmd_ls(cache, as_json, target, glob);
   if (image->parsed())
-    return cmd_image(**store, what, target, out_path);
+    return cmd_image(cache, what, target, out_path);
   if (dump->parsed())
-    return cmd_dump(**store, what, format);
+    return cmd_dump(cache, what, format);
   if (libraries->parsed())
-    return cmd_libraries(**store, as_json);
+    return cmd_libraries(cache, as_json);
   if (library->parsed())
-    return cmd_library(**store, what, target, out_path, as_json);
+    return cmd_library(cache, what, target, out_path, as_json);
   if (stats->parsed())
-    return cmd_stats(**store, as_json, zero);
+    return cmd_stats(cache, as_json, zero);
   if (graph->parsed())
-    return cmd_graph(**store, what, target, as_json, dot);
+    return cmd_graph(cache, what, target, as_json, dot);
   if (verify->parsed())
-    return cmd_verify(**store, as_json);
+    return cmd_verify(cache, as_json);
   if (gc->parsed())
-    return cmd_gc(**store, max_size, older_than, dry_run, as_json);
+    return cmd_gc(cache, {max_size, older_than, dry_run}, as_json);
   if (exp->parsed())
-    return cmd_export(**store, file, which, as_json);
+    return print_bundle(admin::export_bundle(cache, file, which), as_json);
   if (imp->parsed())
-    return cmd_import(**store, file, as_json);
+    return print_bundle(admin::import_bundle(cache, file), as_json);
   if (portable->parsed())
-    return print_portability(kiln::runtime::check_portable(**store), as_json);
+    return print_portability(admin::check_portable(cache), as_json);
   if (explain->parsed())
-    return cmd_explain(**store, what, key_b, as_json);
+    return cmd_explain(cache, what, key_b, as_json);
   if (config->parsed())
-    return cmd_config(**store, what, setting_value, as_json);
-  return cmd_show(**store, what, target, as_json);
+    return cmd_config(cache, what, setting_value, as_json);
+  return cmd_show(cache, what, target, as_json);
 }
 
 } // namespace

@@ -6,12 +6,10 @@
 // messages are written as tools/safe_text.h says (JSON that keeps every byte;
 // text with control bytes escaped).
 #include <kiln/compiler.hpp>
+#include <kiln/kiln.hpp>
 
 #include "exit_status.h"
 #include "safe_text.h"
-
-#include "storage/remote/backend.h"
-#include "support/files.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -151,10 +149,7 @@ int precompile_main(int argc, char** argv) {
     req.shard_index = i - 1;
     req.shard_count = n;
   }
-  // Checked here too: a request answered from the memo never reaches the
-  // compiler, and a bad URL must not pass silently.
-  if (auto configured = kiln::storage::remote::configured(remote, remote_read_only); !configured)
-    return fail_usage(configured.error().message, json);
+  // A bad URL is invalid_argument, a usage error, even on a memo hit.
   req.remote = remote;
   req.remote_read_only = remote_read_only;
   for (const std::string& f : files)
@@ -191,7 +186,7 @@ int precompile_main(int argc, char** argv) {
     };
 
   if (cache_path.empty()) {
-    auto d = kiln::default_cache_path();
+    auto d = kiln::Cache::default_path();
     if (!d)
       return fail(d.error(), json);
     cache_path = *d;

@@ -64,6 +64,10 @@ public:
   /// Opens it with kiln_cache_open_flags' `flags` (KILN_CACHE_READ_ONLY).
   static Result<Cache> open(const std::string& path, unsigned flags);
 
+  /// The default cache path: $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db
+  /// (XDG default ~/.cache).
+  static Result<std::string> default_path();
+
   /// True if the cache was opened read-only (asked for, or not writable).
   bool read_only() const { return kiln_cache_read_only(cache_.get()) != 0; }
 
@@ -82,11 +86,18 @@ public:
 
   kiln_cache* raw() const { return cache_.get(); }
 
+  /// A handle on a cache the C API opened, which the caller keeps and
+  /// closes (after every Cache borrowing it is gone).
+  static Cache borrow(kiln_cache* cache) {
+    return Cache(std::shared_ptr<kiln_cache>(cache, [](kiln_cache*) {}));
+  }
+
 private:
   struct Close {
     void operator()(kiln_cache* c) const { kiln_cache_close(c); }
   };
   explicit Cache(kiln_cache* c) : cache_(c, Close{}) {}
+  explicit Cache(std::shared_ptr<kiln_cache> c) : cache_(std::move(c)) {}
   std::shared_ptr<kiln_cache> cache_;
 };
 

@@ -6,6 +6,7 @@
 // that a memo hit needs nothing else.
 #include "memo/compiler_plugin.h"
 #include "memo/memo.h"
+#include "storage/remote/backend.h"
 
 #include <dlfcn.h>
 
@@ -94,6 +95,9 @@ Result<kiln_compiler_compile_fn> compiler_entry() {
 
 Result<CompileReport> compile_on_demand(const CompileRequest& request,
                                         const std::string& cache_path) {
+  // A bad remote URL is an error even where the memo answers, where the
+  // remote would not be used.
+  KILN_TRY(storage::remote::configured(request.remote, request.remote_read_only));
   KILN_TRY_ASSIGN(auto hit, memo::memo_answer(request, cache_path, memo::memo_key(request)));
   if (hit)
     return std::move(*hit);

@@ -162,6 +162,8 @@ Result<Cache> Cache::open(const std::string& path, unsigned flags) {
   return Cache(c);
 }
 
+Result<std::string> Cache::default_path() { return default_cache_path(); }
+
 Result<Image> Cache::load(std::string_view name, std::string_view target) const {
   KILN_TRY_ASSIGN(auto img, runtime::load_image(*cache_, name, target));
   return Image(std::move(img).release());

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # A library's public ABI against its committed baseline, with libabigail's
-# abidiff. libkiln (abi/libkiln.abi.xz): the C API of <kiln/kiln.h> and the
-# C++ classes of <kiln/kiln.hpp> (abi/public.suppr says which symbols those
-# are). libkiln-compiler (abi/libkiln-compiler.abi.xz): the C API of
+# abidiff. libkiln (abi/libkiln.abi.xz): the C API of <kiln/kiln.h> and
+# <kiln/admin.h>, the C++ classes of <kiln/kiln.hpp> and the admin API of
+# <kiln/admin.hpp> (abi/public.suppr says which symbols those are). libkiln-compiler (abi/libkiln-compiler.abi.xz): the C API of
 # <kiln/kiln_compiler.h> and the C++ API of <kiln/compiler.hpp> and
-# <kiln/jit.hpp> (abi/compiler.suppr). Any change to them (a function
-# removed or retyped, a type changed) fails; additions are reported and pass.
+# <kiln/jit.hpp> (abi/compiler.suppr). Any change to them fails, an added
+# function too (abidiff reports it as a change): a new API enters the
+# baseline when it is added, so that from then on it is compared.
 #
 #   check_abi.sh SOURCE_DIR LIBRARY WORK_DIR [NAME SUPPRESSIONS]
 #

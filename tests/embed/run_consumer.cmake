@@ -1,9 +1,11 @@
 # Builds examples/consumer against the installed prefix (the one whose bin/
 # is $KILN_TEST_BIN_DIR) with its CMake package and pkg-config files, runs
-# both programs and checks their output. Skipped when KILN_TEST_BIN_DIR is
+# both programs and checks their output; and compiles the tools (TOOLS_DIR)
+# with the installed headers alone on their include path, as clients of the
+# public API. Skipped when KILN_TEST_BIN_DIR is
 # unset: there is no installed prefix to test then.
 #   cmake -DSOURCE_DIR=... -DWORK_DIR=... -DLIBDIR=... -DGENERATOR=...
-#         -DC_COMPILER=... -DCXX_COMPILER=... -P run_consumer.cmake
+#         -DC_COMPILER=... -DCXX_COMPILER=... -DTOOLS_DIR=... -P run_consumer.cmake
 if(NOT DEFINED ENV{KILN_TEST_BIN_DIR} OR "$ENV{KILN_TEST_BIN_DIR}" STREQUAL "")
   message("KILN-SKIP: KILN_TEST_BIN_DIR is not set; set it to an installed prefix's bin/ "
           "(cmake --install build --prefix P; KILN_TEST_BIN_DIR=P/bin) to test the consumer")
@@ -11,9 +13,19 @@ if(NOT DEFINED ENV{KILN_TEST_BIN_DIR} OR "$ENV{KILN_TEST_BIN_DIR}" STREQUAL "")
 endif()
 get_filename_component(prefix "$ENV{KILN_TEST_BIN_DIR}/.." ABSOLUTE)
 foreach(f ${LIBDIR}/cmake/kiln/kilnConfig.cmake ${LIBDIR}/pkgconfig/kiln.pc
-          ${LIBDIR}/pkgconfig/kiln-compiler.pc include/kiln/jit.hpp include/kiln/kiln_compiler.h)
+          ${LIBDIR}/pkgconfig/kiln-compiler.pc include/kiln/jit.hpp include/kiln/kiln_compiler.h include/kiln/admin.hpp)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "the installed prefix ${prefix} lacks ${f}")
+  endif()
+endforeach()
+
+foreach(tool kiln-inspect kiln-precompile)
+  execute_process(
+    COMMAND ${CXX_COMPILER} -std=c++20 -fsyntax-only -I${prefix}/include
+            -DKILN_VERSION="0" -DKILN_LLVM_VERSION="0" ${TOOLS_DIR}/${tool}.cpp
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${tool} does not compile against the installed headers alone:\n${out}")
   endif()
 endforeach()
 

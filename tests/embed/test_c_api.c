@@ -1,12 +1,14 @@
 /* The compiler C API (kiln/kiln_compiler.h), in plain C, end to end: compile
  * IR held in memory into a fresh cache, compile-or-load (miss, then hit) and
  * call the results, structured errors, several buffers, argument checks, and
- * several threads compiling and loading through one cache handle.
+ * several threads compiling and loading through one cache handle. Then the
+ * admin API (kiln/admin.h) over what was compiled.
  *
  *   kiln_embed_c_tests EXAMPLES_DIR
  *
  * Prints one line per check that fails and the hit/miss timings; exits
  * non-zero if any check failed. */
+#include <kiln/admin.h>
 #include <kiln/kiln_compiler.h>
 
 #include <pthread.h>
@@ -351,6 +353,119 @@ static void test_threads(void) {
   kiln_cache_close(shared_cache);
 }
 
+/* The JSON `json` has `want` in it; freed either way. */
+static int json_has(char* json, const char* want) {
+  int ok = json && strstr(json, want) != NULL;
+  if (!ok)
+    fprintf(stderr, "expected %s in %s\n", want, json ? json : "(null)");
+  kiln_admin_free(json);
+  return ok;
+}
+
+/* The 32 hex digits after `"field":"` in `json`, into `out`. */
+static int json_key(const char* json, const char* field, char out[33]) {
+  char pattern[64];
+  snprintf(pattern, sizeof pattern, "\"%s\":\"", field);
+  const char* at = json ? strstr(json, pattern) : NULL;
+  if (!at || strlen(at + strlen(pattern)) < 32)
+    return 0;
+  memcpy(out, at + strlen(pattern), 32);
+  out[32] = '\0';
+  return 1;
+}
+
+/* kiln-inspect's subcommands as C calls, each answering with its JSON. */
+static void test_admin(void) {
+  char path[512], bundle[512];
+  snprintf(path, sizeof path, "%s/admin.db", tmpdir);
+  snprintf(bundle, sizeof bundle, "%s/admin.kbundle", tmpdir);
+  kiln_cache* cache = open_fresh("admin");
+  kiln_compile_options o;
+  kiln_compile_options_init(&o);
+  o.sources = &example;
+  o.source_count = 1;
+  kiln_compile_result* r = NULL;
+  REQUIRE(kiln_compile(cache, &o, &r) == KILN_OK);
+  kiln_compile_result_free(r);
+
+  char* json = NULL;
+  CHECK(kiln_admin_ls(cache, NULL, NULL, &json) == KILN_OK);
+  CHECK(json_has(json, "\"name\":\"collatz\""));
+  CHECK(kiln_admin_ls(cache, "host", "fib*", &json) == KILN_OK);
+  CHECK(json_has(json, "\"name\":\"fib_calls\""));
+  CHECK(kiln_admin_show(cache, "collatz", NULL, &json) == KILN_OK);
+  char job[33] = {0}, closure[33] = {0};
+  CHECK(json_key(json, "root_job", job) && json_key(json, "closure", closure));
+  CHECK(json_has(json, "\"kind\":\"root\""));
+  CHECK(kiln_admin_show(cache, job, NULL, &json) == KILN_OK);
+  CHECK(json_has(json, "\"kind\":\"job\""));
+  CHECK(kiln_admin_show(cache, "no_such_root", NULL, &json) == KILN_NOT_FOUND && json == NULL);
+  CHECK(kiln_admin_graph(cache, closure, NULL, &json) == KILN_OK);
+  CHECK(json_has(json, "\"edges\":[{"));
+  CHECK(kiln_admin_stats(cache, 0, &json) == KILN_OK);
+  CHECK(json_has(json, "\"jobs\":8,"));
+  CHECK(kiln_admin_verify(cache, &json) == KILN_OK);
+  CHECK(json_has(json, "\"ok\":true"));
+  CHECK(kiln_admin_libraries(cache, &json) == KILN_OK);
+  CHECK(json_has(json, "[]"));
+  CHECK(kiln_admin_library(cache, "none", NULL, &json) == KILN_NOT_FOUND);
+
+  void* bytes = NULL;
+  size_t size = 0;
+  CHECK(kiln_admin_dump(cache, job, "object", &bytes, &size) == KILN_OK);
+  CHECK(size > 4 && memcmp(bytes, "\177ELF", 4) == 0);
+  kiln_admin_free(bytes);
+  CHECK(kiln_admin_dump(cache, job, "nonsense", &bytes, &size) == KILN_INVALID_ARGUMENT);
+
+  CHECK(kiln_admin_explain(cache, job, job, &json) == KILN_OK);
+  CHECK(json_has(json, "\"same\":true"));
+  CHECK(kiln_admin_explain(cache, "not-a-key", job, &json) == KILN_INVALID_ARGUMENT);
+
+  CHECK(kiln_admin_config(cache, NULL, NULL, &json) == KILN_OK);
+  CHECK(json_has(json, "\"max_size_source\":\"default\""));
+  CHECK(kiln_admin_config(cache, "max_size", "1G", &json) == KILN_OK);
+  CHECK(json_has(json, "\"max_size\":1073741824,\"max_size_source\":\"cache setting\""));
+  CHECK(kiln_admin_config(cache, "no_such_setting", "1", &json) == KILN_INVALID_ARGUMENT);
+
+  CHECK(kiln_admin_gc(cache, "1K", NULL, 1, &json) == KILN_OK);
+  CHECK(json_has(json, "\"dry_run\":true"));
+  CHECK(kiln_admin_gc(cache, "lots", NULL, 1, &json) == KILN_INVALID_ARGUMENT);
+
+  const char* which[] = {"collatz"};
+  CHECK(kiln_admin_export(cache, bundle, which, 1, &json) == KILN_OK);
+  CHECK(json_has(json, "\"closures\":1,"));
+  CHECK(kiln_admin_check_portable(NULL, bundle, &json) == KILN_OK);
+  CHECK(json_has(json, "\"closures\":1,\"loadable\":1,"));
+  CHECK(kiln_admin_check_portable(cache, NULL, &json) == KILN_OK);
+  CHECK(json_has(json, "\"not_loadable\":0"));
+  kiln_cache* other = open_fresh("admin-import");
+  CHECK(kiln_admin_import(other, bundle, &json) == KILN_OK);
+  CHECK(json_has(json, "\"closures\":1,"));
+  CHECK(kiln_admin_show(other, "collatz", "host", &json) == KILN_OK);
+  CHECK(json_has(json, closure));
+  kiln_cache_close(other);
+
+  /* A read-only handle reads, and refuses every call that writes. */
+  kiln_cache* ro = NULL;
+  REQUIRE(kiln_cache_open_flags(path, KILN_CACHE_READ_ONLY, &ro) == KILN_OK);
+  CHECK(kiln_admin_stats(ro, 0, &json) == KILN_OK);
+  kiln_admin_free(json);
+  CHECK(kiln_admin_stats(ro, 1, &json) == KILN_UNAVAILABLE && json == NULL);
+  CHECK(kiln_admin_gc(ro, "1K", NULL, 0, &json) == KILN_UNAVAILABLE);
+  CHECK(kiln_admin_import(ro, bundle, &json) == KILN_UNAVAILABLE);
+  CHECK(kiln_admin_config(ro, "max_size", "2G", &json) == KILN_UNAVAILABLE);
+  kiln_cache_close(ro);
+
+  /* gc for real: everything goes, and the cache says so. */
+  CHECK(kiln_admin_gc(cache, "1K", NULL, 0, &json) == KILN_OK);
+  CHECK(json_has(json, "\"dry_run\":false"));
+  CHECK(kiln_admin_stats(cache, 0, &json) == KILN_OK);
+  CHECK(json_has(json, "\"closures\":0,"));
+  CHECK(kiln_admin_ls(NULL, NULL, NULL, &json) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_admin_ls(cache, NULL, NULL, NULL) == KILN_INVALID_ARGUMENT);
+  kiln_cache_close(cache);
+}
+
 static void remove_tree(const char* dir) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -385,6 +500,7 @@ int main(int argc, char** argv) {
   test_errors();
   test_buffers();
   test_threads();
+  test_admin();
 
   remove_tree(tmpdir);
   free((void*)example.data);

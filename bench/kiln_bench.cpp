@@ -776,6 +776,11 @@ int cmd_cpuid(const Args& a) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Every layer is linked into this program (bench/CMakeLists.txt): the
+  // libraries the code opens beside libkiln are named, unless the
+  // environment names them.
+  ::setenv("KILN_LINK_LIBRARY", KILN_BENCH_LINK_LIBRARY, 0);
+  ::setenv("KILN_COMPILER_LIBRARY", KILN_BENCH_COMPILER_LIBRARY, 0);
   if (argc < 2)
     die("usage: kiln-bench inproc|parallel|breakdown|store|stats|extract-check|hit|coldsplit|"
         "cpuid|plan --option VALUE...");

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""What libkiln and libkiln-link export: the ABI fence (src/libkiln.map.in).
+
+libkiln's dynamic symbols must be its public API under KILN_0 (C functions
+named kiln_*, and C++ symbols of kiln::Cache, kiln::Image, kiln::admin and
+the compiler.hpp functions libkiln defines) and, under KILN_PRIVATE_<release>,
+only calls libkiln-compiler makes into it. No symbol of the bundled C++
+runtime or of an internal namespace may be public, and libkiln-link exports
+its C entry points alone. Prints the counts.
+
+    check_exports.py LIBKILN LIBKILN_LINK RELEASE
+"""
+import re
+import subprocess
+import sys
+
+PUBLIC_CXX = re.compile(r'^(kiln::(Cache|Image)::|kiln::admin::|kiln::compile_on_demand\(|'
+                        r'kiln::job_status_name\(|kiln::must_hit_from_environment\(|'
+                        r'kiln::CompileReport::ok\()')
+# The most the private node may grow to before someone asks why.
+PRIVATE_LIMIT = 120
+
+
+def dynamic_symbols(lib):
+    out = subprocess.run(['nm', '-D', '--defined-only', '--with-symbol-versions', lib],
+                         check=True, capture_output=True, text=True).stdout
+    syms = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        name, _, version = parts[2].partition('@')
+        syms.append((name, version.lstrip('@')))
+    names = [n for n, _ in syms]
+    demangled = subprocess.run(['c++filt'], input='\n'.join(names), check=True,
+                               capture_output=True, text=True).stdout.splitlines()
+    return [(n, d, v) for (n, v), d in zip(syms, demangled)]
+
+
+def main():
+    libkiln, link, release = sys.argv[1:4]
+    problems = []
+    public = private = 0
+    for name, shown, version in dynamic_symbols(libkiln):
+        if name in ('KILN_0', f'KILN_PRIVATE_{release}') and not version:
+            continue  # the version definitions themselves
+        if version == 'KILN_0':
+            public += 1
+            c_api = name.startswith('kiln_') and shown == name
+            if not (c_api or PUBLIC_CXX.match(shown)):
+                problems.append(f'libkiln exports {shown} as public API (KILN_0)')
+        elif version == f'KILN_PRIVATE_{release}':
+            private += 1
+            if not shown.startswith(('kiln::', 'kiln_cache::')):
+                problems.append(f'libkiln exports {shown} for libkiln-compiler')
+        else:
+            problems.append(f'libkiln exports {shown} under version "{version or "(none)"}"')
+    if private > PRIVATE_LIMIT:
+        problems.append(f'libkiln exports {private} symbols for libkiln-compiler (limit '
+                        f'{PRIVATE_LIMIT}): the boundary between the libraries is growing')
+    link_syms = [s for n, s, v in dynamic_symbols(link) if n != v]
+    for shown in link_syms:
+        if not shown.startswith('kiln_link_'):
+            problems.append(f'libkiln-link exports {shown}')
+    print(f'libkiln: {public} public symbols (KILN_0), {private} for libkiln-compiler '
+          f'(KILN_PRIVATE_{release}); libkiln-link: {len(link_syms)}')
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

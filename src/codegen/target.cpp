@@ -63,30 +63,17 @@ std::string host_features() {
 } // namespace
 
 const char* accepted_target_specs() {
-  return "host (this machine's CPU); host:CPU with an LLVM CPU name for this machine's "
-         "architecture (portable host code: host:x86-64-v2, host:x86-64-v3, host:x86-64-v4, "
-         "host:haswell, host:neoverse-v1, ...); sm_75, sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_90a, "
-         "sm_100[a|f], sm_101[a|f], sm_103[a|f], sm_110[a|f], sm_120[a|f], sm_121[a|f] (NVIDIA); "
-         "gfxNNN[:xnack+|:xnack-][:sramecc+|:sramecc-], e.g. gfx90a, gfx942:xnack-, gfx1100 (AMD)";
+  static const std::string text =
+      "host (this machine's CPU); host:CPU with an LLVM CPU name for this machine's "
+      "architecture (portable host code: host:x86-64-v2, host:x86-64-v3, host:x86-64-v4, "
+      "host:haswell, host:neoverse-v1, ...); " +
+      core::nvidia_target_list() +
+      " (NVIDIA); gfxNNN[:xnack+|:xnack-][:sramecc+|:sramecc-], e.g. gfx90a, gfx942:xnack-, "
+      "gfx1100 (AMD)";
+  return text.c_str();
 }
 
 namespace {
-
-// The PTX ISA each NVIDIA target is compiled for, chosen explicitly: the
-// lowest ISA that has the architecture, so the PTX assembles with as old a
-// toolkit and driver as possible.
-struct NvArch {
-  const char* name;
-  int ptx;
-};
-constexpr NvArch kNvArchs[] = {
-    {"sm_75", 78},   {"sm_80", 78},   {"sm_86", 78},   {"sm_87", 78},   {"sm_88", 90},
-    {"sm_89", 78},   {"sm_90", 78},   {"sm_90a", 80},  {"sm_100", 86},  {"sm_100a", 86},
-    {"sm_100f", 88}, {"sm_101", 86},  {"sm_101a", 86}, {"sm_101f", 88}, {"sm_103", 88},
-    {"sm_103a", 88}, {"sm_103f", 88}, {"sm_110", 90},  {"sm_110a", 90}, {"sm_110f", 90},
-    {"sm_120", 87},  {"sm_120a", 87}, {"sm_120f", 88}, {"sm_121", 88},  {"sm_121a", 88},
-    {"sm_121f", 88},
-};
 
 Result<TargetDesc> resolve_amdgpu(const std::string& spec) {
   auto bad = [&](const std::string& why) {
@@ -94,34 +81,29 @@ Result<TargetDesc> resolve_amdgpu(const std::string& spec) {
                                                   "); accepted: " + accepted_target_specs())
         .with_target(spec);
   };
-  size_t colon = spec.find(':');
-  std::string cpu = spec.substr(0, colon);
+  // The form is core's (core::parse_amd_arch); which GPUs and features
+  // exist is LLVM's and the compiler's.
+  auto arch = core::parse_amd_arch(spec);
+  std::string cpu = spec.substr(0, spec.find(':'));
   if (llvm::AMDGPU::parseArchAMDGCN(cpu) == llvm::AMDGPU::GK_NONE)
     return bad("no AMD GPU named " + cpu);
+  if (!arch)
+    return bad(arch.error().message);
   std::map<std::string, char> feats;
-  while (colon != std::string::npos) {
-    size_t next = spec.find(':', colon + 1);
-    std::string f = spec.substr(colon + 1, next == std::string::npos ? std::string::npos
-                                                                     : next - colon - 1);
-    colon = next;
-    if (f.size() < 2 || (f.back() != '+' && f.back() != '-'))
-      return bad("feature '" + f + "' must end in + or -");
-    std::string name = f.substr(0, f.size() - 1);
+  for (const auto& [name, sign] : arch->features) {
     if (name != "xnack" && name != "sramecc")
       return bad("feature '" + name + "' is not xnack or sramecc");
     if (feats.count(name))
       return bad("feature '" + name + "' given twice");
-    feats[name] = f.back();
+    feats[name] = sign;
   }
   TargetDesc t;
   t.kind = TargetKind::amdgpu;
   t.triple = "amdgcn-amd-amdhsa";
   t.cpu = cpu;
-  t.spec = cpu;
-  for (const auto& [name, sign] : feats) { // std::map: sorted, so the spec is canonical
-    t.spec += ":" + name + sign;
+  t.spec = arch->spec();
+  for (const auto& [name, sign] : feats) // sorted by name, as the spec is
     t.features += (t.features.empty() ? "" : ",") + std::string(1, sign) + name;
-  }
   return t;
 }
 
@@ -196,14 +178,15 @@ Result<TargetDesc> resolve_target(const std::string& spec) {
     return host;
   }
   if (spec.rfind("sm_", 0) == 0) {
-    for (const NvArch& a : kNvArchs)
-      if (spec == a.name) {
+    // The PTX ISA each target is compiled for: core/target.cpp's table.
+    for (const core::NvTarget& a : core::nvidia_targets())
+      if (spec == a.spec) {
         TargetDesc t;
         t.spec = spec;
         t.kind = TargetKind::nvptx;
         t.triple = "nvptx64-nvidia-cuda";
         t.cpu = spec;
-        t.features = "+ptx" + std::to_string(a.ptx);
+        t.features = "+ptx" + std::to_string(a.ptx_isa);
         return t;
       }
     return make_error(Code::invalid_argument, "unknown target '" + spec +

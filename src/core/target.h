@@ -5,8 +5,14 @@
 // codegen's job; everything that only reads a stored spec lives here.
 #pragma once
 
+#include <kiln/result.hpp>
+
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kiln::core {
 
@@ -25,11 +31,53 @@ std::string_view host_spec_cpu(std::string_view spec);
 /// Whether `spec` is "host" or "host:CPU".
 bool is_host_spec(std::string_view spec);
 
-/// An AMD arch name as a canonical spec: the processor, then each ":name±"
-/// feature sorted by name, the order the compiler stores specs in. HIP's
-/// gcnArchName "gfx90a:xnack-:sramecc+" becomes "gfx90a:sramecc+:xnack-";
-/// a canonical spec comes back unchanged.
+/// An AMD spec or arch name read: "gfx942:xnack-:sramecc+" is processor
+/// "gfx942" with features {xnack, '-'}, {sramecc, '+'}, in the order named.
+struct AmdArch {
+  std::string processor;
+  std::vector<std::pair<std::string, char>> features;
+
+  /// The canonical spec: the processor, then each ":name±" sorted by name,
+  /// the order the compiler stores specs in.
+  std::string spec() const;
+};
+
+/// Reads "gfxN...[:name±]...", in any feature order (a HIP gcnArchName reads
+/// too). Which processors and features exist is the compiler's to say; this
+/// is the form alone: anything else is `invalid_argument` saying why.
+Result<AmdArch> parse_amd_arch(std::string_view spec);
+
+/// An AMD arch name as a canonical spec (AmdArch::spec): HIP's gcnArchName
+/// "gfx90a:xnack-:sramecc+" becomes "gfx90a:sramecc+:xnack-"; a canonical
+/// spec comes back unchanged, and so does a name that does not read.
 std::string canonical_amd_spec(std::string_view gcn_arch_name);
+
+/// An NVIDIA architecture as a spec names it: "sm_90a" is {9, 0, 'a'}.
+struct NvArch {
+  int major = 0;
+  int minor = 0;
+  char suffix = 0; ///< 0, 'a' (arch-specific) or 'f' (family-specific)
+};
+
+/// "sm_90a" → {9, 0, 'a'}; "sm_121" → {12, 1, 0}; any other string:
+/// nullopt. Any well-formed sm_NN[N][a|f], whether this release compiles
+/// for it or not (a cache or a device may be newer).
+std::optional<NvArch> parse_nv_arch(std::string_view spec);
+
+/// An NVIDIA target this release compiles for, and the PTX ISA its code is
+/// compiled for: the lowest ISA that has the architecture, so that the PTX
+/// assembles with as old a toolkit and driver as possible.
+struct NvTarget {
+  const char* spec;
+  int ptx_isa;
+};
+
+/// Every NVIDIA target this release compiles for, oldest first.
+std::span<const NvTarget> nvidia_targets();
+
+/// The NVIDIA targets as a user reads them: "sm_75, ..., sm_90, sm_90a,
+/// sm_100[a|f], ...".
+std::string nvidia_target_list();
 
 /// "host", "nvidia" or "amd": for messages.
 const char* target_kind_name(TargetKind kind);

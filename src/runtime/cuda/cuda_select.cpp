@@ -4,7 +4,6 @@
 
 #include "runtime/cuda/cuda_status.h"
 
-#include <cctype>
 
 namespace kiln::runtime {
 
@@ -36,27 +35,8 @@ Result<CudaDevice> open_cuda_device() {
 
 } // namespace
 
-std::optional<NvArch> parse_nv_arch(const std::string& target) {
-  if (target.rfind("sm_", 0) != 0)
-    return std::nullopt;
-  std::string rest = target.substr(3);
-  NvArch a;
-  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) {
-    a.suffix = rest.back();
-    rest.pop_back();
-  }
-  if (rest.size() < 2 || rest.size() > 3)
-    return std::nullopt;
-  for (char c : rest)
-    if (!std::isdigit(static_cast<unsigned char>(c)))
-      return std::nullopt;
-  a.minor = rest.back() - '0';
-  a.major = std::stoi(rest.substr(0, rest.size() - 1));
-  return a;
-}
-
 bool cubin_runs_on(const std::string& target, int major, int minor) {
-  auto a = parse_nv_arch(target);
+  auto a = core::parse_nv_arch(target);
   if (!a || a->major != major)
     return false;
   if (a->suffix == 'a')
@@ -65,7 +45,7 @@ bool cubin_runs_on(const std::string& target, int major, int minor) {
 }
 
 bool ptx_jits_on(const std::string& target, int major, int minor) {
-  auto a = parse_nv_arch(target);
+  auto a = core::parse_nv_arch(target);
   if (!a)
     return false;
   if (a->suffix == 'a')
@@ -79,7 +59,7 @@ NvChoice select_nvidia_target(const std::vector<std::string>& have, int major, i
   NvChoice best;
   int best_rank = -1;
   for (const std::string& t : have) {
-    auto a = parse_nv_arch(t);
+    auto a = core::parse_nv_arch(t);
     if (!a)
       continue;
     int rank = -1;

@@ -4,6 +4,7 @@
 // them to device 0 of this process.
 #pragma once
 
+#include "core/target.h"
 #include "runtime/cuda/cuda_dynamic_symbols.h"
 
 #include <kiln/result.hpp>
@@ -14,14 +15,7 @@
 
 namespace kiln::runtime {
 
-struct NvArch {
-  int major = 0;
-  int minor = 0;
-  char suffix = 0; ///< 0, 'a' (arch-specific) or 'f' (family-specific)
-};
-
-/// "sm_90a" → {9, 0, 'a'}; "sm_121" → {12, 1, 0}; anything else: nullopt.
-std::optional<NvArch> parse_nv_arch(const std::string& target);
+// Specs are read as core/target.h reads them (core::parse_nv_arch).
 
 /// A cubin for `target` runs on a device of compute capability major.minor:
 /// the same major and a minor no higher; an 'a' target only on exactly its

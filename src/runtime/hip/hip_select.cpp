@@ -18,23 +18,6 @@ constexpr size_t kPropsSize = 16384;
 
 } // namespace
 
-std::optional<AmdArch> parse_amd_arch(const std::string& target) {
-  AmdArch a;
-  size_t colon = target.find(':');
-  a.processor = target.substr(0, colon);
-  if (a.processor.size() < 4 || a.processor.rfind("gfx", 0) != 0)
-    return std::nullopt;
-  while (colon != std::string::npos) {
-    size_t next = target.find(':', colon + 1);
-    std::string f = target.substr(colon + 1, next == std::string::npos ? next : next - colon - 1);
-    if (f.size() < 2 || (f.back() != '+' && f.back() != '-'))
-      return std::nullopt;
-    a.features.emplace_back(f.substr(0, f.size() - 1), f.back());
-    colon = next;
-  }
-  return a;
-}
-
 HipPropsFormat hip_props_format(HipPropsLayout layout) {
   // offsetof(gcnArchName) and sizeof in ROCm 5.2's hip/hip_runtime_api.h
   // (hipDeviceProp_t, also ROCm 6's hipDeviceProp_tR0000) and in ROCm 6's
@@ -78,7 +61,7 @@ Result<std::string> read_gcn_arch(std::span<const char> props, HipPropsLayout la
   for (char c : name)
     plain = plain &&
             ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' || c == '+' || c == '-');
-  if (!plain || name.size() < 4 || name[3] < '0' || name[3] > '9' || !parse_amd_arch(name)) {
+  if (!plain || name.size() < 4 || name[3] < '0' || name[3] > '9' || !core::parse_amd_arch(name)) {
     std::string shown;
     for (char c : name.substr(0, 48))
       shown += c >= ' ' && c <= '~' ? c : '?';
@@ -113,8 +96,8 @@ Result<HipDevice> open_hip_device(const HipSymbols& hip) {
 }
 
 bool code_object_runs_on(const std::string& target, const std::string& device) {
-  auto t = parse_amd_arch(target);
-  auto d = parse_amd_arch(device);
+  auto t = core::parse_amd_arch(target);
+  auto d = core::parse_amd_arch(device);
   if (!t || !d || t->processor != d->processor)
     return false;
   for (const auto& [name, setting] : t->features) {
@@ -133,7 +116,7 @@ std::string select_amd_target(const std::vector<std::string>& have, const std::s
   for (const std::string& t : have) {
     if (!code_object_runs_on(t, device))
       continue;
-    int rank = int(parse_amd_arch(t)->features.size());
+    int rank = int(core::parse_amd_arch(t)->features.size());
     if (rank > best_rank) {
       best_rank = rank;
       best = t;

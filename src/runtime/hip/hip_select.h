@@ -17,15 +17,8 @@
 
 namespace kiln::runtime {
 
-struct AmdArch {
-  std::string processor; ///< "gfx942"
-  /// The settings named, in order: {"xnack", '-'}, {"sramecc", '+'}.
-  std::vector<std::pair<std::string, char>> features;
-};
-
-/// "gfx942:xnack-:sramecc+" → {"gfx942", {xnack -, sramecc +}}, in either
-/// feature order (a gcnArchName parses too); anything else: nullopt.
-std::optional<AmdArch> parse_amd_arch(const std::string& target);
+// Specs and arch names are read as core/target.h reads them
+// (core::parse_amd_arch).
 
 /// A property struct's layout: where its gcnArchName (char[256]) lies, its
 /// size, and the call that fills it. Offsets from ROCm's hip_runtime_api.h

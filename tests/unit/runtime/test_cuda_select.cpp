@@ -8,24 +8,6 @@
 using namespace kiln;
 using namespace kiln::runtime;
 
-TEST_CASE("NVIDIA arch specs parse into major, minor and suffix") {
-  auto a = parse_nv_arch("sm_90a");
-  REQUIRE(a);
-  CHECK(a->major == 9);
-  CHECK(a->minor == 0);
-  CHECK(a->suffix == 'a');
-  auto b = parse_nv_arch("sm_121");
-  REQUIRE(b);
-  CHECK(b->major == 12);
-  CHECK(b->minor == 1);
-  CHECK(b->suffix == 0);
-  CHECK(parse_nv_arch("sm_100f")->suffix == 'f');
-  CHECK_FALSE(parse_nv_arch("gfx942"));
-  CHECK_FALSE(parse_nv_arch("sm_9"));
-  CHECK_FALSE(parse_nv_arch("sm_9x"));
-  CHECK_FALSE(parse_nv_arch("sm_1000"));
-}
-
 TEST_CASE("cubins run on the same major with no higher minor; 'a' only on its own arch") {
   CHECK(cubin_runs_on("sm_90", 9, 0));
   CHECK(cubin_runs_on("sm_80", 8, 6));
@@ -66,7 +48,7 @@ TEST_CASE("without an NVIDIA device the queries say why and choose nothing") {
     MESSAGE("skipped: a CUDA device is present");
     auto arch = cuda_device_arch();
     REQUIRE(arch);
-    CHECK(parse_nv_arch(*arch));
+    CHECK(core::parse_nv_arch(*arch));
     auto chosen = choose_cuda_target({*arch, "host"});
     REQUIRE(chosen);
     CHECK(*chosen == *arch);

@@ -16,22 +16,22 @@ using namespace kiln;
 using namespace kiln::runtime;
 
 TEST_CASE("AMD arch specs parse into processor and feature settings") {
-  auto a = parse_amd_arch("gfx942:xnack-:sramecc+");
+  auto a = core::parse_amd_arch("gfx942:xnack-:sramecc+");
   REQUIRE(a);
   CHECK(a->processor == "gfx942");
   REQUIRE(a->features.size() == 2);
   CHECK(a->features[0] == std::pair<std::string, char>{"xnack", '-'});
   CHECK(a->features[1] == std::pair<std::string, char>{"sramecc", '+'});
-  auto b = parse_amd_arch("gfx1100");
+  auto b = core::parse_amd_arch("gfx1100");
   REQUIRE(b);
   CHECK(b->processor == "gfx1100");
   CHECK(b->features.empty());
-  CHECK(parse_amd_arch("gfx942:sramecc+:xnack-")); // a gcnArchName's order
-  CHECK_FALSE(parse_amd_arch("sm_90"));
-  CHECK_FALSE(parse_amd_arch("gfx"));
-  CHECK_FALSE(parse_amd_arch("host"));
-  CHECK_FALSE(parse_amd_arch("gfx942:xnack"));
-  CHECK_FALSE(parse_amd_arch("gfx942:"));
+  CHECK(bool(core::parse_amd_arch("gfx942:sramecc+:xnack-"))); // a gcnArchName's order
+  CHECK_FALSE(bool(core::parse_amd_arch("sm_90")));
+  CHECK_FALSE(bool(core::parse_amd_arch("gfx")));
+  CHECK_FALSE(bool(core::parse_amd_arch("host")));
+  CHECK_FALSE(bool(core::parse_amd_arch("gfx942:xnack")));
+  CHECK_FALSE(bool(core::parse_amd_arch("gfx942:")));
 }
 
 namespace {
@@ -292,7 +292,7 @@ TEST_CASE("without an AMD device the queries say why and choose nothing") {
     MESSAGE("skipped: a HIP device is present");
     auto arch = hip_device_arch();
     REQUIRE(arch);
-    CHECK(parse_amd_arch(*arch));
+    CHECK(bool(core::parse_amd_arch(*arch)));
     auto chosen = choose_hip_target({*arch, "host"});
     REQUIRE(chosen);
     CHECK(*chosen == *arch);

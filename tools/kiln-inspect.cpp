@@ -438,11 +438,13 @@ int inspect_main(int argc, char** argv) {
     cache_path = *d;
   }
   bool have_cache = ::access(cache_path.c_str(), F_OK) == 0;
+  // The file itself, never a remote tier: what this cache holds.
+  const unsigned local = KILN_CACHE_LOCAL_ONLY;
   // A bundle check needs no cache: without one, signing is the environment's.
   if (imp->parsed() && check_only) {
     if (!have_cache)
       return print_portability(admin::check_bundle(nullptr, file), as_json);
-    auto ro = Cache::open(cache_path, KILN_CACHE_READ_ONLY);
+    auto ro = Cache::open(cache_path, KILN_CACHE_READ_ONLY | local);
     if (!ro)
       return report(ro.error());
     return print_portability(admin::check_bundle(&*ro, file), as_json);
@@ -450,7 +452,7 @@ int inspect_main(int argc, char** argv) {
   // Inspecting never creates a cache; importing into a new one does.
   if (!imp->parsed() && !have_cache)
     return report(kiln::make_error(kiln::Code::not_found, "no cache at '" + cache_path + "'"));
-  auto opened = Cache::open(cache_path, read_only ? unsigned(KILN_CACHE_READ_ONLY) : 0u);
+  auto opened = Cache::open(cache_path, (read_only ? unsigned(KILN_CACHE_READ_ONLY) : 0u) | local);
   if (!opened)
     return report(opened.error());
   const Cache& cache = *opened;

@@ -35,8 +35,9 @@ kiln_status kiln_admin_libraries(kiln_cache* cache, char** json_out);
 /** One kernel library with its roots and members. */
 kiln_status kiln_admin_library(kiln_cache* cache, const char* name, const char* target,
                                char** json_out);
-/** Writes a root's image (linking it if needed) to `path`; NULL `name` with
- *  a non-NULL `library` writes that library's image instead. */
+/** Writes the image of root `what` (a name or closure key; linking it if
+ *  needed) to `path`; with `what` NULL or "" and a `library` named, that
+ *  kernel library's image instead. */
 kiln_status kiln_admin_export_image(kiln_cache* cache, const char* what, const char* library,
                                     const char* target, const char* path, char** json_out);
 /** A job's artifact ("ptx", "bitcode" or "object"), raw: *bytes_out (freed

@@ -211,7 +211,8 @@ Result<std::string> dump(const Cache& cache, const std::string& job_key,
 Result<Stats> stats(const Cache& cache, bool zero_first = false);
 /// Checks every blob, closure, name and key (as Cache::verify), with counts.
 Result<VerifyReport> verify(const Cache& cache);
-/// Evicts least recently used closures per `options` (a write unless dry_run).
+/// Evicts least recently used closures per `options` (a write; refused on a
+/// read-only cache, a dry run too).
 Result<GcReport> gc(const Cache& cache, const GcOptions& options);
 /// Writes the roots or closure keys `which` (empty: every root) to a bundle.
 Result<BundleSummary> export_bundle(const Cache& cache, const std::string& file,

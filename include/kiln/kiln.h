@@ -38,7 +38,10 @@ enum {
   /** Never write the cache: no file is created, nothing is migrated, usage
    *  counters and recency are dropped at close, and an image that has to be
    *  relinked is kept in memory for this handle only. */
-  KILN_CACHE_READ_ONLY = 1u << 0
+  KILN_CACHE_READ_ONLY = 1u << 0,
+  /** The local file alone: no remote tier, whatever $KILN_REMOTE says (the
+   *  admin tools' view of one cache file). */
+  KILN_CACHE_LOCAL_ONLY = 1u << 1
 };
 
 /** kiln_cache_open with `flags` (KILN_CACHE_*; 0 is kiln_cache_open).

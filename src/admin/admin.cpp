@@ -32,6 +32,15 @@ Result<Store*> writable(const Cache& cache, const std::string& what) {
   return &s;
 }
 
+/// The store of a call that may write (an image linked and stored): it
+/// closes as a writer does unless it is read-only.
+Store& may_write(const Cache& cache) {
+  Store& s = store_of(cache);
+  if (!s.read_only())
+    s.end_deferral();
+  return s;
+}
+
 std::vector<Artifact> artifacts_of(const std::vector<core::ArtifactInfo>& in) {
   std::vector<Artifact> out;
   for (const auto& a : in)
@@ -173,13 +182,13 @@ Result<Library> library(const Cache& cache, const std::string& name, const std::
 
 Result<ExportedImage> export_image(const Cache& cache, const std::string& what,
                                    const std::string& target, const std::string& path) {
-  KILN_TRY_ASSIGN(auto e, image::export_image(store_of(cache), what, target, path));
+  KILN_TRY_ASSIGN(auto e, image::export_image(may_write(cache), what, target, path));
   return exported_of(e, path);
 }
 
 Result<ExportedImage> export_library_image(const Cache& cache, const std::string& name,
                                            const std::string& target, const std::string& path) {
-  Store& s = store_of(cache);
+  Store& s = may_write(cache);
   KILN_TRY_ASSIGN(std::string t, library_target(s, name, target));
   KILN_TRY_ASSIGN(auto e, image::export_library_image(s, name, t, path));
   return exported_of(e, path);
@@ -229,14 +238,12 @@ Result<VerifyReport> verify(const Cache& cache) {
 }
 
 Result<GcReport> gc(const Cache& cache, const GcOptions& options) {
+  // Refused on a read-only cache before its arguments are read, a dry run
+  // too: what it reports is what gc would do to this cache, which a
+  // read-only handle cannot.
+  KILN_TRY_ASSIGN(Store * s, writable(cache, "run gc"));
   KILN_TRY_ASSIGN(auto policy, storage::parse_gc_policy(options.max_size, options.older_than));
   policy.dry_run = options.dry_run;
-  Store* s = &store_of(cache);
-  if (!options.dry_run) {
-    KILN_TRY_ASSIGN(s, writable(cache, "run gc"));
-  } else if (s->read_only()) {
-    return s->read_only_error("run gc");
-  }
   KILN_TRY_ASSIGN(auto rep, storage::collect_garbage(*s, policy));
   GcReport out;
   out.dry_run = options.dry_run;
@@ -293,11 +300,13 @@ Result<Settings> settings(const Cache& cache) {
 
 Result<Settings> set_setting(const Cache& cache, const std::string& name,
                              const std::string& value) {
-  KILN_TRY_ASSIGN(std::string stored, storage::parse_setting(name, value));
+  Store* s = &store_of(cache);
   if (!value.empty()) {
-    KILN_TRY_ASSIGN(Store * s, writable(cache, "run config set"));
-    KILN_TRY(s->set_setting(name, stored));
+    KILN_TRY_ASSIGN(s, writable(cache, "run config set"));
   }
+  KILN_TRY_ASSIGN(std::string stored, storage::parse_setting(name, value));
+  if (!value.empty())
+    KILN_TRY(s->set_setting(name, stored));
   return settings(cache);
 }
 

@@ -42,7 +42,7 @@ kiln_status answer(const char* fn, kiln_cache* cache, char** json_out, View&& vi
     if (!json_out)
       return fail(kiln::Code::invalid_argument, std::string(fn) + ": json_out is NULL");
     *json_out = nullptr;
-    if (!cache_optional && (!cache || !cache->storage))
+    if ((!cache_optional && !cache) || (cache && !cache->storage))
       return fail(kiln::Code::invalid_argument, std::string(fn) + ": cache is NULL");
     // A borrowed handle: the caller keeps and closes it.
     std::optional<Cache> borrowed;
@@ -107,7 +107,7 @@ kiln_status kiln_admin_export_image(kiln_cache* cache, const char* what, const c
                   if (!path || !*path)
                     return kiln::make_error(kiln::Code::invalid_argument,
                                             "kiln_admin_export_image: path is empty");
-                  if (!what && library)
+                  if ((!what || !*what) && library && *library)
                     return kiln::admin::export_library_image(*c, library, str(target), path);
                   return kiln::admin::export_image(*c, str(what), str(target), path);
                 });

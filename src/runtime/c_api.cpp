@@ -31,7 +31,7 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
   return kiln::runtime::c_entry("kiln_cache_open", [&]() -> kiln_status {
     if (!out)
       return fail(kiln::make_error(kiln::Code::invalid_argument, "kiln_cache_open: out is NULL"));
-    if (flags & ~unsigned(KILN_CACHE_READ_ONLY))
+    if (flags & ~unsigned(KILN_CACHE_READ_ONLY | KILN_CACHE_LOCAL_ONLY))
       return fail(kiln::make_error(kiln::Code::invalid_argument,
                                    "kiln_cache_open: unknown flags " + std::to_string(flags)));
     *out = nullptr;
@@ -48,7 +48,8 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
     // value is an error here, a down server only a notice at first use.
     auto mode = (flags & KILN_CACHE_READ_ONLY) ? kiln::storage::OpenMode::read_only
                                                : kiln::storage::OpenMode::automatic;
-    auto storage = kiln::storage::Storage::open(p, "", false, mode);
+    auto storage = kiln::storage::Storage::open(
+        p, (flags & KILN_CACHE_LOCAL_ONLY) ? "off" : "", false, mode);
     if (!storage)
       return fail(storage.error());
     (*storage)->local().defer_checkpoint(); // a loading process's close costs no fsync

@@ -454,7 +454,21 @@ static void test_admin(void) {
   CHECK(kiln_admin_gc(ro, "1K", NULL, 0, &json) == KILN_UNAVAILABLE);
   CHECK(kiln_admin_import(ro, bundle, &json) == KILN_UNAVAILABLE);
   CHECK(kiln_admin_config(ro, "max_size", "2G", &json) == KILN_UNAVAILABLE);
+  /* Refused as read-only before the arguments are read. */
+  CHECK(kiln_admin_gc(ro, "lots", NULL, 1, &json) == KILN_UNAVAILABLE);
+  CHECK(kiln_admin_config(ro, "max_size", "bogus", &json) == KILN_UNAVAILABLE);
   kiln_cache_close(ro);
+
+  /* The file alone: a remote the environment names is not even parsed. */
+  setenv("KILN_REMOTE", "bogus://nowhere", 1);
+  kiln_cache* bad = NULL;
+  CHECK(kiln_cache_open(path, &bad) == KILN_INVALID_ARGUMENT && bad == NULL);
+  kiln_cache* local = NULL;
+  CHECK(kiln_cache_open_flags(path, KILN_CACHE_LOCAL_ONLY, &local) == KILN_OK);
+  CHECK(kiln_admin_stats(local, 0, &json) == KILN_OK);
+  kiln_admin_free(json);
+  kiln_cache_close(local);
+  unsetenv("KILN_REMOTE");
 
   /* gc for real: everything goes, and the cache says so. */
   CHECK(kiln_admin_gc(cache, "1K", NULL, 0, &json) == KILN_OK);

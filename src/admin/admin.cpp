@@ -200,6 +200,7 @@ Result<std::string> dump(const Cache& cache, const std::string& job_key,
 }
 
 Result<Stats> stats(const Cache& cache, bool zero_first) {
+  cache.raw()->flush_usage(); // this handle's own loads count too
   Store* s = &store_of(cache);
   if (zero_first) {
     KILN_TRY_ASSIGN(s, writable(cache, "run stats --zero"));

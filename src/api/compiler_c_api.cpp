@@ -59,7 +59,7 @@ Error about_root(const Error& e, const RootReport& root) {
 
 Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources,
                                   std::string_view entry, std::string_view target,
-                                  const JitOptions& options) {
+                                  const JitOptions& options, bool want_report = true) {
   if (entry.empty())
     return make_error(Code::invalid_argument, "compile_or_load: no entry named");
   if (sources.empty())
@@ -82,7 +82,26 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   // The request memo: a request seen before names its closure without the
   // IR being parsed at all.
   std::optional<Hash128> memo = memo::memo_key(req);
-  if (memo) {
+  if (memo && !want_report) {
+    // A caller that wants no report is answered from the memo's one row:
+    // loading the closure reads and checks it (its members, its root job,
+    // its image), which is all a report would add to a hit.
+    auto root = memo::memo_single_root(c.storage->local(), *memo);
+    if (root && *root) {
+      auto img = runtime::load_image(c, (*root)->closure.hex(), (*root)->target);
+      if (img) {
+        CompileReport rep;
+        rep.memo_hit = true;
+        RootReport rr;
+        rr.name = std::move((*root)->name);
+        rr.target = std::move((*root)->target);
+        rr.closure = (*root)->closure.hex();
+        rr.image = true;
+        rep.roots.push_back(std::move(rr));
+        return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
+      }
+    }
+  } else if (memo) {
     auto hit = memo::memo_lookup(c.storage->local(), *memo);
     if (hit && *hit && (*hit)->report.roots.size() == 1) {
       CompileReport& rep = (*hit)->report;
@@ -444,7 +463,8 @@ kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* 
     jit.must_hit = o.must_hit != 0;
     jit.remote = o.remote ? o.remote : "";
     jit.remote_read_only = o.remote_read_only != 0;
-    auto loaded = kiln::compile_or_load_in(*cache, v.sources, entry, target ? target : "", jit);
+    auto loaded = kiln::compile_or_load_in(*cache, v.sources, entry, target ? target : "", jit,
+                                           report != nullptr);
     if (!loaded)
       return fail(loaded.error());
     *out = loaded->image.release();

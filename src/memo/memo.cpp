@@ -131,6 +131,20 @@ Status memo_record(storage::Store& store, const Hash128& key, const CompileRepor
   return store.put_memo(key, memo);
 }
 
+Result<std::optional<storage::Store::MemoRoot>> memo_single_root(storage::Store& store,
+                                                                const Hash128& key) {
+  using Miss = std::optional<storage::Store::MemoRoot>;
+  auto memo = store.get_memo(key);
+  if (!memo)
+    return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
+  if (memo->roots.size() != 1)
+    return Miss();
+  for (const storage::Store::MemoDep& dep : memo->deps)
+    if (file_stamp(dep.path) != dep.stamp)
+      return Miss(); // ptxas or a device library changed
+  return Miss(std::move(memo->roots.front()));
+}
+
 Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128& key) {
   using Miss = std::optional<MemoHit>;
   auto memo = store.get_memo(key);

@@ -36,6 +36,12 @@ struct MemoHit {
 };
 Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128& key);
 
+/// The one root a memo names, when its toolchain files are unchanged:
+/// nullopt on a miss, or when the memo names several roots. Nothing else is
+/// read: the caller loads the root's closure, whose reading checks it.
+Result<std::optional<storage::Store::MemoRoot>> memo_single_root(storage::Store& store,
+                                                                const Hash128& key);
+
 /// A memo hit replayed: the report the request would produce (every job
 /// cached), with its roots' names pointed at their closures, the closures
 /// marked used, the counters and, when the request links images, every

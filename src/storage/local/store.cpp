@@ -1491,14 +1491,8 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
       if (auto root = read_job_row(r.closure.root_job))
         r.root = root.take();
     if (!arch.empty()) {
-      KILN_TRY_ASSIGN(auto img, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
-                                        "WHERE " KILN_IMAGE_SERVES("?1") " AND arch = ?2 ORDER "
-                                        "BY " KILN_OWN_IMAGE_FIRST("?1") ", created_at DESC, "
-                                        "linker DESC LIMIT 1"));
-      Bound b(img);
-      b.text(1, key->hex()).text(2, arch);
       // A damaged image counts as absent here: the caller links anew.
-      if (auto bytes = step_blob(b, "image of closure " + key->hex() + " for " + arch))
+      if (auto bytes = read_best_image(*key, arch))
         r.image = bytes.take();
       else if (bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt)
         return bytes.error();
@@ -1711,13 +1705,64 @@ Result<std::string> Store::get_image_any_linker(const Hash128& closure, const st
   std::lock_guard lock(mu_);
   if (auto mem = memory_image(closure, arch, nullptr))
     return std::move(*mem);
-  KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT raw_size, checksum, data, dict_id FROM images WHERE "
-                          KILN_IMAGE_SERVES("?1") " AND arch = ?2 ORDER BY "
-                          KILN_OWN_IMAGE_FIRST("?1") ", created_at DESC, linker DESC LIMIT 1"));
+  // One read transaction: the row chosen is the row read.
+  Result<std::string> out = make_error(Code::internal, "unread");
+  KILN_TRY(read_transaction([&]() -> Status {
+    out = read_best_image(closure, arch);
+    return Status::ok();
+  }));
+  return out;
+}
+
+Result<std::string> Store::read_best_image(const Hash128& closure, const std::string& arch) {
+  // Candidates first, by index, the choice in code: the one-statement form
+  // (an IN list over the member set, ORDER BY ... LIMIT 1) built two
+  // temporary b-trees on every load.
+  struct Best {
+    int64_t rowid = 0, created_at = 0;
+    std::string linker;
+    bool found = false;
+  } best;
+  auto scan = [&](Bound& b, const char* what) -> Status {
+    for (int rc; (rc = b.step()) != SQLITE_DONE;) {
+      if (rc != SQLITE_ROW)
+        return db_error(std::string("cannot list ") + what + " of closure " + closure.hex());
+      int64_t created = b.col_i64(1);
+      std::string linker = b.col_text(2);
+      if (!best.found || created > best.created_at ||
+          (created == best.created_at && linker > best.linker))
+        best = {b.col_i64(0), created, std::move(linker), true};
+    }
+    return Status::ok();
+  };
+  std::string key = closure.hex();
+  {
+    KILN_TRY_ASSIGN(auto own, prepare("SELECT rowid, created_at, linker FROM images "
+                                      "WHERE closure_key = ?1 AND arch = ?2"));
+    Bound b(own);
+    b.text(1, key).text(2, arch);
+    KILN_TRY(scan(b, "images"));
+  }
+  if (!best.found) {
+    // The image one of its member set's other closures has (a deferred
+    // cycle's roots share one).
+    KILN_TRY_ASSIGN(auto served,
+                    prepare("SELECT i.rowid, i.created_at, i.linker FROM closures c "
+                            "JOIN closures s ON s.member_set = c.member_set "
+                            "JOIN images i ON i.closure_key = s.key AND i.arch = ?2 "
+                            "WHERE c.key = ?1"));
+    Bound b(served);
+    b.text(1, key).text(2, arch);
+    KILN_TRY(scan(b, "shared images"));
+  }
+  std::string what = "image of closure " + key + " for " + arch;
+  if (!best.found)
+    return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
+                                  "WHERE rowid = ?1"));
   Bound b(s);
-  b.text(1, closure.hex()).text(2, arch);
-  return step_blob(b, "image of closure " + closure.hex() + " for " + arch);
+  b.i64(1, best.rowid);
+  return step_blob(b, what);
 }
 
 std::optional<std::string> Store::memory_image(const Hash128& closure, const std::string& arch,

@@ -346,6 +346,10 @@ private:
   /// The migrations this file lacks, in one write transaction.
   Status migrate_steps(int* from);
   Result<std::string> step_blob(Bound& b, const std::string& what);
+  /// The image of `closure` for `arch` by any linker: its own, else one its
+  /// member set's other closures have; the newest, then the greatest linker.
+  /// Under mu_. Found by index alone: no temporary table or sort.
+  Result<std::string> read_best_image(const Hash128& closure, const std::string& arch);
   /// The checks verify makes on the rows themselves (blobs, members, names).
   Status check_rows(std::vector<Problem>& out);
   friend Result<VerifyReport> verify_cache(Store& store);

@@ -16,6 +16,8 @@
 #include <kiln/jit.hpp>
 #include <kiln/kiln_compiler.h>
 
+#include <sqlite3.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -756,10 +758,35 @@ TEST_CASE("C API: kiln_compile_or_load misses, then hits, and takes its root as 
   CHECK(jobs_of(hit.r)[0].status == KILN_JOB_CACHED);
   CHECK(root_of(hit.r).closure == closure);
 
-  // The report is optional.
+  // The report is optional. Without one, a hit is answered from the memo's
+  // row and the closure's load alone; with its image gone, the closure is
+  // linked again and loaded, as with a report.
   image = nullptr;
   REQUIRE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, nullptr) == KILN_OK);
+  REQUIRE(image);
+  CHECK(call_c(image, "f", 4) == 15);
   kiln_image_release(image);
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(cache_file(c.dir).c_str(), &db) == SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    CHECK(sqlite3_exec(db, "DELETE FROM images", nullptr, nullptr, nullptr) == SQLITE_OK);
+    CHECK(sqlite3_changes(db) >= 1);
+    sqlite3_close(db);
+  }
+  image = nullptr;
+  REQUIRE_MESSAGE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, nullptr) == KILN_OK,
+                  last_message());
+  REQUIRE(image);
+  CHECK(call_c(image, "f", 5) == 18);
+  kiln_image_release(image);
+  image = nullptr;
+  CResult relinked;
+  REQUIRE(kiln_compile_or_load(c.cache, &o, "f", "host", &image, &relinked.r) == KILN_OK);
+  CHECK(call_c(image, "f", 1) == 6);
+  kiln_image_release(image);
+  CHECK(root_of(relinked.r).closure == closure);
+  CHECK(jobs_of(relinked.r)[0].status == KILN_JOB_CACHED);
 
   // The root is the call's: options naming entries or targets are refused.
   const char* entries[] = {"f"};

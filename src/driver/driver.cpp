@@ -468,9 +468,11 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     if (r.status == JobStatus::cached)
       report_progress(r);
 
-  unsigned workers =
+  // As many at once as asked: compile workers here, linkers below (a run
+  // with every job cached still links in parallel).
+  const unsigned parallel =
       p.request.jobs ? p.request.jobs : std::max(1u, std::thread::hardware_concurrency());
-  workers = std::max(1u, std::min<unsigned>(workers, unsigned(todo.size())));
+  unsigned workers = std::max(1u, std::min<unsigned>(parallel, unsigned(todo.size())));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
@@ -651,7 +653,7 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     }
   }
   const size_t link_tasks = libraries.size() + leaders.size();
-  unsigned linkers = std::max(1u, std::min<unsigned>(workers, unsigned(link_tasks)));
+  unsigned linkers = std::max(1u, std::min<unsigned>(parallel, unsigned(link_tasks)));
   std::atomic<size_t> next_link{0};
   auto link_work = [&] {
     for (size_t t; (t = next_link.fetch_add(1)) < link_tasks;) {

@@ -21,7 +21,9 @@ Result<std::string> linker_fingerprint(const std::string& target) {
     return std::string(link::lld_fingerprint());
   case TargetKind::nvptx: {
     KILN_TRY_ASSIGN(auto fp, link::nvjitlink_fingerprint());
-    return fp + "; " + link::cuda_device_runtime_fingerprint();
+    // "PTX merged": a closure's PTX is assembled as one module where it can
+    // be (link/ptx_merge.h), which gives other bytes than one by one.
+    return fp + "; PTX merged; " + link::cuda_device_runtime_fingerprint();
   }
   case TargetKind::amdgpu:
     return std::string(link::lld_fingerprint()) + " amdgpu-irlink";

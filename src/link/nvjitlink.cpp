@@ -1,6 +1,7 @@
 // nvJitLink, dlopen'd: links a closure's NVIDIA pieces into one cubin. Errors
 // name the architecture as their target.
 #include "link/nvjitlink.h"
+#include "link/ptx_merge.h"
 #include "support/fault.h"
 
 #include "support/files.h"
@@ -142,14 +143,11 @@ Result<std::string> nvjitlink_fingerprint() {
   return a.fingerprint;
 }
 
-Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch,
-                                    bool with_device_runtime) {
-  const Api& a = api();
-  if (!a.error.empty())
-    return make_error(Code::unavailable, a.error);
-  if (fault::hit("link:nvjitlink"))
-    return make_error(Code::internal, fault::message("link:nvjitlink") + " (linking for " + arch + ")")
-        .with_target(arch);
+namespace {
+
+// One nvJitLink call over `inputs`, as they are.
+Result<std::string> link_inputs(const Api& a, const std::vector<NvInput>& inputs,
+                                const std::string& arch, bool with_device_runtime) {
   std::string arch_opt = "-arch=" + arch;
   const char* opts[] = {arch_opt.c_str()};
   void* h = nullptr;
@@ -201,6 +199,39 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
     return fail("could not return the linked cubin");
   a.Destroy(&h);
   return cubin;
+}
+
+} // namespace
+
+Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch,
+                                    bool with_device_runtime, bool merge) {
+  const Api& a = api();
+  if (!a.error.empty())
+    return make_error(Code::unavailable, a.error);
+  if (fault::hit("link:nvjitlink"))
+    return make_error(Code::internal, fault::message("link:nvjitlink") + " (linking for " + arch + ")")
+        .with_target(arch);
+  // Several PTX inputs go in as one module where that is the same program
+  // (ptx_merge.h): nvJitLink assembles each input at a fixed cost. If the
+  // merged module fails, the inputs are linked one by one, so that an error
+  // names the job whose PTX it is in.
+  std::vector<const std::string*> ptx;
+  for (const NvInput& in : inputs)
+    if (in.ptx)
+      ptx.push_back(&in.bytes);
+  if (merge && ptx.size() > 1) {
+    if (auto merged = merge_ptx(ptx)) {
+      std::vector<NvInput> one;
+      one.push_back({std::to_string(ptx.size()) + " jobs' PTX, as one module",
+                     std::move(*merged), true});
+      for (const NvInput& in : inputs)
+        if (!in.ptx)
+          one.push_back(in);
+      if (auto cubin = link_inputs(a, one, arch, with_device_runtime))
+        return cubin;
+    }
+  }
+  return link_inputs(a, inputs, arch, with_device_runtime);
 }
 
 } // namespace kiln::link

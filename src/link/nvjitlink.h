@@ -31,8 +31,10 @@ Result<std::string> nvjitlink_fingerprint();
 
 /// Links the inputs for `arch` ("sm_90"), and the CUDA device runtime as a
 /// library (only its members the inputs call) with `device_runtime` where it
-/// is installed; nvJitLink's error log is in the error message.
+/// is installed; nvJitLink's error log is in the error message. With
+/// `merge`, several PTX inputs are assembled as one module where that is the
+/// same program (merge_ptx, link/ptx_merge.h), else one by one.
 Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch,
-                                    bool device_runtime = false);
+                                    bool device_runtime = false, bool merge = true);
 
 } // namespace kiln::link

@@ -1,0 +1,430 @@
+#include "link/ptx_merge.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+#include <string_view>
+
+namespace kiln::link {
+
+namespace {
+
+bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%';
+}
+bool ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+}
+
+// Past whitespace and comments from `p`; npos for an unterminated comment.
+size_t skip_trivia(std::string_view s, size_t p) {
+  while (p < s.size()) {
+    char c = s[p];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++p;
+    } else if (c == '/' && p + 1 < s.size() && s[p + 1] == '/') {
+      size_t e = s.find('\n', p);
+      p = e == std::string_view::npos ? s.size() : e + 1;
+    } else if (c == '/' && p + 1 < s.size() && s[p + 1] == '*') {
+      size_t e = s.find("*/", p + 2);
+      if (e == std::string_view::npos)
+        return std::string_view::npos;
+      p = e + 2;
+    } else {
+      break;
+    }
+  }
+  return p;
+}
+
+// Past a string literal starting at `p` (a '"'); npos if unterminated.
+size_t skip_string(std::string_view s, size_t p) {
+  for (++p; p < s.size(); ++p) {
+    if (s[p] == '\\')
+      ++p;
+    else if (s[p] == '"')
+      return p + 1;
+  }
+  return std::string_view::npos;
+}
+
+/// One module-scope statement: a header directive, a function (prototype or
+/// definition) or a variable.
+struct Stmt {
+  enum Kind { header, func, var } kind = header;
+  enum Link { internal, visible, weak, external } link = internal;
+  size_t begin = 0, end = 0; ///< its text in the module
+  size_t extern_at = 0;      ///< where ".extern" is, for an external one
+  std::string name;
+  bool body = false; ///< a function's definition (not a prototype)
+};
+
+/// Calls f(begin, end) for each identifier of `s` outside comments and
+/// strings, and not a directive (".u32") or a number's tail.
+template <typename F> bool for_each_ident(std::string_view s, F&& f) {
+  for (size_t p = 0; p < s.size();) {
+    char c = s[p];
+    if (c == '/' && p + 1 < s.size() && (s[p + 1] == '/' || s[p + 1] == '*')) {
+      p = skip_trivia(s, p);
+      if (p == std::string_view::npos)
+        return false;
+    } else if (c == '"') {
+      p = skip_string(s, p);
+      if (p == std::string_view::npos)
+        return false;
+    } else if (c == '.' || std::isdigit(static_cast<unsigned char>(c))) {
+      // A directive or a number: its whole word is not an identifier.
+      for (++p; p < s.size() && (ident_char(s[p]) || s[p] == '.'); ++p) {
+      }
+    } else if (ident_start(c)) {
+      size_t b = p;
+      for (++p; p < s.size() && ident_char(s[p]); ++p) {
+      }
+      f(b, p);
+    } else {
+      ++p;
+    }
+  }
+  return true;
+}
+
+class Reader {
+public:
+  Reader(std::string_view text, std::string& why) : s_(text), why_(why) {}
+
+  bool read(std::vector<Stmt>& out) {
+    for (size_t p = skip_trivia(s_, 0); p < s_.size(); p = skip_trivia(s_, p)) {
+      Stmt st;
+      if (!statement(p, st))
+        return false;
+      p = st.end;
+      out.push_back(std::move(st));
+    }
+    return true; // npos: an unterminated comment, refused by for_each_ident
+  }
+
+private:
+  bool fail(const std::string& what) {
+    why_ = what;
+    return false;
+  }
+
+  // The directive words (".visible", ".func") leading the statement at `p`.
+  std::vector<std::string> directives(size_t p) const {
+    std::vector<std::string> out;
+    while (p < s_.size() && s_[p] == '.') {
+      size_t b = ++p;
+      while (p < s_.size() && ident_char(s_[p]))
+        ++p;
+      out.emplace_back(s_.substr(b, p - b));
+      size_t q = skip_trivia(s_, p);
+      if (q == std::string_view::npos)
+        break;
+      p = q;
+    }
+    return out;
+  }
+
+  // The end of the statement starting at `b`: past its ';' at depth 0, or
+  // past a function body's closing '}'.
+  bool statement_end(size_t b, size_t& end) const {
+    int braces = 0, parens = 0;
+    for (size_t p = b; p < s_.size();) {
+      char c = s_[p];
+      if (c == '/' && p + 1 < s_.size() && (s_[p + 1] == '/' || s_[p + 1] == '*')) {
+        p = skip_trivia(s_, p);
+        if (p == std::string_view::npos)
+          return false;
+        continue;
+      }
+      if (c == '"') {
+        p = skip_string(s_, p);
+        if (p == std::string_view::npos)
+          return false;
+        continue;
+      }
+      ++p;
+      if (c == '(')
+        ++parens;
+      else if (c == ')' && --parens < 0)
+        return false;
+      else if (c == '{')
+        ++braces;
+      else if (c == '}') {
+        if (--braces < 0)
+          return false;
+        if (braces == 0 && parens == 0) {
+          // An initializer's "= {...};" goes on to its ';'; a body ends here.
+          size_t q = skip_trivia(s_, p);
+          if (q == std::string_view::npos || q >= s_.size() || s_[q] != ';') {
+            end = p;
+            return true;
+          }
+        }
+      } else if (c == ';' && braces == 0 && parens == 0) {
+        end = p;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool statement(size_t b, Stmt& st) {
+    st.begin = b;
+    if (s_[b] != '.')
+      return fail("a module-scope statement at byte " + std::to_string(b) +
+                  " does not start with a directive");
+    std::vector<std::string> dirs = directives(b);
+    const std::string& first = dirs.front();
+    if (first == "version" || first == "target" || first == "address_size") {
+      size_t e = s_.find('\n', b);
+      st.end = e == std::string_view::npos ? s_.size() : e;
+      st.kind = Stmt::header;
+      return true;
+    }
+    auto has = [&](const char* d) {
+      for (const std::string& x : dirs)
+        if (x == d)
+          return true;
+      return false;
+    };
+    for (const char* d : {"file", "section", "common", "alias", "pragma", "loc"})
+      if (has(d))
+        return fail(std::string("a module-scope .") + d + " directive");
+    if (!statement_end(b, st.end))
+      return fail("unbalanced statement at byte " + std::to_string(b));
+    std::string_view text = s_.substr(b, st.end - b);
+    st.link = has("extern")    ? Stmt::external
+              : has("visible") ? Stmt::visible
+              : has("weak")    ? Stmt::weak
+                               : Stmt::internal;
+    if (st.link == Stmt::external)
+      st.extern_at = b + text.find(".extern");
+    if (has("func") || has("entry")) {
+      st.kind = Stmt::func;
+      // The name: past the keyword and an optional return parameter list.
+      size_t k = text.find(has("entry") ? ".entry" : ".func");
+      size_t p = skip_trivia(text, k + (has("entry") ? 6 : 5));
+      if (p != std::string_view::npos && p < text.size() && text[p] == '(') {
+        p = text.find(')', p);
+        p = p == std::string_view::npos ? p : skip_trivia(text, p + 1);
+      }
+      if (p == std::string_view::npos || p >= text.size() || !ident_start(text[p]))
+        return fail("a function statement at byte " + std::to_string(b) + " has no name");
+      size_t e = p;
+      while (e < text.size() && ident_char(text[e]))
+        ++e;
+      st.name = std::string(text.substr(p, e - p));
+      st.body = text.back() == '}';
+      return true;
+    }
+    if (has("global") || has("const") || has("shared") || has("local")) {
+      st.kind = Stmt::var;
+      // The name: the last identifier before '[', '=' or ';'.
+      size_t stop = text.find_first_of("[=;");
+      std::string_view head = text.substr(0, stop);
+      if (!for_each_ident(head, [&](size_t ib, size_t ie) {
+            st.name = std::string(head.substr(ib, ie - ib));
+          }) ||
+          st.name.empty())
+        return fail("a variable statement at byte " + std::to_string(b) + " has no name");
+      return true;
+    }
+    return fail("a module-scope statement at byte " + std::to_string(b) + " of unknown kind ." +
+                first);
+  }
+
+  std::string_view s_;
+  std::string& why_;
+};
+
+std::string normalized(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space)
+      out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modules,
+                                     std::string* why_out) {
+  std::string why;
+  auto no = [&](const std::string& what) -> std::optional<std::string> {
+    if (why_out)
+      *why_out = what;
+    return std::nullopt;
+  };
+  if (modules.empty())
+    return no("no modules");
+  const size_t n = modules.size();
+  std::vector<std::vector<Stmt>> stmts(n);
+  std::set<std::string> idents; ///< every identifier of every module
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view text = *modules[i];
+    Reader r(text, why);
+    if (!r.read(stmts[i]))
+      return no("module " + std::to_string(i) + ": " + why);
+    if (!for_each_ident(text, [&](size_t b, size_t e) {
+          idents.emplace(text.substr(b, e - b));
+        }))
+      return no("module " + std::to_string(i) + ": an unterminated comment or string");
+  }
+
+  // One header for all: every module's own, the same.
+  auto header_of = [&](size_t i) {
+    std::string h;
+    bool body = false;
+    for (const Stmt& st : stmts[i]) {
+      if (st.kind != Stmt::header) {
+        body = true;
+        continue;
+      }
+      if (body)
+        return std::string("\x01"); // a header directive after the body
+      h += normalized(std::string_view(*modules[i]).substr(st.begin, st.end - st.begin)) + "\n";
+    }
+    return h;
+  };
+  const std::string header = header_of(0);
+  if (header.find(".target") == std::string::npos)
+    return no("module 0 has no .target");
+  for (size_t i = 1; i < n; ++i)
+    if (header_of(i) != header)
+      return no("module " + std::to_string(i) + "'s .version, .target or .address_size differ");
+
+  // Who defines what: the first module to define a .visible or .weak name.
+  struct Def {
+    size_t module;
+    Stmt::Kind kind;
+    Stmt::Link link;
+    std::string text; ///< normalized, for a repeated .weak definition
+  };
+  std::map<std::string, Def> defined;
+  std::vector<std::set<std::string>> names(n); ///< each module's module-scope names
+  std::vector<std::vector<bool>> drop(n);
+  for (size_t i = 0; i < n; ++i) {
+    drop[i].assign(stmts[i].size(), false);
+    for (size_t k = 0; k < stmts[i].size(); ++k) {
+      const Stmt& st = stmts[i][k];
+      if (st.kind == Stmt::header) {
+        drop[i][k] = i > 0;
+        continue;
+      }
+      names[i].insert(st.name);
+      if (st.link == Stmt::external || st.link == Stmt::internal)
+        continue;
+      bool definition = st.kind == Stmt::var || st.body;
+      if (!definition)
+        continue; // a prototype of its own module's definition
+      std::string text =
+          normalized(std::string_view(*modules[i]).substr(st.begin, st.end - st.begin));
+      auto [it, first] = defined.try_emplace(st.name, Def{i, st.kind, st.link, text});
+      if (first || it->second.module == i)
+        continue;
+      if (st.link == Stmt::weak && it->second.link == Stmt::weak && it->second.text == text) {
+        drop[i][k] = true; // one copy of the same .weak definition
+        continue;
+      }
+      return no("'" + st.name + "' is defined in modules " + std::to_string(it->second.module) +
+                " and " + std::to_string(i));
+    }
+  }
+  // A module's internal names that another module also uses are renamed in
+  // it, to names no module uses.
+  std::vector<std::map<std::string, std::string>> renames(n);
+  for (size_t i = 0; i < n; ++i)
+    for (const Stmt& st : stmts[i]) {
+      if (st.kind == Stmt::header || st.link != Stmt::internal || renames[i].count(st.name))
+        continue;
+      bool clash = false;
+      for (size_t j = 0; j < n && !clash; ++j)
+        clash = j != i && names[j].count(st.name);
+      if (!clash)
+        continue;
+      std::string fresh = st.name + "$m" + std::to_string(i);
+      while (idents.count(fresh))
+        fresh += "_";
+      idents.insert(fresh);
+      renames[i][st.name] = fresh;
+    }
+
+  // Declarations of what another module defines, and repeated ones.
+  std::vector<std::map<size_t, std::string>> linkage_of(n); ///< stmt -> ".visible"/".weak"
+  std::map<std::string, std::string> declared;              ///< external name -> its text
+  std::set<std::string> prototyped;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t k = 0; k < stmts[i].size(); ++k) {
+      const Stmt& st = stmts[i][k];
+      if (st.kind == Stmt::header || st.link != Stmt::external)
+        continue;
+      if (auto d = defined.find(st.name); d != defined.end()) {
+        if (st.kind != Stmt::func || d->second.kind != Stmt::func)
+          return no("'" + st.name + "' is declared .extern in module " + std::to_string(i) +
+                    " and defined as a variable in module " + std::to_string(d->second.module));
+        if (d->second.module < i || !prototyped.insert(st.name).second)
+          drop[i][k] = true; // defined (or declared) above already
+        else
+          linkage_of[i][k] = d->second.link == Stmt::weak ? ".weak" : ".visible";
+        continue;
+      }
+      std::string text =
+          normalized(std::string_view(*modules[i]).substr(st.begin, st.end - st.begin));
+      auto [it, first] = declared.try_emplace(st.name, text);
+      if (!first) {
+        if (it->second != text)
+          return no("'" + st.name + "' is declared differently in two modules");
+        drop[i][k] = true;
+      }
+    }
+
+  std::string out;
+  out.reserve([&] {
+    size_t total = 0;
+    for (const std::string* m : modules)
+      total += m->size();
+    return total;
+  }());
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view text = *modules[i];
+    for (size_t k = 0; k < stmts[i].size(); ++k) {
+      if (drop[i][k])
+        continue;
+      const Stmt& st = stmts[i][k];
+      size_t from = st.begin;
+      if (auto l = linkage_of[i].find(k); l != linkage_of[i].end()) {
+        out += text.substr(st.begin, st.extern_at - st.begin);
+        out += l->second;
+        from = st.extern_at + 7; // past ".extern"
+      }
+      std::string_view part = text.substr(from, st.end - from);
+      if (renames[i].empty()) {
+        out += part;
+      } else {
+        size_t at = 0;
+        for_each_ident(part, [&](size_t b, size_t e) {
+          auto r = renames[i].find(std::string(part.substr(b, e - b)));
+          if (r == renames[i].end())
+            return;
+          out += part.substr(at, b - at);
+          out += r->second;
+          at = e;
+        });
+        out += part.substr(at);
+      }
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+} // namespace kiln::link

@@ -177,9 +177,23 @@ private:
     std::vector<std::string> dirs = directives(b);
     const std::string& first = dirs.front();
     if (first == "version" || first == "target" || first == "address_size") {
+      // A line of its own: its arguments (numbers, names, commas) and
+      // perhaps a comment, nothing else, as no other statement may hide in
+      // a line that is dropped from every module but the first.
       size_t e = s_.find('\n', b);
       st.end = e == std::string_view::npos ? s_.size() : e;
       st.kind = Stmt::header;
+      std::string_view line = s_.substr(b + 1 + first.size(), st.end - b - 1 - first.size());
+      if (size_t c = line.find("//"); c != std::string_view::npos)
+        line = line.substr(0, c);
+      for (size_t i = 0; i < line.size(); ++i) {
+        char c = line[i];
+        bool ok = ident_char(c) || c == ',' || c == ' ' || c == '\t' || c == '\r' ||
+                  (c == '.' && i > 0 && std::isdigit(static_cast<unsigned char>(line[i - 1])));
+        if (!ok)
+          return fail("a ." + first + " line at byte " + std::to_string(b) +
+                      " holds more than its arguments");
+      }
       return true;
     }
     auto has = [&](const char* d) {
@@ -341,15 +355,15 @@ std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modu
   }
   // A module's internal names that another module also uses are renamed in
   // it, to names no module uses.
+  std::map<std::string, size_t> users; ///< name -> how many modules use it
+  for (const std::set<std::string>& own : names)
+    for (const std::string& name : own)
+      ++users[name];
   std::vector<std::map<std::string, std::string>> renames(n);
   for (size_t i = 0; i < n; ++i)
     for (const Stmt& st : stmts[i]) {
-      if (st.kind == Stmt::header || st.link != Stmt::internal || renames[i].count(st.name))
-        continue;
-      bool clash = false;
-      for (size_t j = 0; j < n && !clash; ++j)
-        clash = j != i && names[j].count(st.name);
-      if (!clash)
+      if (st.kind == Stmt::header || st.link != Stmt::internal || renames[i].count(st.name) ||
+          users[st.name] < 2)
         continue;
       std::string fresh = st.name + "$m" + std::to_string(i);
       while (idents.count(fresh))

@@ -115,6 +115,11 @@ TEST_CASE("PTX merge: what it cannot prove the same program is refused, with the
   refused({jobs[0], std::string(kHeader) + ".visible .entry x()\n{\n"}, "unbalanced");
   refused({jobs[0], std::string(kHeader) + "garbage;\n"}, "does not start with a directive");
   refused({jobs[0], std::string(kHeader) + ".alias a, b;\n"}, ".alias");
+  // A header line holds its arguments only: the second module's would be
+  // dropped with whatever else it held.
+  std::string hidden = jobs[1];
+  hidden.replace(hidden.find(".address_size 64"), 16, ".address_size 64 .global .u32 x;");
+  refused({jobs[0], hidden}, "holds more than its arguments");
   refused({jobs[0], std::string(kHeader) + "/* open comment"}, "unterminated");
 }
 

@@ -673,8 +673,9 @@ class Harness:
                     lr = r["library_ms"] / r["hand_ms"]
                     self.row(9, f"cold compile, {n}-kernel unit, {target}: kiln --library vs "
                              f"hand pipeline", lr, "x", "<= 1.0x", lr <= 1.0,
-                             f"kiln --library {sec(r['library_ms'])} (the library's image and "
-                             f"{r['library_root_images']} root images linked), hand "
+                             f"kiln --library {sec(r['library_ms'])} ({r['library_images']} "
+                             f"image linked, the library's, serving {r['library_root_images']} "
+                             f"roots), hand "
                              f"{sec(r['hand_ms'])}; -j{jobs}; once")
                 if r.get("kiln_j1_ms") and r.get("hand_j1_ms"):
                     r1 = r["kiln_j1_ms"] / r["hand_j1_ms"]

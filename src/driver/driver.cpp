@@ -604,30 +604,15 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     }
   }
 
-  // Roots with the same members (the roots of one deferred cycle, each
-  // reaching all of it) share one image: the first of them links it (or
-  // finds it), and the others have its outcome. Linking and checking do not
-  // depend on the root, only on the members, and storage finds an image by
-  // its closure's member set, so a load of any of them finds this one.
-  std::vector<size_t> leaders;
-  std::vector<std::pair<size_t, size_t>> followers; ///< (root, its leader)
-  {
-    std::map<Hash128, size_t> leader_of;
-    for (size_t ri = 0; ri < pending.size(); ++ri)
-      if (pending[ri].link) {
-        auto [it, first] = leader_of.emplace(pending[ri].members, ri);
-        if (first)
-          leaders.push_back(ri);
-        else
-          followers.emplace_back(ri, it->second);
-      }
-  }
-  // A library's image is linked beside its roots' images, not after them:
-  // it is the longest link (nvJitLink assembles its inputs one by one), so
-  // it goes first, and the other linkers take the roots meanwhile. Its
-  // closure is stored here; record_library later finds the image and
-  // records the library (or reports why not, linking again only then).
+  // A library's image holds every kernel of its roots: it is linked, and
+  // the roots of its target are not (each root's load finds the library's
+  // image, Store::read_best_image). Its closure is stored here;
+  // record_library later finds the image and records the library (or
+  // reports why not, linking again only then). A target whose roots give no
+  // library (a root without a closure here, two roots' code under one
+  // symbol) links its roots one by one.
   std::vector<core::ClosureRecord> libraries;
+  std::map<std::string, size_t> library_of; ///< target -> its library
   if (!p.request.library.empty() && p.request.link_images) {
     std::map<std::string, std::vector<Hash128>> roots_of;
     std::set<std::string> incomplete; ///< a root without a closure here: no library
@@ -648,17 +633,47 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
         if (batch->first_of_set[i] != i)
           batch->closures[i].members = batch->closures[batch->first_of_set[i]].members;
       auto lib = core::library_closure(batch->closures);
-      if (lib && store.put_closure(*lib, {}))
+      if (lib && store.put_closure(*lib, {})) {
+        library_of[target] = libraries.size();
         libraries.push_back(lib.take());
+      }
     }
   }
+  // Roots with the same members (the roots of one deferred cycle, each
+  // reaching all of it) share one image: the first of them links it (or
+  // finds it), and the others have its outcome. Linking and checking do not
+  // depend on the root, only on the members, and storage finds an image by
+  // its closure's member set, so a load of any of them finds this one.
+  std::vector<size_t> leaders;
+  std::vector<std::pair<size_t, size_t>> followers; ///< (root, its leader)
+  std::vector<std::pair<size_t, size_t>> in_library; ///< (root, its library)
+  {
+    std::map<Hash128, size_t> leader_of;
+    for (size_t ri = 0; ri < pending.size(); ++ri) {
+      if (!pending[ri].link)
+        continue;
+      if (auto l = library_of.find(pending[ri].rr.target); l != library_of.end()) {
+        in_library.emplace_back(ri, l->second);
+        continue;
+      }
+      auto [it, first] = leader_of.emplace(pending[ri].members, ri);
+      if (first)
+        leaders.push_back(ri);
+      else
+        followers.emplace_back(ri, it->second);
+    }
+  }
+  // The library goes first: it is the longest link, and the other linkers
+  // take the roots meanwhile.
+  std::vector<Status> library_image(libraries.size(), Status::ok());
   const size_t link_tasks = libraries.size() + leaders.size();
   unsigned linkers = std::max(1u, std::min<unsigned>(parallel, unsigned(link_tasks)));
   std::atomic<size_t> next_link{0};
   auto link_work = [&] {
     for (size_t t; (t = next_link.fetch_add(1)) < link_tasks;) {
       if (t < libraries.size()) {
-        (void)image::fetch_or_link(cache, libraries[t]);
+        auto image = image::fetch_or_link(cache, libraries[t]);
+        library_image[t] = image ? Status::ok() : Status(image.error());
         continue;
       }
       PendingRoot& pr = pending[leaders[t - libraries.size()]];
@@ -684,6 +699,8 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     t.join();
   for (const auto& [ri, leader] : followers)
     pending[ri].image = pending[leader].image;
+  for (const auto& [ri, lib] : in_library)
+    pending[ri].image = library_image[lib];
 
   for (size_t ri = 0; ri < pending.size(); ++ri) {
     PendingRoot& pr = pending[ri];

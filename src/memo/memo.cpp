@@ -272,6 +272,20 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
   // The names now point at these closures, as a precompile leaves them.
   std::vector<Hash128> used;
   storage::Storage local(store); // a memo is answered from the local cache alone
+  // A library first: its image serves its roots (as the precompile links
+  // it), and is read and checked once, not once per root.
+  std::set<std::string> served; ///< targets whose library has its image
+  if (!req.library.empty()) {
+    // A library's closure is the union of its roots' members.
+    std::vector<core::ClosureRecord> full = closures;
+    for (size_t i = 0; i < full.size(); ++i)
+      if (found->first_of_set[i] != i)
+        full[i].members = closures[found->first_of_set[i]].members;
+    rep.libraries = record_libraries(local, req.library, full, rep.roots, req.link_images);
+    for (const LibraryReport& l : rep.libraries)
+      if (l.image)
+        served.insert(l.target);
+  }
   // Roots with the same members (a deferred cycle's) share one image: it is
   // found and checked once, for the first of them (as the precompile links it).
   std::map<size_t, Status> image_of_set;
@@ -297,7 +311,9 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       }
     }
     used.push_back(closure);
-    if (req.link_images) {
+    if (req.link_images && served.count(rr.target)) {
+      rr.image = true;
+    } else if (req.link_images) {
       auto [known, first] = image_of_set.try_emplace(found->first_of_set[i]);
       if (first) {
         auto made = image::fetch_or_link(local, closures[found->first_of_set[i]]);
@@ -313,14 +329,6 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       else
         rr.error = image.error().context("linking root '" + rr.name + "'").message;
     }
-  }
-  if (!req.library.empty()) {
-    // A library's closure is the union of its roots' members.
-    std::vector<core::ClosureRecord> full = closures;
-    for (size_t i = 0; i < full.size(); ++i)
-      if (found->first_of_set[i] != i)
-        full[i].members = closures[found->first_of_set[i]].members;
-    rep.libraries = record_libraries(local, req.library, full, rep.roots, req.link_images);
   }
   storage::Counters usage;
   usage.job_hits = int64_t(rep.jobs.size());

@@ -1755,6 +1755,45 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
     b.text(1, key).text(2, arch);
     KILN_TRY(scan(b, "shared images"));
   }
+  if (!best.found) {
+    // The image of a kernel library holding every member of the closure
+    // (a library precompile links the library's image, not one per root):
+    // libraries whose member set has the root job under the same symbol,
+    // then kept only if no member of the closure is missing from it.
+    KILN_TRY_ASSIGN(auto libs,
+                    prepare("SELECT i.rowid, i.created_at, i.linker, s.member_set FROM closures c "
+                            "JOIN member_sets m ON m.set_key = c.member_set AND "
+                            "m.job_key = c.root_job "
+                            "JOIN member_sets lm ON lm.job_key = m.job_key AND "
+                            "lm.symbol = m.symbol "
+                            "JOIN closures s ON s.member_set = lm.set_key AND s.key != c.key "
+                            "JOIN images i ON i.closure_key = s.key AND i.arch = ?2 "
+                            "WHERE c.key = ?1 AND s.key IN (SELECT closure_key FROM libraries)"));
+    KILN_TRY_ASSIGN(auto missing,
+                    prepare("SELECT 1 FROM closures c JOIN member_sets a ON a.set_key = "
+                            "c.member_set WHERE c.key = ?1 AND NOT EXISTS (SELECT 1 FROM "
+                            "member_sets b WHERE b.set_key = ?2 AND b.symbol = a.symbol AND "
+                            "b.job_key = a.job_key) LIMIT 1"));
+    Bound b(libs);
+    b.text(1, key).text(2, arch);
+    for (int rc; (rc = b.step()) != SQLITE_DONE;) {
+      if (rc != SQLITE_ROW)
+        return db_error("cannot list the libraries holding closure " + key);
+      int64_t created = b.col_i64(1);
+      std::string linker = b.col_text(2);
+      if (best.found && (created < best.created_at ||
+                         (created == best.created_at && linker <= best.linker)))
+        continue;
+      Bound m(missing);
+      m.text(1, key).text(2, b.col_text(3));
+      int mrc = m.step();
+      if (mrc == SQLITE_ROW)
+        continue; // the library lacks one of the closure's members
+      if (mrc != SQLITE_DONE)
+        return db_error("cannot compare closure " + key + " with a library");
+      best = {b.col_i64(0), created, std::move(linker), true};
+    }
+  }
   std::string what = "image of closure " + key + " for " + arch;
   if (!best.found)
     return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");

@@ -4,6 +4,7 @@
 #include "fixtures/cache.hpp"
 
 #include "core/keys.h"
+#include "core/target.h"
 #include "support/elf.h"
 
 #include <kiln/compiler.hpp>
@@ -229,4 +230,95 @@ TEST_CASE("library: gc removes a library with its closure") {
   auto problems = c.store->verify();
   REQUIRE(problems);
   CHECK(problems->empty());
+}
+
+namespace {
+
+// A root loaded by name through the C API: its function's value at `x`, and
+// whether the load linked (the handle's image_misses).
+int root_value(const std::string& path, const char* root, int x, int64_t* linked = nullptr) {
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(path.c_str(), &cache) == KILN_OK);
+  kiln_image* img = nullptr;
+  kiln_status st = kiln_image_load(cache, root, "host", &img);
+  INFO(root << ": " << kiln_last_error());
+  REQUIRE(st == KILN_OK);
+  void* f = nullptr;
+  REQUIRE(kiln_image_lookup(img, root, &f) == KILN_OK);
+  int v = reinterpret_cast<IntFn>(f)(x);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+  if (linked) {
+    auto store = open_store(path);
+    auto s = store->stats();
+    REQUIRE(s);
+    *linked = s->counters.image_misses;
+  }
+  return v;
+}
+
+int64_t image_rows(const std::string& path) {
+  auto store = open_store(path);
+  auto s = store->stats();
+  REQUIRE(s);
+  return s->images;
+}
+
+} // namespace
+
+TEST_CASE("library: its one image serves its roots, which are not linked one by one") {
+  TestCache c = empty_cache("kiln-library");
+  CompileReport rep = compile_library(c.path(), {"nest_a", "nest_b", "nest_c"});
+  for (const RootReport& r : rep.roots)
+    CHECK_MESSAGE(r.image, r.name); // the library's image holds it
+
+  CHECK(image_rows(c.path()) == 1);
+  // Each root loads by name from the library's image, linking nothing.
+  int64_t linked = -1;
+  CHECK(root_value(c.path(), "nest_a", 1, &linked) == 333);
+  CHECK(linked == 0);
+  CHECK(root_value(c.path(), "nest_c", 7, &linked) == 21);
+  CHECK(linked == 0);
+  // The memo's answer is the same, and links nothing either.
+  CompileReport again = compile_library(c.path(), {"nest_a", "nest_b", "nest_c"});
+  CHECK(again.memo_hit);
+  for (const RootReport& r : again.roots)
+    CHECK_MESSAGE(r.image, r.name);
+  CHECK(image_rows(c.path()) == 1);
+  // Without the library's image, a root links its own at load, and keeps it.
+  raw_exec(c.path(), "DELETE FROM images");
+  CHECK(root_value(c.path(), "nest_b", 1, &linked) == root_value(c.path(), "nest_b", 1));
+  CHECK(linked == 1);
+  CHECK(image_rows(c.path()) == 1);
+}
+
+TEST_CASE("library: a library serves only closures whose every member it holds") {
+  // v1's parent and child as one library; then v2 changes the child, so the
+  // parent's new closure has the same root job but another child: v1's
+  // library must not serve it.
+  TestCache c = empty_cache("kiln-library");
+  CompileRequest v1 = data_request("change_v1.ll", {"chg_parent", "chg_child"});
+  v1.library = "chg";
+  auto r1 = compile(v1, c.path());
+  REQUIRE(r1);
+  REQUIRE(r1->ok());
+  CHECK(root_value(c.path(), "chg_parent", 5) == 12);
+  CompileRequest v2 = data_request("change_v2.ll", {"chg_parent"});
+  v2.link_images = false; // its closure has no image of its own
+  auto r2 = compile(v2, c.path());
+  REQUIRE(r2);
+  REQUIRE(r2->ok());
+  CHECK(r2->roots[0].closure != r1->roots[0].closure);
+  int64_t linked = -1;
+  CHECK(root_value(c.path(), "chg_parent", 5, &linked) == 210);
+  CHECK(linked == 1); // linked for v2, not served by v1's library
+  // A closure that is not a library does not serve another either: v1's
+  // parent closure (holding the child) for the child's own closure.
+  raw_exec(c.path(), "DELETE FROM libraries");
+  raw_exec(c.path(), "DELETE FROM images WHERE closure_key = '" + r1->roots[1].closure + "'");
+  auto k = parse_hash128(r1->roots[1].closure);
+  REQUIRE(k);
+  auto store = open_store(c.path());
+  auto served = store->get_image_any_linker(*k, core::image_arch("host"));
+  CHECK_FALSE(served);
 }

@@ -303,13 +303,13 @@ Io transfer(Worker& w, const std::string* request, std::string* reply,
   }
 }
 
-// The environment a worker starts with: this process's, with the toolchain
-// this process resolved (ptxas, the device libraries) named explicitly, so
-// the worker produces exactly the artifacts and links exactly the libraries
-// the job's key was computed for, even if the environment changed since.
-std::vector<std::string> worker_environment() {
+// The toolchain this process resolved (ptxas, the device libraries), named
+// explicitly for the worker, so that it produces exactly the artifacts and
+// links exactly the libraries the job's key was computed for, even if the
+// environment changed since. Sent with each request (worker_protocol.h).
+worker::Toolchain toolchain_settings() {
   // The assembler too, unless it is the in-process library (no KILN_PTXAS).
-  std::vector<std::pair<std::string, std::string>> set;
+  worker::Toolchain set;
   if (ptx_assembler() == PtxAssembler::link)
     set.emplace_back("KILN_PTXAS", kAssembleAtLink);
   else if (ptx_assembler() != PtxAssembler::library)
@@ -323,18 +323,15 @@ std::vector<std::string> worker_environment() {
   amd.kind = TargetKind::amdgpu;
   if (std::vector<std::string> files = toolchain_files(amd); !files.empty())
     set.emplace_back("KILN_ROCM_DEVICE_LIBS", files.front().substr(0, files.front().rfind('/')));
+  return set;
+}
+
+// The environment a worker starts with: this process's. Nothing in it is
+// resolved first, so that a worker can start before anything else is done.
+std::vector<std::string> worker_environment() {
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view v(*e);
-    bool replaced = std::any_of(set.begin(), set.end(), [&](const auto& kv) {
-      return v.size() > kv.first.size() && v.substr(0, kv.first.size()) == kv.first &&
-             v[kv.first.size()] == '=';
-    });
-    if (!replaced)
-      env.emplace_back(v);
-  }
-  for (const auto& [name, value] : set)
-    env.push_back(name + "=" + value);
+  for (char** e = environ; e && *e; ++e)
+    env.emplace_back(*e);
   return env;
 }
 
@@ -366,36 +363,60 @@ void pin_library() {
 // the threads that compile come and go with each request.
 class Spawner {
 public:
+  /// Runs `task` on the spawning thread and waits for it; on that thread
+  /// itself (a posted task's), runs it at once.
   Status run(const std::function<void()>& task) {
-    std::unique_lock lock(mu_);
-    if (!started_) {
-      pin_library();
-      try {
-        std::thread([this] { loop(); }).detach();
-      } catch (const std::system_error& e) {
-        return make_error(Code::unavailable,
-                          std::string("cannot start the thread that starts code generation "
-                                      "workers: ") +
-                              e.what());
-      }
-      started_ = true;
+    if (std::this_thread::get_id() == thread_id_) {
+      task();
+      return Status::ok();
     }
-    Task t{&task};
+    std::unique_lock lock(mu_);
+    KILN_TRY(start_locked());
+    Task t{&task, false, {}};
     queue_.push_back(&t);
     work_.notify_one();
     done_.wait(lock, [&] { return t.done; });
     return Status::ok();
   }
 
+  /// Runs `task` on the spawning thread without waiting for it.
+  Status post(std::function<void()> task) {
+    std::unique_lock lock(mu_);
+    KILN_TRY(start_locked());
+    auto* t = new Task{nullptr, false, std::move(task)};
+    t->fn = &t->owned;
+    queue_.push_back(t);
+    work_.notify_one();
+    return Status::ok();
+  }
+
 private:
+  Status start_locked() {
+    if (started_)
+      return Status::ok();
+    pin_library();
+    try {
+      std::thread([this] { loop(); }).detach();
+    } catch (const std::system_error& e) {
+      return make_error(Code::unavailable,
+                        std::string("cannot start the thread that starts code generation "
+                                    "workers: ") +
+                            e.what());
+    }
+    started_ = true;
+    return Status::ok();
+  }
+
   struct Task {
     const std::function<void()>* fn;
     bool done = false;
+    std::function<void()> owned; ///< a posted task's own function, deleted after it runs
   };
   void loop() {
     sigset_t all; // host signals go to the host's threads
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    thread_id_ = std::this_thread::get_id();
     std::unique_lock lock(mu_);
     for (;;) {
       work_.wait(lock, [&] { return !queue_.empty(); });
@@ -404,6 +425,10 @@ private:
       lock.unlock();
       (*t->fn)();
       lock.lock();
+      if (t->owned) {
+        delete t; // posted: nobody waits for it
+        continue;
+      }
       t->done = true;
       done_.notify_all();
     }
@@ -412,32 +437,54 @@ private:
   std::condition_variable work_, done_;
   std::deque<Task*> queue_;
   bool started_ = false;
+  std::atomic<std::thread::id> thread_id_{};
 };
 
 class Pool {
 public:
-  /// An idle worker that is still alive, else a new one.
+  /// An idle worker that is still alive, else one started ahead (once it
+  /// has said hello), else a new one.
   Result<std::unique_ptr<Worker>> acquire() {
-    std::vector<std::unique_ptr<Worker>> dead;
-    std::unique_ptr<Worker> w;
-    {
-      std::lock_guard lock(mu_);
-      while (!idle_.empty() && !w) {
-        std::unique_ptr<Worker> cand = std::move(idle_.back());
-        idle_.pop_back();
-        if (idle_alive(*cand)) {
-          w = std::move(cand);
-          busy_.push_back(w->pid);
-        } else {
-          dead.push_back(std::move(cand));
-          ++lost_;
+    for (;;) {
+      std::vector<std::unique_ptr<Worker>> dead;
+      std::unique_ptr<Worker> w;
+      bool greet_it = false;
+      {
+        std::unique_lock lock(mu_);
+        while (!idle_.empty() && !w) {
+          std::unique_ptr<Worker> cand = std::move(idle_.back());
+          idle_.pop_back();
+          if (idle_alive(*cand)) {
+            w = std::move(cand);
+          } else {
+            dead.push_back(std::move(cand));
+            ++lost_;
+          }
         }
+        if (!w) {
+          // One being started ahead is as good as ready: wait for it rather
+          // than start another.
+          prestarted_.wait(lock, [&] { return prestarting_ == 0 || !starting_.empty(); });
+          if (!starting_.empty()) {
+            w = std::move(starting_.front());
+            starting_.pop_front();
+            greet_it = true;
+          }
+        }
+        if (w)
+          busy_.push_back(w->pid);
       }
+      for (auto& d : dead)
+        reap(*d, kExitTimeout);
+      if (!w)
+        break;
+      if (!greet_it || greet(*w))
+        return w;
+      // It died or failed to start: as a dead idle worker, try the next.
+      std::lock_guard lock(mu_);
+      unbusy(w->pid);
+      ++lost_;
     }
-    for (auto& d : dead)
-      reap(*d, kExitTimeout);
-    if (w)
-      return w;
     auto started = start();
     if (!started)
       return started.error();
@@ -478,17 +525,53 @@ public:
     WorkerPoolStats s;
     for (const auto& w : idle_)
       s.idle_pids.push_back(w->pid);
+    for (const auto& w : starting_)
+      s.idle_pids.push_back(w->pid);
     s.busy_pids.assign(busy_.begin(), busy_.end());
     s.started = started_;
     s.lost = lost_;
     return s;
   }
 
+  /// Starts workers on the spawning thread, without waiting for them, until
+  /// `n` are idle or starting: their start (mostly loading LLVM) overlaps
+  /// what the caller does meanwhile.
+  void prestart(unsigned n) {
+    {
+      std::lock_guard lock(mu_);
+      if (idle_.size() + starting_.size() + prestarting_ >= n)
+        return;
+      n -= unsigned(idle_.size() + starting_.size() + prestarting_);
+      prestarting_ += n;
+    }
+    Status posted = spawner_.post([this, n] {
+      for (unsigned i = 0; i < n; ++i) {
+        auto w = spawn();
+        std::lock_guard lock(mu_);
+        --prestarting_;
+        if (w) {
+          starting_.push_back(w.take());
+          ++started_;
+        }
+        prestarted_.notify_all();
+      }
+    });
+    if (!posted) {
+      std::lock_guard lock(mu_);
+      prestarting_ -= n;
+      prestarted_.notify_all();
+    }
+  }
+
   void stop_idle() {
     std::vector<std::unique_ptr<Worker>> idle;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      prestarted_.wait(lock, [&] { return prestarting_ == 0; });
       idle.swap(idle_);
+      for (auto& w : starting_)
+        idle.push_back(std::move(w));
+      starting_.clear();
     }
     for (auto& w : idle)
       w->close_chan(); // each exits at end of file
@@ -510,6 +593,13 @@ private:
   }
 
   Result<std::unique_ptr<Worker>> start() {
+    KILN_TRY_ASSIGN(auto w, spawn());
+    KILN_TRY(greet(*w));
+    return w;
+  }
+
+  // A worker process, started; it has not said hello yet.
+  Result<std::unique_ptr<Worker>> spawn() {
     KILN_TRY_ASSIGN(std::string path, codegen_worker_path());
     auto w = std::make_unique<Worker>();
     w->path = path;
@@ -575,7 +665,14 @@ private:
     w->pid = pid;
     set_nonblocking(w->chan);
     set_nonblocking(w->err);
+    return w;
+  }
 
+  // Waits for a started worker's hello; a worker that does not give it is
+  // collected, and the error says why.
+  Status greet(Worker& worker) {
+    Worker* w = &worker;
+    const std::string& path = w->path;
     std::string hello;
     Io io = transfer(*w, nullptr, &hello, Clock::now() + kStartTimeout);
     if (io != Io::ok) {
@@ -597,10 +694,13 @@ private:
       reap(*w, std::chrono::milliseconds(0));
       return s.error();
     }
-    return w;
+    return Status::ok();
   }
 
   std::mutex mu_;
+  std::condition_variable prestarted_;
+  std::deque<std::unique_ptr<Worker>> starting_; ///< started ahead, hello not yet read
+  unsigned prestarting_ = 0;                     ///< posted to the spawner, not yet started
   std::vector<std::unique_ptr<Worker>> idle_;
   std::vector<pid_t> busy_;
   uint64_t started_ = 0, lost_ = 0;
@@ -716,7 +816,7 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
   std::string reply;
   Io io;
   {
-    std::string request = worker::encode_request(job, target, options);
+    std::string request = worker::encode_request(job, target, options, toolchain_settings());
     io = transfer(*w, &request, &reply, std::nullopt);
   }
   if (io != Io::ok) {
@@ -746,6 +846,11 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
   if (!*result)
     return result->error().with_entry(job.entry).with_target(target.spec);
   return std::move(*result);
+}
+
+void prestart_workers(unsigned n) {
+  if (n && codegen_isolation_enabled())
+    the_pool().prestart(n);
 }
 
 WorkerPoolStats worker_pool_stats() { return the_pool().stats(); }

@@ -53,7 +53,15 @@ bool codegen_isolation_enabled();
 /// Code::unavailable names every place it looked.
 Result<std::string> codegen_worker_path();
 
-/// The pool's state, for tests and diagnostics.
+/// Starts workers ahead of the jobs, in the background, until `n` are idle
+/// or starting (none when isolation is off): a caller that will compile calls
+/// it before planning, so that a worker's start (mostly loading LLVM, tens of
+/// milliseconds) overlaps the plan. A job takes a started worker once it has
+/// said hello; one that failed to start is replaced then.
+void prestart_workers(unsigned n);
+
+/// The pool's state, for tests and diagnostics (workers started ahead count
+/// as idle).
 struct WorkerPoolStats {
   std::vector<int> idle_pids; ///< workers waiting for a job
   std::vector<int> busy_pids; ///< workers compiling a job

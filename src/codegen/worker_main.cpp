@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <fcntl.h>
 #include <string>
 #include <sys/prctl.h>
@@ -79,10 +80,21 @@ int main(int argc, char** argv) {
     return 0;
 
   std::string message;
+  std::optional<worker::Toolchain> toolchain; ///< the parent's, from its first request
   while (worker::read_message(chan, &message)) {
     auto request = worker::decode_request(message);
     std::string response;
-    if (request) {
+    if (request && !toolchain) {
+      // Before anything reads them (the assembler and device libraries are
+      // resolved at the first job that needs them, once).
+      for (const auto& [name, value] : request->toolchain)
+        ::setenv(name.c_str(), value.c_str(), 1);
+      toolchain = request->toolchain;
+    }
+    if (request && request->toolchain != *toolchain) {
+      response = worker::encode_response(kiln::make_error(
+          kiln::Code::internal, "the toolchain changed between two jobs of one worker"));
+    } else if (request) {
       std::vector<std::string> warnings;
       auto result = kiln::codegen::compile_job(request->job, request->target, request->options,
                                                &warnings);

@@ -20,7 +20,7 @@ namespace kiln::codegen::worker {
 namespace {
 
 // Bumped whenever a message changes form.
-constexpr uint32_t kProtocolVersion = 2; // 2: warnings in responses
+constexpr uint32_t kProtocolVersion = 3; // 2: warnings in responses; 3: the toolchain in requests
 constexpr uint32_t kMagic = 0x4b434757; // "KCGW"
 
 struct WireHello {
@@ -38,8 +38,10 @@ struct WireRequest {
   std::string triple, cpu, features;
   int opt_level = 2;
   bool debug = false;
+  std::vector<std::pair<std::string, std::string>> toolchain;
   template <class A> void serialize(A& ar) {
-    ar(entry, symbol, bitcode, renames, spec, kind, triple, cpu, features, opt_level, debug);
+    ar(entry, symbol, bitcode, renames, spec, kind, triple, cpu, features, opt_level, debug,
+       toolchain);
   }
 };
 
@@ -111,10 +113,10 @@ Status check_hello(const std::string& message, const std::string& worker) {
 }
 
 std::string encode_request(const JobInput& job, const TargetDesc& target,
-                           const CodegenOptions& options) {
+                           const CodegenOptions& options, const Toolchain& toolchain) {
   WireRequest r{job.entry,   job.symbol,     job.bitcode,        job.renames,
                 target.spec, int(target.kind), target.triple,    target.cpu,
-                target.features, options.opt_level, options.debug};
+                target.features, options.opt_level, options.debug, toolchain};
   return encode(r);
 }
 
@@ -132,6 +134,7 @@ Result<Request> decode_request(const std::string& message) {
                 std::move(r.features)};
   out.options.opt_level = r.opt_level;
   out.options.debug = r.debug;
+  out.toolchain = std::move(r.toolchain);
   return out;
 }
 

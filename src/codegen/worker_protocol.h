@@ -31,13 +31,22 @@ std::string encode_hello();
 /// would give other code than compile_job here. `worker` names it.
 Status check_hello(const std::string& message, const std::string& worker);
 
+/// The toolchain the parent resolved (the environment variables that name
+/// the assembler and device libraries, and their values), which the worker
+/// takes as its own before its first job: a job is compiled with exactly the
+/// tools its key names. It travels with the requests rather than in the
+/// worker's environment, so that a worker starts before the parent has
+/// resolved it (which loads nvJitLink).
+using Toolchain = std::vector<std::pair<std::string, std::string>>;
+
 std::string encode_request(const JobInput& job, const TargetDesc& target,
-                           const CodegenOptions& options);
+                           const CodegenOptions& options, const Toolchain& toolchain);
 
 struct Request {
   JobInput job;
   TargetDesc target;
   CodegenOptions options;
+  Toolchain toolchain;
 };
 
 /// A request, or an internal error when the message is malformed.

@@ -279,6 +279,10 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   if (Status s = core::check_name(request.library, "library"); !s)
     return make_error(Code::invalid_argument,
                       s.error().message + "; give the library another name");
+  // A plan is made to compile: a code generation worker starts now, its
+  // start (loading LLVM) overlapping the reading, planning and lookups
+  // below, rather than after them.
+  codegen::prestart_workers(1);
 
   std::vector<core::TargetDesc> targets;
   std::set<std::string> seen_specs;

@@ -476,3 +476,62 @@ TEST_CASE("compile_job_isolated: a worker uses the toolchain this process resolv
   CHECK(got == must_in_process(job, sm90));
   codegen::stop_idle_workers();
 }
+
+namespace {
+
+// The pool's idle workers (those started ahead among them), once no start
+// is still on its way: waits up to a minute for `n` of them.
+std::vector<int> wait_idle(size_t n) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<int> idle;
+  while ((idle = codegen::worker_pool_stats().idle_pids).size() < n &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return idle;
+}
+
+} // namespace
+
+TEST_CASE("compile_job_isolated: a worker started ahead takes the next job; one that died before "
+          "it is replaced") {
+  codegen::stop_idle_workers();
+  core::TargetDesc host = resolved("host");
+  codegen::JobInput good = job_for(kGood, "triple_plus", host, {});
+  uint64_t started = codegen::worker_pool_stats().started;
+  codegen::prestart_workers(1);
+  std::vector<int> ahead = wait_idle(1);
+  REQUIRE(ahead.size() == 1);
+  CHECK(codegen::worker_pool_stats().started == started + 1);
+  // Asking again, or for as many as there are, starts nothing more.
+  codegen::prestart_workers(1);
+  CHECK(wait_idle(1).size() == 1);
+  // The job runs in it: no other worker is started.
+  CHECK(must_isolated(good, host) == must_in_process(good, host));
+  codegen::WorkerPoolStats s = codegen::worker_pool_stats();
+  CHECK(s.started == started + 1);
+  CHECK(s.idle_pids == ahead);
+
+  // One started ahead that dies before its job: the job still runs, in a
+  // new worker, and the dead one is counted lost and collected.
+  codegen::stop_idle_workers();
+  codegen::prestart_workers(1);
+  ahead = wait_idle(1);
+  REQUIRE(ahead.size() == 1);
+  ::kill(ahead[0], SIGKILL);
+  wait_dead(ahead[0]);
+  uint64_t lost = codegen::worker_pool_stats().lost;
+  CHECK(must_isolated(good, host) == must_in_process(good, host));
+  s = codegen::worker_pool_stats();
+  CHECK(s.lost == lost + 1);
+  REQUIRE(s.idle_pids.size() == 1);
+  CHECK(s.idle_pids[0] != ahead[0]);
+  codegen::stop_idle_workers();
+  CHECK(zombie_children().empty());
+
+  // Without isolation nothing is started ahead.
+  {
+    EnvVar off("KILN_CODEGEN_ISOLATION", "0");
+    codegen::prestart_workers(2);
+  }
+  CHECK(codegen::worker_pool_stats().idle_pids.empty());
+}

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <unistd.h>
 #include <ctime>
+#include <thread>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <set>
@@ -286,9 +288,6 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       if (l.image)
         served.insert(l.target);
   }
-  // Roots with the same members (a deferred cycle's) share one image: it is
-  // found and checked once, for the first of them (as the precompile links it).
-  std::map<size_t, Status> image_of_set;
   for (size_t i = 0; i < closures.size(); ++i) {
     RootReport& rr = rep.roots[i];
     const Hash128& closure = closures[i].key;
@@ -311,15 +310,47 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       }
     }
     used.push_back(closure);
-    if (req.link_images && served.count(rr.target)) {
-      rr.image = true;
-    } else if (req.link_images) {
-      auto [known, first] = image_of_set.try_emplace(found->first_of_set[i]);
-      if (first) {
-        auto made = image::fetch_or_link(local, closures[found->first_of_set[i]]);
-        known->second = made ? Status::ok() : Status(made.error());
+  }
+  if (req.link_images) {
+    // Roots with the same members (a deferred cycle's) share one image: it
+    // is found and checked once, for the first of them (as the precompile
+    // links it). Images found missing (gc, or a precompile with --no-link
+    // before) are linked in parallel, on the request's -j, as the driver
+    // links them.
+    std::map<size_t, Status> image_of_set;
+    for (size_t i = 0; i < closures.size(); ++i)
+      if (!served.count(rep.roots[i].target))
+        image_of_set.try_emplace(found->first_of_set[i], Status::ok());
+    std::vector<std::pair<const size_t, Status>*> sets;
+    for (auto& entry : image_of_set)
+      sets.push_back(&entry);
+    std::atomic<size_t> next{0};
+    auto fetch = [&] {
+      for (size_t t; (t = next.fetch_add(1)) < sets.size();) {
+        auto made = image::fetch_or_link(local, closures[sets[t]->first]);
+        sets[t]->second = made ? Status::ok() : Status(made.error());
       }
-      const Status& image = known->second;
+    };
+    unsigned parallel = req.jobs ? req.jobs : std::max(1u, std::thread::hardware_concurrency());
+    parallel = std::max(1u, std::min<unsigned>(parallel, unsigned(sets.size())));
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < parallel; ++w) {
+      try {
+        pool.emplace_back(fetch);
+      } catch (const std::exception&) {
+        break; // fewer threads: the ones running take the rest
+      }
+    }
+    fetch();
+    for (std::thread& t : pool)
+      t.join();
+    for (size_t i = 0; i < closures.size(); ++i) {
+      RootReport& rr = rep.roots[i];
+      if (served.count(rr.target)) {
+        rr.image = true;
+        continue;
+      }
+      const Status& image = image_of_set.at(found->first_of_set[i]);
       if (image)
         rr.image = true;
       else if (image.error().code == Code::not_found)

@@ -1,0 +1,58 @@
+// The memo's answer (memo/memo.cpp memo_replay): a repeated request is
+// answered from what the first one recorded, and images that are missing
+// (a first request with --no-link, or gc) are linked then, on the request's
+// -j, each root's once.
+#include "fixtures/cache.hpp"
+
+#include <kiln/compiler.hpp>
+#include <kiln/kiln.h>
+
+#include <doctest/doctest.h>
+
+using namespace kiln;
+using namespace kiln::test;
+
+TEST_CASE("memo: a hit links the images a --no-link precompile left out, and every root loads") {
+  TestCache c = empty_cache("kiln-memo-replay");
+  CompileRequest req = data_request("nested.ll", {"nest_a", "nest_b", "nest_c"});
+  req.link_images = false;
+  auto first = compile(req, c.path());
+  REQUIRE(first);
+  REQUIRE(first->ok());
+  for (const RootReport& r : first->roots)
+    CHECK_FALSE(r.image);
+  c.open();
+  CHECK(stats_ok(*c.store).images == 0);
+  c.store.reset();
+
+  req.link_images = true;
+  req.jobs = 2;
+  auto again = compile(req, c.path());
+  REQUIRE(again);
+  REQUIRE(again->ok());
+  CHECK(again->memo_hit);
+  for (const RootReport& r : again->roots) {
+    CHECK_MESSAGE(r.image, r.name);
+    CHECK_MESSAGE(r.error.empty(), r.error);
+  }
+  c.open();
+  CHECK(stats_ok(*c.store).images == 3);
+  c.store.reset();
+
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  kiln_image* img = nullptr;
+  REQUIRE(kiln_image_load(cache, "nest_a", "host", &img) == KILN_OK);
+  void* f = nullptr;
+  REQUIRE(kiln_image_lookup(img, "nest_a", &f) == KILN_OK);
+  CHECK(reinterpret_cast<int (*)(int)>(f)(1) == 333);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+
+  // Once more: the images are there, nothing is linked again.
+  auto third = compile(req, c.path());
+  REQUIRE(third);
+  CHECK(third->memo_hit);
+  c.open();
+  CHECK(stats_ok(*c.store).images == 3);
+}

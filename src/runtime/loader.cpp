@@ -128,9 +128,20 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
                                             : store.get_job(closure->root_job);
     if (!root)
       return root.error().context("loading '" + std::string(name) + "'");
-    if (Status runs = backend.check_job(*root); !runs)
+    if (Status runs = backend.check_job(*root); !runs) {
+      // A name names one closure per target, and "host" is whichever CPU
+      // precompiled it last: in a cache shared by machines with other CPUs
+      // it may be another machine's build. This CPU's build of the same
+      // source (same module, entry and options), where the cache holds one,
+      // is what the name means here.
+      if (!is_hash128_hex(name))
+        if (auto others = store.other_builds(closure->root_job, 8))
+          for (const Hash128& other : *others)
+            if (auto img = load_image(cache, other.hex(), target))
+              return img;
       return runs.error().context("loading '" + std::string(name) + "' (closure " + key.hex() +
                                   ")");
+    }
   }
 
   Result<std::string> bytes = make_error(Code::internal, "no image");

@@ -1523,6 +1523,25 @@ Result<Hash128> Store::resolve_name(const std::string& name, const std::string& 
   return parse_hash128(b.col_text(0));
 }
 
+Result<std::vector<Hash128>> Store::other_builds(const Hash128& root_job, size_t limit) {
+  std::lock_guard lock(mu_);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT c.key FROM jobs j JOIN targets tj ON tj.id = "
+                                  "j.target_id JOIN jobs o ON o.module_hash = j.module_hash AND "
+                                  "o.entry = j.entry AND o.options = j.options AND o.key != j.key "
+                                  "JOIN targets t ON t.id = o.target_id AND t.spec = tj.spec "
+                                  "JOIN closures c ON c.root_job = o.key WHERE j.key = ?1 "
+                                  "ORDER BY c.created_at DESC, c.key LIMIT ?2"));
+  Bound b(s);
+  b.text(1, root_job.hex()).i64(2, int64_t(limit));
+  std::vector<Hash128> out;
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    out.push_back(key_of(b.col_text(0)));
+  if (rc != SQLITE_DONE)
+    return db_error("cannot list other builds of job " + root_job.hex());
+  return out;
+}
+
 Result<std::vector<NameRecord>> Store::names_for(const std::string& name) {
   if (is_hash128_hex(name))
     return std::vector<NameRecord>{}; // a closure key, not a name: as resolve_name

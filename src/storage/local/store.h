@@ -160,6 +160,12 @@ public:
   /// The closure a root name currently names for `target`. A key-form
   /// string names no root: `not_found`, without reading the names.
   Result<Hash128> resolve_name(const std::string& name, const std::string& target);
+  /// Closures rooted at other builds of `root_job`'s source: root jobs with
+  /// the same module, entry, target and options but another key (host code
+  /// precompiled on another CPU into a shared cache), newest first, at most
+  /// `limit` of them. Reads every job: for a load that was refused, not for
+  /// the common path.
+  Result<std::vector<Hash128>> other_builds(const Hash128& root_job, size_t limit);
 
   /// A name moved from one closure to another by point_name.
   struct NameMove {

@@ -5,6 +5,12 @@
 #include "fixtures/cache.hpp"
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/hip/hip_select.h"
+#include "runtime/handles.h"
+#include "runtime/host/host_cpu.h"
+#include "core/host_cpu.h"
+#include "core/keys.h"
+
+#include <kiln/kiln.h>
 
 #include <doctest/doctest.h>
 
@@ -85,4 +91,76 @@ TEST_CASE("a load without a target picks no GPU build when no GPU is present") {
   auto by_key = load_image(nv.cache, nv.closure.key.hex(), "");
   REQUIRE_FALSE(by_key);
   CHECK(by_key.error().code == Code::unavailable);
+}
+
+TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's build of the same "
+          "source") {
+  // A feature this CPU lacks, for a build made "elsewhere".
+  std::string lacking;
+#if defined(__x86_64__)
+  for (const core::X86FeatureBit& f : core::x86_feature_bits())
+#else
+  for (const core::Arm64FeatureBit& f : core::arm64_feature_bits())
+#endif
+    if (!host_cpu_features().present.count(f.name)) {
+      lacking = f.name;
+      break;
+    }
+  if (lacking.empty()) {
+    MESSAGE("skipped: this CPU has every feature the table knows");
+    return;
+  }
+  TestCache c = empty_cache("kiln-loader-cpu");
+  CompileReport rep = precompile(data_request("nested.ll", {"nest_c"}, {}, true), c.path());
+  REQUIRE(rep.roots.size() == 1);
+  auto here = parse_hash128(rep.roots[0].closure);
+  REQUIRE(here);
+  c.open();
+  // The same source built on a machine with `lacking` (as that machine's
+  // kiln-precompile would record it): another job and closure, and the name
+  // moved to them.
+  auto mine = c.store->get_closure(*here);
+  REQUIRE(mine);
+  REQUIRE(mine->members.size() == 1);
+  auto job = c.store->get_job(mine->root_job);
+  REQUIRE(job);
+  auto obj = c.store->get_artifact(job->key, "obj");
+  REQUIRE(obj);
+  core::JobRecord other = *job;
+  other.key = hash128("nest_c built on another CPU");
+  other.cpu = "othercpu";
+  other.features += ",+" + lacking;
+  REQUIRE(c.store->put_job(other, {{"obj", *obj}}, {}));
+  core::ClosureRecord theirs;
+  theirs.root_job = other.key;
+  theirs.target = "host";
+  theirs.members = {{mine->members[0].symbol, other.key, {}}};
+  theirs.key = core::closure_key(other.key, {{mine->members[0].symbol, other.key}});
+  REQUIRE(c.store->put_closure(theirs, {}));
+  REQUIRE(c.store->point_name({"nest_c", "host", theirs.key}, "elsewhere"));
+  c.store.reset();
+
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  kiln_image* img = nullptr;
+  kiln_status st = kiln_image_load(cache, "nest_c", "host", &img);
+  std::string why = kiln_last_error();
+  INFO(why);
+  REQUIRE(st == KILN_OK);
+  CHECK(img->closure == *here); // this CPU's build
+  void* f = nullptr;
+  REQUIRE(kiln_image_lookup(img, "nest_c", &f) == KILN_OK);
+  CHECK(reinterpret_cast<int (*)(int)>(f)(7) == 21);
+  kiln_image_release(img);
+  // By key, the other build is what was asked for: refused, naming the feature.
+  CHECK(kiln_image_load(cache, theirs.key.hex().c_str(), "host", &img) == KILN_UNAVAILABLE);
+  CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);
+  kiln_cache_close(cache);
+
+  // Without this CPU's build the name is refused as before.
+  raw_exec(c.path(), "DELETE FROM closures WHERE key = '" + here->hex() + "'");
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  CHECK(kiln_image_load(cache, "nest_c", "host", &img) == KILN_UNAVAILABLE);
+  CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);
+  kiln_cache_close(cache);
 }

@@ -74,6 +74,7 @@ struct Worker {
   int err = -1;  ///< read end of its stdout and stderr, non-blocking; -1 at end of file
   std::string path;
   std::string err_tail; ///< what it printed during the current job (the end of it)
+  std::optional<worker::Toolchain> toolchain; ///< what its first request gave it
 
   Worker() = default;
   Worker(const Worker&) = delete;
@@ -809,14 +810,25 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
     return std::move(e).context(where).with_entry(job.entry).with_target(target.spec);
   };
   Pool& pool = the_pool();
+  worker::Toolchain toolchain = toolchain_settings();
   auto acquired = pool.acquire();
   if (!acquired)
     return failed(acquired.error());
+  // A worker takes its toolchain from its first job and keeps it: one given
+  // another (this process's environment changed since) is replaced.
+  while ((*acquired)->toolchain && *(*acquired)->toolchain != toolchain) {
+    Lease stale(pool, acquired.take());
+    stale.lose(true);
+    acquired = pool.acquire();
+    if (!acquired)
+      return failed(acquired.error());
+  }
   Lease w(pool, acquired.take());
+  (*w).toolchain = toolchain;
   std::string reply;
   Io io;
   {
-    std::string request = worker::encode_request(job, target, options, toolchain_settings());
+    std::string request = worker::encode_request(job, target, options, toolchain);
     io = transfer(*w, &request, &reply, std::nullopt);
   }
   if (io != Io::ok) {

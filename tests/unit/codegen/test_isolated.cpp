@@ -7,7 +7,9 @@
 // of file.
 #include "codegen/isolated.h"
 #include "codegen/worker_protocol.h"
+#include "codegen/device_libs.h"
 #include "fixtures/env.hpp"
+#include "fixtures/files.hpp"
 #include "fixtures/jobs.hpp"
 
 #include <algorithm>
@@ -534,4 +536,39 @@ TEST_CASE("compile_job_isolated: a worker started ahead takes the next job; one 
     codegen::prestart_workers(2);
   }
   CHECK(codegen::worker_pool_stats().idle_pids.empty());
+}
+
+TEST_CASE("compile_job_isolated: a worker given another toolchain is replaced, not reused") {
+  core::TargetDesc nv;
+  nv.kind = core::TargetKind::nvptx;
+  std::string libdevice;
+  for (const std::string& f : codegen::toolchain_files(nv))
+    if (f.size() > 3 && f.compare(f.size() - 3, 3, ".bc") == 0)
+      libdevice = f;
+  if (libdevice.empty()) {
+    MESSAGE("skipped: no libdevice to name another copy of");
+    return;
+  }
+  codegen::stop_idle_workers();
+  core::TargetDesc host = resolved("host");
+  codegen::JobInput good = job_for(kGood, "triple_plus", host, {});
+  must_isolated(good, host);
+  std::vector<int> first = codegen::worker_pool_stats().idle_pids;
+  REQUIRE(first.size() == 1);
+  uint64_t lost = codegen::worker_pool_stats().lost;
+  // The same library under another path: this process now resolves another
+  // toolchain, which a worker takes only at its first job.
+  TempDir dir = temp_dir("kiln-isolated-toolchain");
+  std::string copy = dir.path() + "/libdevice.10.bc";
+  std::filesystem::copy_file(libdevice, copy);
+  {
+    EnvVar other("KILN_LIBDEVICE", copy.c_str());
+    CHECK(must_isolated(good, host) == must_in_process(good, host));
+    codegen::WorkerPoolStats s = codegen::worker_pool_stats();
+    CHECK(s.lost == lost + 1);
+    REQUIRE(s.idle_pids.size() == 1);
+    CHECK(s.idle_pids[0] != first[0]);
+  }
+  codegen::stop_idle_workers();
+  CHECK(zombie_children().empty());
 }

@@ -279,10 +279,6 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   if (Status s = core::check_name(request.library, "library"); !s)
     return make_error(Code::invalid_argument,
                       s.error().message + "; give the library another name");
-  // A plan is made to compile: a code generation worker starts now, its
-  // start (loading LLVM) overlapping the reading, planning and lookups
-  // below, rather than after them.
-  codegen::prestart_workers(1);
 
   std::vector<core::TargetDesc> targets;
   std::set<std::string> seen_specs;
@@ -667,43 +663,72 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
         followers.emplace_back(ri, it->second);
     }
   }
-  // The library goes first: it is the longest link, and the other linkers
-  // take the roots meanwhile.
+  // Links the libraries `libs` (by index) and the roots `roots` (leaders),
+  // on as many threads as asked. The library goes first: it is the longest
+  // link, and the other linkers take the roots meanwhile.
   std::vector<Status> library_image(libraries.size(), Status::ok());
-  const size_t link_tasks = libraries.size() + leaders.size();
-  unsigned linkers = std::max(1u, std::min<unsigned>(parallel, unsigned(link_tasks)));
-  std::atomic<size_t> next_link{0};
-  auto link_work = [&] {
-    for (size_t t; (t = next_link.fetch_add(1)) < link_tasks;) {
-      if (t < libraries.size()) {
-        auto image = image::fetch_or_link(cache, libraries[t]);
-        library_image[t] = image ? Status::ok() : Status(image.error());
-        continue;
+  auto link_all = [&](const std::vector<size_t>& libs, const std::vector<size_t>& roots) {
+    const size_t link_tasks = libs.size() + roots.size();
+    unsigned linkers = std::max(1u, std::min<unsigned>(parallel, unsigned(link_tasks)));
+    std::atomic<size_t> next_link{0};
+    auto link_work = [&] {
+      for (size_t t; (t = next_link.fetch_add(1)) < link_tasks;) {
+        if (t < libs.size()) {
+          auto image = image::fetch_or_link(cache, libraries[libs[t]]);
+          library_image[libs[t]] = image ? Status::ok() : Status(image.error());
+          continue;
+        }
+        PendingRoot& pr = pending[roots[t - libs.size()]];
+        auto stored = store.get_closure(pr.name.closure);
+        if (!stored) {
+          pr.image = Status(stored.error());
+          continue;
+        }
+        auto image = image::fetch_or_link(cache, *stored);
+        pr.image = image ? Status::ok() : Status(image.error());
       }
-      PendingRoot& pr = pending[leaders[t - libraries.size()]];
-      auto stored = store.get_closure(pr.name.closure);
-      if (!stored) {
-        pr.image = Status(stored.error());
-        continue;
+    };
+    std::vector<std::thread> link_pool;
+    for (unsigned w = 1; w < linkers; ++w) {
+      try {
+        link_pool.emplace_back(link_work);
+      } catch (const std::exception&) {
+        break; // fewer linkers: the ones running take the rest
       }
-      auto image = image::fetch_or_link(cache, *stored);
-      pr.image = image ? Status::ok() : Status(image.error());
     }
+    link_work();
+    for (std::thread& t : link_pool)
+      t.join();
   };
-  std::vector<std::thread> link_pool;
-  for (unsigned w = 1; w < linkers; ++w) {
-    try {
-      link_pool.emplace_back(link_work);
-    } catch (const std::exception&) {
-      break; // fewer linkers: the ones running take the rest
+  std::vector<size_t> all_libraries(libraries.size());
+  for (size_t l = 0; l < libraries.size(); ++l)
+    all_libraries[l] = l;
+  link_all(all_libraries, leaders);
+  // A library whose link failed (not for want of a linker) does not serve
+  // its roots: they are linked one by one, as a memo's answer would, and a
+  // root's own error is its own.
+  std::vector<size_t> again;
+  std::vector<std::pair<size_t, size_t>> served; ///< (root, its library), library linked
+  {
+    std::map<Hash128, size_t> leader_of;
+    for (const auto& [ri, lib] : in_library) {
+      const Status& s = library_image[lib];
+      if (s || s.error().code == Code::unavailable) {
+        served.emplace_back(ri, lib);
+        continue;
+      }
+      auto [it, first] = leader_of.emplace(pending[ri].members, ri);
+      if (first)
+        again.push_back(ri);
+      else
+        followers.emplace_back(ri, it->second);
     }
   }
-  link_work();
-  for (std::thread& t : link_pool)
-    t.join();
+  if (!again.empty())
+    link_all({}, again);
   for (const auto& [ri, leader] : followers)
     pending[ri].image = pending[leader].image;
-  for (const auto& [ri, lib] : in_library)
+  for (const auto& [ri, lib] : served)
     pending[ri].image = library_image[lib];
 
   for (size_t ri = 0; ri < pending.size(); ++ri) {
@@ -811,6 +836,10 @@ Result<CompileReport> compile_in(const CompileRequest& request, storage::Store& 
     if (hit)
       return std::move(*hit);
   }
+  // A memo miss compiles (almost always): a code generation worker starts
+  // now, its start (loading LLVM) overlapping the reading, planning and
+  // lookups, rather than after them.
+  codegen::prestart_workers(1);
   KILN_TRY_ASSIGN(auto plan, Plan::create(request));
   return run_plan(PlanAccess::of(plan), store, std::move(remote), memo, plan.toolchain_files());
 }
@@ -833,6 +862,9 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
   KILN_TRY_ASSIGN(auto hit, memo::memo_answer(request, cache_path, memo));
   if (hit)
     return std::move(*hit);
+  // A memo miss compiles (almost always): a code generation worker starts
+  // now, overlapping the plan and the cache's opening (compile_in).
+  codegen::prestart_workers(1);
   // The plan before the cache: bad input creates no cache.
   KILN_TRY_ASSIGN(auto plan, Plan::create(request));
   KILN_TRY_ASSIGN(auto store, storage::Store::open(cache_path));

@@ -221,12 +221,16 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
       ptx.push_back(&in.bytes);
   if (merge && ptx.size() > 1) {
     if (auto merged = merge_ptx(ptx)) {
+      // The merged module where the first PTX input was: the other inputs
+      // keep their order around it.
       std::vector<NvInput> one;
-      one.push_back({std::to_string(ptx.size()) + " jobs' PTX, as one module",
-                     std::move(*merged), true});
-      for (const NvInput& in : inputs)
+      for (const NvInput& in : inputs) {
         if (!in.ptx)
           one.push_back(in);
+        else if (&in.bytes == ptx.front())
+          one.push_back({std::to_string(ptx.size()) + " jobs' PTX, as one module",
+                         std::move(*merged), true});
+      }
       if (auto cubin = link_inputs(a, one, arch, with_device_runtime))
         return cubin;
     }

@@ -56,7 +56,8 @@ struct Stmt {
   size_t begin = 0, end = 0; ///< its text in the module
   size_t extern_at = 0;      ///< where ".extern" is, for an external one
   std::string name;
-  bool body = false; ///< a function's definition (not a prototype)
+  bool body = false;  ///< a function's definition (not a prototype)
+  bool entry = false; ///< a kernel (.entry): its name is how it is found
 };
 
 /// Calls f(begin, end) for each identifier of `s` outside comments and
@@ -80,7 +81,10 @@ template <typename F> bool for_each_ident(std::string_view s, F&& f) {
       size_t b = p;
       for (++p; p < s.size() && ident_char(s[p]); ++p) {
       }
-      f(b, p);
+      // A word followed by '.' is an instruction and its type ("max.s32"):
+      // PTX names hold no '.'.
+      if (p >= s.size() || s[p] != '.')
+        f(b, p);
     } else {
       ++p;
     }
@@ -216,6 +220,7 @@ private:
       st.extern_at = b + text.find(".extern");
     if (has("func") || has("entry")) {
       st.kind = Stmt::func;
+      st.entry = has("entry");
       // The name: past the keyword and an optional return parameter list.
       size_t k = text.find(has("entry") ? ".entry" : ".func");
       size_t p = skip_trivia(text, k + (has("entry") ? 6 : 5));
@@ -237,6 +242,8 @@ private:
       // The name: the last identifier before '[', '=' or ';'.
       size_t stop = text.find_first_of("[=;");
       std::string_view head = text.substr(0, stop);
+      if (head.find(',') != std::string_view::npos)
+        return fail("a statement at byte " + std::to_string(b) + " declares several variables");
       if (!for_each_ident(head, [&](size_t ib, size_t ie) {
             st.name = std::string(head.substr(ib, ie - ib));
           }) ||
@@ -251,6 +258,22 @@ private:
   std::string_view s_;
   std::string& why_;
 };
+
+// PTX instructions that may stand without a type suffix ("ret;", "exit;"):
+// a module-scope name spelled so is not renamed (the merge is refused).
+bool is_bare_instruction(const std::string& w) {
+  static const std::set<std::string> words = {
+      "abs",   "activemask", "add",   "and",  "atom",  "bar",     "barrier", "bfe",    "bfi",
+      "bfind", "bra",        "brev",  "brkpt", "call", "clz",     "cnot",    "copysign", "cos",
+      "cvt",   "cvta",       "div",   "elect", "ex2",  "exit",    "fence",   "fma",    "isspacep",
+      "ld",    "ldu",        "lg2",   "lop3", "mad",   "max",     "membar",  "min",    "mov",
+      "mul",   "nanosleep",  "neg",   "not",  "or",    "pmevent", "popc",    "prefetch", "prmt",
+      "rcp",   "red",        "rem",   "ret",  "rsqrt", "sad",     "selp",    "set",    "setp",
+      "shf",   "shfl",       "shl",   "shr",  "sin",   "slct",    "sqrt",    "st",     "sub",
+      "suld",  "sust",       "tanh",  "testp", "tex",  "tld4",    "trap",    "txq",    "vote",
+      "xor"};
+  return words.count(w) > 0;
+}
 
 std::string normalized(std::string_view s) {
   std::string out;
@@ -347,6 +370,12 @@ std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modu
         continue;
       if (st.link == Stmt::weak && it->second.link == Stmt::weak && it->second.text == text) {
         drop[i][k] = true; // one copy of the same .weak definition
+        // and none of this module's own declarations of it, which would
+        // come after the kept definition (ptxas refuses that)
+        for (size_t q = 0; q < stmts[i].size(); ++q)
+          if (stmts[i][q].name == st.name && stmts[i][q].kind == Stmt::func &&
+              !stmts[i][q].body && stmts[i][q].link != Stmt::external)
+            drop[i][q] = true;
         continue;
       }
       return no("'" + st.name + "' is defined in modules " + std::to_string(it->second.module) +
@@ -365,6 +394,12 @@ std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modu
       if (st.kind == Stmt::header || st.link != Stmt::internal || renames[i].count(st.name) ||
           users[st.name] < 2)
         continue;
+      if (st.entry)
+        return no("kernel '" + st.name + "' of module " + std::to_string(i) +
+                  " shares its name with another module's");
+      if (is_bare_instruction(st.name))
+        return no("'" + st.name + "' of module " + std::to_string(i) +
+                  " is spelled as an instruction and is not renamed");
       std::string fresh = st.name + "$m" + std::to_string(i);
       while (idents.count(fresh))
         fresh += "_";

@@ -30,8 +30,12 @@ namespace kiln::link {
 ///   declaration after one); an .extern declared identically twice is kept
 ///   once;
 /// - debug sections (.file, .section), .common, .alias, an .extern variable
-///   another module defines, two .visible definitions of one name, or text
-///   the reader cannot split into statements: not merged.
+///   another module defines, two .visible definitions of one name, several
+///   variables in one statement, two modules' kernels (.entry, found by name)
+///   or internal names spelled as instructions that would need renaming, or
+///   text the reader cannot split into statements: not merged.
+/// A word followed by '.' is an instruction with its type ("max.s32"), never
+/// a name: PTX names hold no '.'.
 std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modules,
                                      std::string* why = nullptr);
 

@@ -284,9 +284,12 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       if (found->first_of_set[i] != i)
         full[i].members = closures[found->first_of_set[i]].members;
     rep.libraries = record_libraries(local, req.library, full, rep.roots, req.link_images);
-    for (const LibraryReport& l : rep.libraries)
+    for (const LibraryReport& l : rep.libraries) {
       if (l.image)
         served.insert(l.target);
+      if (auto k = parse_hash128(l.closure))
+        used.push_back(*k); // gc keeps the image that serves the roots
+    }
   }
   for (size_t i = 0; i < closures.size(); ++i) {
     RootReport& rr = rep.roots[i];

@@ -23,7 +23,11 @@ struct kiln_cache {
   kiln::storage::Counters usage;
   std::vector<kiln::Hash128> used;
 
-  void record_load(const kiln::Hash128& closure, bool linked);
+  /// A load of `closure` for the usage counters and its recency; the closure
+  /// whose image served it (a library's, a cycle sibling's), when another,
+  /// is marked used too, so that gc keeps what its loads read.
+  void record_load(const kiln::Hash128& closure, bool linked,
+                   const kiln::Hash128* image_of = nullptr);
   void flush_usage();
   ~kiln_cache() { flush_usage(); }
 };

@@ -70,6 +70,35 @@ Result<std::string> choose_among(storage::Store& store, const std::vector<core::
 
 } // namespace
 
+namespace {
+
+// What each member of a closure is, whatever CPU it was built for: its
+// entry, module, options and target spec; sorted. Empty if a part is gone.
+std::vector<std::string> member_sources(storage::Store& store, const core::ClosureRecord& c) {
+  std::vector<std::string> out;
+  for (const core::ClosureMember& m : c.members) {
+    auto job = store.get_job(m.job);
+    if (!job)
+      return {};
+    out.push_back(job->entry + '\n' + job->module_hash.hex() + '\n' + job->options + '\n' +
+                  job->target);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Whether closure `other` is another build of `closure`'s source: the same
+// functions, member for member (a child changed since is another source).
+bool same_source(storage::Store& store, const core::ClosureRecord& closure, const Hash128& other) {
+  auto theirs = store.get_closure(other);
+  if (!theirs || theirs->members.size() != closure.members.size())
+    return false;
+  std::vector<std::string> a = member_sources(store, closure);
+  return !a.empty() && a == member_sources(store, *theirs);
+}
+
+} // namespace
+
 Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_view name,
                                                std::string_view target_arg) {
   if (name.empty())
@@ -99,6 +128,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   Hash128 key;
   Result<core::ClosureRecord> closure = make_error(Code::internal, "unread");
   std::optional<std::string> stored_image;
+  std::optional<Hash128> image_of; ///< whose image row stored_image is
   std::optional<core::JobRecord> root_job;
   const Backend& backend = backend_for(core::target_kind(target));
   auto local = store.read_root(std::string(name), target, arch, backend.check_job != nullptr);
@@ -106,6 +136,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     key = local->closure.key;
     closure = std::move(local->closure);
     stored_image = std::move(local->image);
+    image_of = local->image_of;
     root_job = std::move(local->root);
   } else if (local.error().code == Code::not_found) {
     KILN_TRY_ASSIGN(auto k, resolve(storage, name, target));
@@ -132,13 +163,15 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
       // A name names one closure per target, and "host" is whichever CPU
       // precompiled it last: in a cache shared by machines with other CPUs
       // it may be another machine's build. This CPU's build of the same
-      // source (same module, entry and options), where the cache holds one,
-      // is what the name means here.
+      // source, where the cache holds one, is what the name means here:
+      // a closure whose every member is the same function (entry, module,
+      // options and target) as one of this closure's, built for another CPU.
       if (!is_hash128_hex(name))
         if (auto others = store.other_builds(closure->root_job, 8))
           for (const Hash128& other : *others)
-            if (auto img = load_image(cache, other.hex(), target))
-              return img;
+            if (same_source(store, *closure, other))
+              if (auto img = load_image(cache, other.hex(), target))
+                return img;
       return runs.error().context("loading '" + std::string(name) + "' (closure " + key.hex() +
                                   ")");
     }
@@ -146,8 +179,10 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
 
   Result<std::string> bytes = make_error(Code::internal, "no image");
   bool linked = false;
+  const Hash128* served_by = nullptr;
   if (stored_image && core::check_image(*stored_image, *closure)) {
     bytes = std::move(*stored_image);
+    served_by = image_of ? &*image_of : nullptr;
   } else if (jit_image) {
     // A cubin for another major (or another 'a' arch) does not run here; its
     // PTX may, through the driver's JIT.
@@ -163,7 +198,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   img->target = target;
   KILN_TRY_ASSIGN(auto mod, backend.load(*bytes, *closure, img->symbols));
   img->module = std::move(mod);
-  cache.record_load(key, linked);
+  cache.record_load(key, linked, served_by);
   return img;
 }
 
@@ -201,13 +236,16 @@ Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_
 
 } // namespace kiln::runtime
 
-void kiln_cache::record_load(const kiln::Hash128& closure, bool linked) {
+void kiln_cache::record_load(const kiln::Hash128& closure, bool linked,
+                             const kiln::Hash128* image_of) {
   bool flush = false;
   {
     std::lock_guard lock(usage_mu);
     ++usage.loads;
     ++(linked ? usage.image_misses : usage.image_hits);
     used.push_back(closure);
+    if (image_of && !(*image_of == closure))
+      used.push_back(*image_of);
     flush = used.size() >= kFlushEvery;
   }
   if (flush)

@@ -1484,7 +1484,7 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
       out = closure.error();
       return Status::ok();
     }
-    RootRead r{closure.take(), std::nullopt, std::nullopt};
+    RootRead r{closure.take(), std::nullopt, std::nullopt, std::nullopt};
     // The root job too (the host backend checks its CPU features before any
     // image is loaded): in this transaction, not a second one.
     if (with_root)
@@ -1492,8 +1492,11 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
         r.root = root.take();
     if (!arch.empty()) {
       // A damaged image counts as absent here: the caller links anew.
-      if (auto bytes = read_best_image(*key, arch))
+      Hash128 source;
+      if (auto bytes = read_best_image(*key, arch, &source)) {
         r.image = bytes.take();
+        r.image_of = source;
+      }
       else if (bytes.error().code != Code::not_found && bytes.error().code != Code::corrupt)
         return bytes.error();
     }
@@ -1733,13 +1736,14 @@ Result<std::string> Store::get_image_any_linker(const Hash128& closure, const st
   return out;
 }
 
-Result<std::string> Store::read_best_image(const Hash128& closure, const std::string& arch) {
+Result<std::string> Store::read_best_image(const Hash128& closure, const std::string& arch,
+                                           Hash128* source) {
   // Candidates first, by index, the choice in code: the one-statement form
   // (an IN list over the member set, ORDER BY ... LIMIT 1) built two
   // temporary b-trees on every load.
   struct Best {
     int64_t rowid = 0, created_at = 0;
-    std::string linker;
+    std::string linker, owner;
     bool found = false;
   } best;
   auto scan = [&](Bound& b, const char* what) -> Status {
@@ -1750,13 +1754,13 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
       std::string linker = b.col_text(2);
       if (!best.found || created > best.created_at ||
           (created == best.created_at && linker > best.linker))
-        best = {b.col_i64(0), created, std::move(linker), true};
+        best = {b.col_i64(0), created, std::move(linker), b.col_text(3), true};
     }
     return Status::ok();
   };
   std::string key = closure.hex();
   {
-    KILN_TRY_ASSIGN(auto own, prepare("SELECT rowid, created_at, linker FROM images "
+    KILN_TRY_ASSIGN(auto own, prepare("SELECT rowid, created_at, linker, closure_key FROM images "
                                       "WHERE closure_key = ?1 AND arch = ?2"));
     Bound b(own);
     b.text(1, key).text(2, arch);
@@ -1766,7 +1770,7 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
     // The image one of its member set's other closures has (a deferred
     // cycle's roots share one).
     KILN_TRY_ASSIGN(auto served,
-                    prepare("SELECT i.rowid, i.created_at, i.linker FROM closures c "
+                    prepare("SELECT i.rowid, i.created_at, i.linker, i.closure_key FROM closures c "
                             "JOIN closures s ON s.member_set = c.member_set "
                             "JOIN images i ON i.closure_key = s.key AND i.arch = ?2 "
                             "WHERE c.key = ?1"));
@@ -1780,7 +1784,7 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
     // libraries whose member set has the root job under the same symbol,
     // then kept only if no member of the closure is missing from it.
     KILN_TRY_ASSIGN(auto libs,
-                    prepare("SELECT i.rowid, i.created_at, i.linker, s.member_set FROM closures c "
+                    prepare("SELECT i.rowid, i.created_at, i.linker, s.key, s.member_set FROM closures c "
                             "JOIN member_sets m ON m.set_key = c.member_set AND "
                             "m.job_key = c.root_job "
                             "JOIN member_sets lm ON lm.job_key = m.job_key AND "
@@ -1804,18 +1808,20 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
                          (created == best.created_at && linker <= best.linker)))
         continue;
       Bound m(missing);
-      m.text(1, key).text(2, b.col_text(3));
+      m.text(1, key).text(2, b.col_text(4));
       int mrc = m.step();
       if (mrc == SQLITE_ROW)
         continue; // the library lacks one of the closure's members
       if (mrc != SQLITE_DONE)
         return db_error("cannot compare closure " + key + " with a library");
-      best = {b.col_i64(0), created, std::move(linker), true};
+      best = {b.col_i64(0), created, std::move(linker), b.col_text(3), true};
     }
   }
   std::string what = "image of closure " + key + " for " + arch;
   if (!best.found)
     return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");
+  if (source)
+    *source = key_of(best.owner);
   KILN_TRY_ASSIGN(auto s, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
                                   "WHERE rowid = ?1"));
   Bound b(s);

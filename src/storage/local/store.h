@@ -193,6 +193,9 @@ public:
     ClosureRecord closure;
     std::optional<std::string> image;
     std::optional<JobRecord> root; ///< the closure's root job, when stored
+    /// The closure whose image row `image` is: the closure's own, a member
+    /// set sibling's, or a kernel library's holding it (read_best_image).
+    std::optional<Hash128> image_of;
   };
   /// not_found if the name or the closure is not here. A key-form string is
   /// read as a key only, never as a name. With `with_root`, also the
@@ -355,7 +358,8 @@ private:
   /// The image of `closure` for `arch` by any linker: its own, else one its
   /// member set's other closures have; the newest, then the greatest linker.
   /// Under mu_. Found by index alone: no temporary table or sort.
-  Result<std::string> read_best_image(const Hash128& closure, const std::string& arch);
+  Result<std::string> read_best_image(const Hash128& closure, const std::string& arch,
+                                      Hash128* source = nullptr);
   /// The checks verify makes on the rows themselves (blobs, members, names).
   Status check_rows(std::vector<Problem>& out);
   friend Result<VerifyReport> verify_cache(Store& store);

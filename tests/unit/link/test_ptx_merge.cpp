@@ -121,6 +121,42 @@ TEST_CASE("PTX merge: what it cannot prove the same program is refused, with the
   hidden.replace(hidden.find(".address_size 64"), 16, ".address_size 64 .global .u32 x;");
   refused({jobs[0], hidden}, "holds more than its arguments");
   refused({jobs[0], std::string(kHeader) + "/* open comment"}, "unterminated");
+  // Several variables in one statement.
+  refused({jobs[0], std::string(kHeader) + ".visible .global .u32 a, b;\n"}, "several variables");
+  // A kernel is found by its name: two modules' internal kernels of one name.
+  std::string internal_kernel = std::string(kHeader) + ".entry kx()\n{\n\tret;\n}\n";
+  refused({internal_kernel, internal_kernel}, "kernel 'kx'");
+  // An internal name spelled as an instruction is not renamed.
+  std::string ret_fn = std::string(kHeader) + ".func ret()\n{\n\tret;\n}\n";
+  refused({ret_fn, ret_fn}, "spelled as an instruction");
+}
+
+TEST_CASE("PTX merge: a repeated .weak function is kept once, with no declaration after it") {
+  std::string weak = std::string(kHeader) +
+                     ".weak .func f(\n\t.param .b32 f_param_0\n)\n;\n"
+                     ".visible .entry k()\n{\n\tcall.uni f, (param0);\n\tret;\n}\n"
+                     ".weak .func f(\n\t.param .b32 f_param_0\n)\n{\n\tret;\n}\n";
+  std::string other = weak;
+  other.replace(other.find("entry k()"), 9, "entry j()");
+  std::string why;
+  auto m = merge({weak, other}, &why);
+  INFO(why);
+  REQUIRE(m);
+  INFO(*m);
+  CHECK(count(*m, ".weak .func f(") == 2); // module 0's prototype and definition
+  CHECK(m->rfind(".weak .func f(") < m->find("entry j()"));
+  // Instructions with a type suffix are never names: "max" is not renamed
+  // in "max.s32" when a module's internal "maxv" is.
+  std::string a = std::string(kHeader) +
+                  ".global .align 4 .b32 maxv;\n.visible .entry ka()\n{\n\tmax.s32 %r1, %r2, "
+                  "%r3;\n\tld.global.u32 %r1, [maxv];\n\tret;\n}\n";
+  std::string b = a;
+  b.replace(b.find("entry ka()"), 10, "entry kb()");
+  m = merge({a, b}, &why);
+  REQUIRE(m);
+  CHECK(count(*m, "max.s32 %r1") == 2);
+  CHECK(count(*m, "[maxv$m0]") == 1);
+  CHECK(count(*m, "[maxv$m1]") == 1);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include "core/keys.h"
 #include "core/target.h"
 #include "support/elf.h"
+#include "support/fault.h"
 
 #include <kiln/compiler.hpp>
 #include <kiln/kiln.h>
@@ -279,6 +280,12 @@ TEST_CASE("library: its one image serves its roots, which are not linked one by 
   CHECK(linked == 0);
   CHECK(root_value(c.path(), "nest_c", 7, &linked) == 21);
   CHECK(linked == 0);
+  // A root's load marks the library used too: gc keeps the image that
+  // serves it for as long as its roots are loaded.
+  raw_exec(c.path(), "UPDATE closures SET last_used = 1");
+  root_value(c.path(), "nest_b", 1);
+  CHECK(raw_exec(c.path(), "UPDATE closures SET last_used = last_used WHERE last_used > 1 AND "
+                           "key = '" + rep.libraries[0].closure + "'") == 1);
   // The memo's answer is the same, and links nothing either.
   CompileReport again = compile_library(c.path(), {"nest_a", "nest_b", "nest_c"});
   CHECK(again.memo_hit);
@@ -321,4 +328,20 @@ TEST_CASE("library: a library serves only closures whose every member it holds")
   auto store = open_store(c.path());
   auto served = store->get_image_any_linker(*k, core::image_arch("host"));
   CHECK_FALSE(served);
+}
+
+TEST_CASE("library: when the library's link fails, its roots are linked one by one") {
+  TestCache c = empty_cache("kiln-library");
+  fault::set_plan("link:host:1"); // the first link of this process: the library's
+  CompileRequest req = data_request("nested.ll", {"nest_a", "nest_b", "nest_c"});
+  req.library = "nest";
+  auto r = compile(req, c.path());
+  fault::set_plan("");
+  REQUIRE(r);
+  for (const RootReport& root : r->roots) {
+    CHECK_MESSAGE(root.image, root.name);
+    CHECK_MESSAGE(root.error.empty(), root.error);
+  }
+  CHECK(root_value(c.path(), "nest_a", 1) == 333);
+  CHECK(root_value(c.path(), "nest_c", 7) == 21);
 }

@@ -164,3 +164,65 @@ TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's b
   CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);
   kiln_cache_close(cache);
 }
+
+TEST_CASE("loader: another CPU's build of a parent whose deferred child changed is not this "
+          "CPU's build of it") {
+  std::string lacking;
+#if defined(__x86_64__)
+  for (const core::X86FeatureBit& f : core::x86_feature_bits())
+#else
+  for (const core::Arm64FeatureBit& f : core::arm64_feature_bits())
+#endif
+    if (!host_cpu_features().present.count(f.name)) {
+      lacking = f.name;
+      break;
+    }
+  if (lacking.empty()) {
+    MESSAGE("skipped: this CPU has every feature the table knows");
+    return;
+  }
+  // Here: v1 (chg_child(x) = x + 1). Elsewhere, on a CPU with `lacking`:
+  // v2, whose child is another function; the parent's job is the same source.
+  TestCache c = empty_cache("kiln-loader-cpu");
+  CompileReport rep =
+      precompile(data_request("change_v1.ll", {"chg_parent"}, {}, true), c.path());
+  REQUIRE(rep.roots.size() == 1);
+  auto here = parse_hash128(rep.roots[0].closure);
+  REQUIRE(here);
+  c.open();
+  auto mine = c.store->get_closure(*here);
+  REQUIRE(mine);
+  REQUIRE(mine->members.size() == 2);
+  core::ClosureRecord theirs;
+  theirs.target = "host";
+  core::ClosureMap members;
+  for (const core::ClosureMember& m : mine->members) {
+    auto job = c.store->get_job(m.job);
+    REQUIRE(job);
+    auto obj = c.store->get_artifact(job->key, "obj");
+    REQUIRE(obj);
+    core::JobRecord other = *job;
+    other.key = hash128("elsewhere " + job->key.hex());
+    other.cpu = "othercpu";
+    other.features += ",+" + lacking;
+    if (m.job != mine->root_job)
+      other.module_hash = hash128("chg_child, version 2"); // the changed child
+    else
+      theirs.root_job = other.key;
+    REQUIRE(c.store->put_job(other, {{"obj", *obj}}, {}));
+    theirs.members.push_back({m.symbol, other.key, {}});
+    members.emplace_back(m.symbol, other.key);
+  }
+  theirs.key = core::closure_key(theirs.root_job, members);
+  REQUIRE(c.store->put_closure(theirs, {}));
+  REQUIRE(c.store->point_name({"chg_parent", "host", theirs.key}, "elsewhere"));
+  c.store.reset();
+
+  // v1 here is not what the name means now: refused, not run.
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  kiln_image* img = nullptr;
+  CHECK(kiln_image_load(cache, "chg_parent", "host", &img) == KILN_UNAVAILABLE);
+  CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);
+  kiln_cache_close(cache);
+}

@@ -75,7 +75,12 @@ kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems);
  *  A cached image is loaded without compiling anything; if only the
  *  closure's job artifacts are cached, they are relinked (bringing in the
  *  linker lazily) and the image is stored for next time (in a read-only
- *  cache: kept in memory for this handle).
+ *  cache: kept in memory for this handle). A root of a kernel library
+ *  (kiln-precompile --library) has no image of its own: it loads the
+ *  library's, which holds it (and the library's other kernels).
+ *  On CPUs: a name whose latest precompile was another machine's, for
+ *  features this CPU lacks, loads this CPU's build of the same source where
+ *  the cache holds one.
  *  On success *out owns the image; release it with kiln_image_release. */
 kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
                             kiln_image** out);

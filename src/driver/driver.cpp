@@ -25,6 +25,7 @@
 #include "ir/unit.h"
 #include "storage/storage.h"
 #include "support/fault.h"
+#include "support/parallel.h"
 #include "image/image.h"
 
 #include <kiln/compiler.hpp>
@@ -668,37 +669,21 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
   // link, and the other linkers take the roots meanwhile.
   std::vector<Status> library_image(libraries.size(), Status::ok());
   auto link_all = [&](const std::vector<size_t>& libs, const std::vector<size_t>& roots) {
-    const size_t link_tasks = libs.size() + roots.size();
-    unsigned linkers = std::max(1u, std::min<unsigned>(parallel, unsigned(link_tasks)));
-    std::atomic<size_t> next_link{0};
-    auto link_work = [&] {
-      for (size_t t; (t = next_link.fetch_add(1)) < link_tasks;) {
-        if (t < libs.size()) {
-          auto image = image::fetch_or_link(cache, libraries[libs[t]]);
-          library_image[libs[t]] = image ? Status::ok() : Status(image.error());
-          continue;
-        }
-        PendingRoot& pr = pending[roots[t - libs.size()]];
-        auto stored = store.get_closure(pr.name.closure);
-        if (!stored) {
-          pr.image = Status(stored.error());
-          continue;
-        }
-        auto image = image::fetch_or_link(cache, *stored);
-        pr.image = image ? Status::ok() : Status(image.error());
+    parallel_for(libs.size() + roots.size(), parallel, [&](size_t t) {
+      if (t < libs.size()) {
+        auto image = image::fetch_or_link(cache, libraries[libs[t]]);
+        library_image[libs[t]] = image ? Status::ok() : Status(image.error());
+        return;
       }
-    };
-    std::vector<std::thread> link_pool;
-    for (unsigned w = 1; w < linkers; ++w) {
-      try {
-        link_pool.emplace_back(link_work);
-      } catch (const std::exception&) {
-        break; // fewer linkers: the ones running take the rest
+      PendingRoot& pr = pending[roots[t - libs.size()]];
+      auto stored = store.get_closure(pr.name.closure);
+      if (!stored) {
+        pr.image = Status(stored.error());
+        return;
       }
-    }
-    link_work();
-    for (std::thread& t : link_pool)
-      t.join();
+      auto image = image::fetch_or_link(cache, *stored);
+      pr.image = image ? Status::ok() : Status(image.error());
+    });
   };
   std::vector<size_t> all_libraries(libraries.size());
   for (size_t l = 0; l < libraries.size(); ++l)

@@ -7,6 +7,7 @@
 #include "image/image.h"
 #include "storage/storage.h"
 #include "support/files.h"
+#include "support/parallel.h"
 
 
 #include <cstdlib>
@@ -14,7 +15,6 @@
 #include <unistd.h>
 #include <ctime>
 #include <thread>
-#include <atomic>
 #include <deque>
 #include <map>
 #include <set>
@@ -327,26 +327,11 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
     std::vector<std::pair<const size_t, Status>*> sets;
     for (auto& entry : image_of_set)
       sets.push_back(&entry);
-    std::atomic<size_t> next{0};
-    auto fetch = [&] {
-      for (size_t t; (t = next.fetch_add(1)) < sets.size();) {
-        auto made = image::fetch_or_link(local, closures[sets[t]->first]);
-        sets[t]->second = made ? Status::ok() : Status(made.error());
-      }
-    };
     unsigned parallel = req.jobs ? req.jobs : std::max(1u, std::thread::hardware_concurrency());
-    parallel = std::max(1u, std::min<unsigned>(parallel, unsigned(sets.size())));
-    std::vector<std::thread> pool;
-    for (unsigned w = 1; w < parallel; ++w) {
-      try {
-        pool.emplace_back(fetch);
-      } catch (const std::exception&) {
-        break; // fewer threads: the ones running take the rest
-      }
-    }
-    fetch();
-    for (std::thread& t : pool)
-      t.join();
+    parallel_for(sets.size(), parallel, [&](size_t t) {
+      auto made = image::fetch_or_link(local, closures[sets[t]->first]);
+      sets[t]->second = made ? Status::ok() : Status(made.error());
+    });
     for (size_t i = 0; i < closures.size(); ++i) {
       RootReport& rr = rep.roots[i];
       if (served.count(rr.target)) {

@@ -3,6 +3,8 @@
 #include "runtime/host/host_cpu.h"
 #include "runtime/host/host_select.h"
 
+#include "fixtures/cpu.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -51,16 +53,7 @@ TEST_CASE("this CPU's features come from the hardware") {
 }
 
 TEST_CASE("a job needing a feature this CPU lacks is refused, naming it and the CPU") {
-  std::string lacking;
-#if defined(__x86_64__)
-  for (const core::X86FeatureBit& f : core::x86_feature_bits())
-#else
-  for (const core::Arm64FeatureBit& f : core::arm64_feature_bits())
-#endif
-    if (!host_cpu_features().present.count(f.name)) {
-      lacking = f.name;
-      break;
-    }
+  std::string lacking = kiln::test::lacking_cpu_feature();
   if (lacking.empty()) {
     MESSAGE("skipped: this CPU has every feature the table knows");
     return;

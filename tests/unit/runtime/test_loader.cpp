@@ -2,13 +2,12 @@
 // load without a target picks, and a GPU load on a machine without the GPU.
 #include "runtime/loader.h"
 
-#include "fixtures/cache.hpp"
-#include "runtime/cuda/cuda_select.h"
-#include "runtime/hip/hip_select.h"
-#include "runtime/handles.h"
-#include "runtime/host/host_cpu.h"
-#include "core/host_cpu.h"
 #include "core/keys.h"
+#include "fixtures/cache.hpp"
+#include "fixtures/cpu.hpp"
+#include "runtime/cuda/cuda_select.h"
+#include "runtime/handles.h"
+#include "runtime/hip/hip_select.h"
 
 #include <kiln/kiln.h>
 
@@ -96,16 +95,7 @@ TEST_CASE("a load without a target picks no GPU build when no GPU is present") {
 TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's build of the same "
           "source") {
   // A feature this CPU lacks, for a build made "elsewhere".
-  std::string lacking;
-#if defined(__x86_64__)
-  for (const core::X86FeatureBit& f : core::x86_feature_bits())
-#else
-  for (const core::Arm64FeatureBit& f : core::arm64_feature_bits())
-#endif
-    if (!host_cpu_features().present.count(f.name)) {
-      lacking = f.name;
-      break;
-    }
+  std::string lacking = lacking_cpu_feature();
   if (lacking.empty()) {
     MESSAGE("skipped: this CPU has every feature the table knows");
     return;
@@ -167,16 +157,7 @@ TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's b
 
 TEST_CASE("loader: another CPU's build of a parent whose deferred child changed is not this "
           "CPU's build of it") {
-  std::string lacking;
-#if defined(__x86_64__)
-  for (const core::X86FeatureBit& f : core::x86_feature_bits())
-#else
-  for (const core::Arm64FeatureBit& f : core::arm64_feature_bits())
-#endif
-    if (!host_cpu_features().present.count(f.name)) {
-      lacking = f.name;
-      break;
-    }
+  std::string lacking = lacking_cpu_feature();
   if (lacking.empty()) {
     MESSAGE("skipped: this CPU has every feature the table knows");
     return;

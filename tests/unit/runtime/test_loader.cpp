@@ -92,6 +92,54 @@ TEST_CASE("a load without a target picks no GPU build when no GPU is present") {
   CHECK(by_key.error().code == Code::unavailable);
 }
 
+namespace {
+
+// `root` precompiled here for the host from `file`, then the same source as
+// a machine with CPU feature `lacking` would record it (its own jobs and
+// closure, the name moved to them), with `changed_child` standing for a
+// deferred child whose source differs there. Returns (here, theirs).
+std::pair<Hash128, Hash128> built_here_and_elsewhere(TestCache& c, const std::string& file,
+                                                     const std::string& root,
+                                                     const std::string& lacking,
+                                                     size_t want_members,
+                                                     bool changed_child = false) {
+  CompileReport rep = precompile(data_request(file, {root}, {}, true), c.path());
+  REQUIRE(rep.roots.size() == 1);
+  auto here = parse_hash128(rep.roots[0].closure);
+  REQUIRE(here);
+  c.open();
+  auto mine = c.store->get_closure(*here);
+  REQUIRE(mine);
+  REQUIRE(mine->members.size() == want_members);
+  core::ClosureRecord theirs;
+  theirs.target = "host";
+  core::ClosureMap members;
+  for (const core::ClosureMember& m : mine->members) {
+    auto job = c.store->get_job(m.job);
+    REQUIRE(job);
+    auto obj = c.store->get_artifact(job->key, "obj");
+    REQUIRE(obj);
+    core::JobRecord other = *job;
+    other.key = hash128("elsewhere " + job->key.hex());
+    other.cpu = "othercpu";
+    other.features += ",+" + lacking;
+    if (m.job == mine->root_job)
+      theirs.root_job = other.key;
+    else if (changed_child)
+      other.module_hash = hash128("another version of " + job->entry);
+    REQUIRE(c.store->put_job(other, {{"obj", *obj}}, {}));
+    theirs.members.push_back({m.symbol, other.key, {}});
+    members.emplace_back(m.symbol, other.key);
+  }
+  theirs.key = core::closure_key(theirs.root_job, members);
+  REQUIRE(c.store->put_closure(theirs, {}));
+  REQUIRE(c.store->point_name({root, "host", theirs.key}, "elsewhere"));
+  c.store.reset();
+  return {*here, theirs.key};
+}
+
+} // namespace
+
 TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's build of the same "
           "source") {
   // A feature this CPU lacks, for a build made "elsewhere".
@@ -101,34 +149,7 @@ TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's b
     return;
   }
   TestCache c = empty_cache("kiln-loader-cpu");
-  CompileReport rep = precompile(data_request("nested.ll", {"nest_c"}, {}, true), c.path());
-  REQUIRE(rep.roots.size() == 1);
-  auto here = parse_hash128(rep.roots[0].closure);
-  REQUIRE(here);
-  c.open();
-  // The same source built on a machine with `lacking` (as that machine's
-  // kiln-precompile would record it): another job and closure, and the name
-  // moved to them.
-  auto mine = c.store->get_closure(*here);
-  REQUIRE(mine);
-  REQUIRE(mine->members.size() == 1);
-  auto job = c.store->get_job(mine->root_job);
-  REQUIRE(job);
-  auto obj = c.store->get_artifact(job->key, "obj");
-  REQUIRE(obj);
-  core::JobRecord other = *job;
-  other.key = hash128("nest_c built on another CPU");
-  other.cpu = "othercpu";
-  other.features += ",+" + lacking;
-  REQUIRE(c.store->put_job(other, {{"obj", *obj}}, {}));
-  core::ClosureRecord theirs;
-  theirs.root_job = other.key;
-  theirs.target = "host";
-  theirs.members = {{mine->members[0].symbol, other.key, {}}};
-  theirs.key = core::closure_key(other.key, {{mine->members[0].symbol, other.key}});
-  REQUIRE(c.store->put_closure(theirs, {}));
-  REQUIRE(c.store->point_name({"nest_c", "host", theirs.key}, "elsewhere"));
-  c.store.reset();
+  auto [here, their] = built_here_and_elsewhere(c, "nested.ll", "nest_c", lacking, 1);
 
   kiln_cache* cache = nullptr;
   REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
@@ -137,18 +158,18 @@ TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's b
   std::string why = kiln_last_error();
   INFO(why);
   REQUIRE(st == KILN_OK);
-  CHECK(img->closure == *here); // this CPU's build
+  CHECK(img->closure == here); // this CPU's build
   void* f = nullptr;
   REQUIRE(kiln_image_lookup(img, "nest_c", &f) == KILN_OK);
   CHECK(reinterpret_cast<int (*)(int)>(f)(7) == 21);
   kiln_image_release(img);
   // By key, the other build is what was asked for: refused, naming the feature.
-  CHECK(kiln_image_load(cache, theirs.key.hex().c_str(), "host", &img) == KILN_UNAVAILABLE);
+  CHECK(kiln_image_load(cache, their.hex().c_str(), "host", &img) == KILN_UNAVAILABLE);
   CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);
   kiln_cache_close(cache);
 
   // Without this CPU's build the name is refused as before.
-  raw_exec(c.path(), "DELETE FROM closures WHERE key = '" + here->hex() + "'");
+  raw_exec(c.path(), "DELETE FROM closures WHERE key = '" + here.hex() + "'");
   REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
   CHECK(kiln_image_load(cache, "nest_c", "host", &img) == KILN_UNAVAILABLE);
   CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);
@@ -165,39 +186,7 @@ TEST_CASE("loader: another CPU's build of a parent whose deferred child changed 
   // Here: v1 (chg_child(x) = x + 1). Elsewhere, on a CPU with `lacking`:
   // v2, whose child is another function; the parent's job is the same source.
   TestCache c = empty_cache("kiln-loader-cpu");
-  CompileReport rep =
-      precompile(data_request("change_v1.ll", {"chg_parent"}, {}, true), c.path());
-  REQUIRE(rep.roots.size() == 1);
-  auto here = parse_hash128(rep.roots[0].closure);
-  REQUIRE(here);
-  c.open();
-  auto mine = c.store->get_closure(*here);
-  REQUIRE(mine);
-  REQUIRE(mine->members.size() == 2);
-  core::ClosureRecord theirs;
-  theirs.target = "host";
-  core::ClosureMap members;
-  for (const core::ClosureMember& m : mine->members) {
-    auto job = c.store->get_job(m.job);
-    REQUIRE(job);
-    auto obj = c.store->get_artifact(job->key, "obj");
-    REQUIRE(obj);
-    core::JobRecord other = *job;
-    other.key = hash128("elsewhere " + job->key.hex());
-    other.cpu = "othercpu";
-    other.features += ",+" + lacking;
-    if (m.job != mine->root_job)
-      other.module_hash = hash128("chg_child, version 2"); // the changed child
-    else
-      theirs.root_job = other.key;
-    REQUIRE(c.store->put_job(other, {{"obj", *obj}}, {}));
-    theirs.members.push_back({m.symbol, other.key, {}});
-    members.emplace_back(m.symbol, other.key);
-  }
-  theirs.key = core::closure_key(theirs.root_job, members);
-  REQUIRE(c.store->put_closure(theirs, {}));
-  REQUIRE(c.store->point_name({"chg_parent", "host", theirs.key}, "elsewhere"));
-  c.store.reset();
+  built_here_and_elsewhere(c, "change_v1.ll", "chg_parent", lacking, 2, true);
 
   // v1 here is not what the name means now: refused, not run.
   kiln_cache* cache = nullptr;

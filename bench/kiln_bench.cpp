@@ -507,13 +507,14 @@ int cmd_stats(const Args& a) {
     if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
       sqlite3_stmt* q = nullptr;
       const char* sql =
-          "SELECT 0, job_key, format, length(data), dict_id IS NOT NULL FROM artifacts UNION ALL "
-          "SELECT 1, closure_key, arch, length(data), dict_id IS NOT NULL FROM images";
+          "SELECT 0, lower(hex(job_key)), format, length(data), dict_id IS NOT NULL FROM "
+          "artifacts UNION ALL SELECT 1, lower(hex(closure_key)), arch, length(data), dict_id IS "
+          "NOT NULL FROM images";
       if (sqlite3_prepare_v2(h, sql, -1, &q, nullptr) == SQLITE_OK) {
         while (sqlite3_step(q) == SQLITE_ROW) {
           std::string key = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
           std::string what = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
-          auto hash = must(kiln::parse_hash128(key), "key");
+          auto hash = must(kiln::parse_hash128(key), "key"); // keys are bytes, read as hex
           auto raw = sqlite3_column_int(q, 0) == 0 ? store->get_artifact(hash, what)
                                                    : store->get_image_any_linker(hash, what);
           if (!raw)

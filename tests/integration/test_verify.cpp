@@ -44,8 +44,8 @@ TEST_CASE("verify names a job whose artifact fails its checksum or does not deco
     return;
   }
   const char* const damages[] = {
-      "UPDATE artifacts SET checksum = ~checksum WHERE job_key = '%s'",
-      "UPDATE artifacts SET data = zeroblob(64) WHERE job_key = '%s'"};
+      "UPDATE artifacts SET checksum = ~checksum WHERE job_key = x'%s'",
+      "UPDATE artifacts SET data = zeroblob(64) WHERE job_key = x'%s'"};
   for (const char* damage : damages) {
     CAPTURE(damage);
     Cache cache;
@@ -89,7 +89,7 @@ TEST_CASE("verify names the closure whose stored image is damaged") {
   json pre = precompile_ok(cache, {"--entry", "nest_a", data("nested.ll")});
   json other = precompile_ok(cache, {"--entry", "cyc_a", data("cycle.ll")});
   const std::string victim = closure(pre, "nest_a");
-  sql(cache, "UPDATE images SET data = zeroblob(100) WHERE closure_key = '" + victim + "'");
+  sql(cache, "UPDATE images SET data = zeroblob(100) WHERE closure_key = x'" + victim + "'");
 
   json v = inspect_json(cache, {"verify", "--json"}, kExitNotFound);
   INFO("verify: " << v.dump());
@@ -115,7 +115,7 @@ TEST_CASE("verify names a job whose stored components no longer give its key") {
   Cache cache;
   json pre = precompile_ok(cache, {"--entry", "nest_a", data("nested.ll")});
   const std::string victim = key(pre, "nest_b");
-  sql(cache, "UPDATE jobs SET toolchain = toolchain || ' changed' WHERE key = '" + victim + "'");
+  sql(cache, "UPDATE jobs SET options = options || ' -g' WHERE key = x'" + victim + "'");
 
   json v = inspect_json(cache, {"verify", "--json"}, kExitNotFound);
   INFO("verify: " << v.dump());

@@ -134,7 +134,7 @@ def test_a_closure_key_loads_its_own_closure_never_a_name_spelling_it(cache, tmp
     with sqlite3.connect(tmp_path / "kiln.db") as db:
         for name in (key, key.upper()):
             db.execute("INSERT INTO names(name, target, closure_key, updated_at) "
-                       "VALUES (?, 'host', ?, 0)", (name, other))
+                       "VALUES (?, 'host', ?, 0)", (name, bytes.fromhex(other)))
     db.close()
     for lookup in (key, key.upper()):
         image = cache.load(lookup, target="host")

@@ -18,16 +18,16 @@ namespace {
 
 struct Blob {
   std::string table; // "artifacts" or "images"
-  std::string key;   // job key or closure key
+  std::string key;   // job key or closure key, as hex
   std::string detail; // format, or arch
   std::string rowid;
 };
 
 std::vector<Blob> blobs(Db& db) {
   std::vector<Blob> out;
-  for (auto& r : db.rows("SELECT job_key, format, rowid FROM artifacts"))
+  for (auto& r : db.rows("SELECT lower(hex(job_key)), format, rowid FROM artifacts"))
     out.push_back({"artifacts", r[0], r[1], r[2]});
-  for (auto& r : db.rows("SELECT closure_key, arch, rowid FROM images"))
+  for (auto& r : db.rows("SELECT lower(hex(closure_key)), arch, rowid FROM images"))
     out.push_back({"images", r[0], r[1], r[2]});
   return out;
 }
@@ -62,9 +62,9 @@ std::set<std::string> affected_names(Db& db, const Blob& b) {
   std::set<std::string> out;
   std::string sql =
       b.table == "images"
-          ? "SELECT name FROM names WHERE closure_key = ?1"
+          ? "SELECT name FROM names WHERE lower(hex(closure_key)) = ?1"
           : "SELECT DISTINCT n.name FROM names n JOIN closure_members m ON m.closure_key = "
-            "n.closure_key WHERE m.job_key = ?1";
+            "n.closure_key WHERE lower(hex(m.job_key)) = ?1";
   for (auto& r : db.rows(sql, {b.key}))
     out.insert(r[0]);
   return out;
@@ -104,8 +104,9 @@ TEST_CASE("flipped bytes in stored blobs: every one detected, loads correct or K
       Blob first = all[pick(rng())];
       damaged.push_back(first);
       if (t % 5 == 4 && first.table == "images") {
-        auto members = db.rows("SELECT a.job_key, a.format, a.rowid FROM closure_members m JOIN "
-                               "artifacts a ON a.job_key = m.job_key WHERE m.closure_key = ?1",
+        auto members = db.rows("SELECT lower(hex(a.job_key)), a.format, a.rowid FROM "
+                               "closure_members m JOIN artifacts a ON a.job_key = m.job_key "
+                               "WHERE lower(hex(m.closure_key)) = ?1",
                                {first.key});
         REQUIRE(!members.empty());
         auto& m = members[std::uniform_int_distribution<size_t>(0, members.size() - 1)(rng())];

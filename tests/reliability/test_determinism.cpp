@@ -51,9 +51,10 @@ json precompile_variant(const Variant& v, const Cache& cache, const TempDir& scr
 std::map<std::string, std::string> contents(const fs::path& db_path) {
   Db db(db_path);
   std::map<std::string, std::string> out;
-  for (auto& r : db.rows("SELECT job_key, format, raw_size, checksum, data FROM artifacts"))
+  for (auto& r : db.rows("SELECT lower(hex(job_key)), format, raw_size, checksum, data FROM artifacts"))
     out["artifact " + r[0] + " " + r[1]] = r[2] + " " + r[3] + " " + r[4];
-  for (auto& r : db.rows("SELECT closure_key, arch, linker, raw_size, checksum, data FROM images"))
+  for (auto& r : db.rows("SELECT lower(hex(closure_key)), arch, linker, raw_size, checksum, data "
+                         "FROM images"))
     out["image " + r[0] + " " + r[1] + " " + r[2]] = r[3] + " " + r[4] + " " + r[5];
   return out;
 }

@@ -79,7 +79,7 @@ TEST_CASE("a name row of key form planted in a cache answers no load or inspect 
     Db db(cache.db());
     for (const std::string& name : {key, upper(key), stray})
       db.exec("INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" + name +
-              "', 'host', '" + impostor + "', 0)");
+              "', 'host', x'" + impostor + "', 0)");
   }
 
   // kiln_image_load, by the key in either case, with or without a target.

@@ -89,8 +89,8 @@ void precompile_into(const fs::path& db, const std::string& file) {
 /// The closure chg_parent names for host.
 std::string named_closure(const fs::path& db) {
   Db raw(db);
-  auto rows = raw.rows("SELECT closure_key FROM names WHERE name = 'chg_parent' AND target = "
-                       "'host'");
+  auto rows = raw.rows("SELECT lower(hex(closure_key)) FROM names WHERE name = 'chg_parent' AND "
+                       "target = 'host'");
   REQUIRE(rows.size() == 1);
   return rows[0][0];
 }
@@ -105,13 +105,13 @@ std::string repoint_and_gc(const fs::path& db, int version) {
   REQUIRE(after != before);
   {
     Db raw(db);
-    raw.exec("UPDATE closures SET last_used = 0 WHERE key != '" + after + "'");
+    raw.exec("UPDATE closures SET last_used = 0 WHERE key != x'" + after + "'");
   }
   RunResult gc = run({inspect_bin().string(), "--cache", db.string(), "gc", "--older-than", "1d",
                       "--json"});
   REQUIRE_MESSAGE(gc.exit_code == 0, describe(gc));
   Db raw(db);
-  CHECK(raw.rows("SELECT 1 FROM closures WHERE key = '" + before + "'").empty());
+  CHECK(raw.rows("SELECT 1 FROM closures WHERE key = x'" + before + "'").empty());
   return before;
 }
 

@@ -12,17 +12,17 @@
 namespace kiln::storage {
 
 Result<std::vector<ClosureRecord>> Store::list_closures() {
-  std::vector<std::string> keys;
+  std::vector<Hash128> keys;
   {
     std::lock_guard lock(mu_);
     KILN_TRY_ASSIGN(auto s, prepare("SELECT key FROM closures ORDER BY key"));
     Bound b(s);
     while (b.step() == SQLITE_ROW)
-      keys.push_back(b.col_text(0));
+      keys.push_back(b.col_key(0));
   }
   std::vector<ClosureRecord> out;
-  for (const std::string& k : keys) {
-    KILN_TRY_ASSIGN(auto c, get_closure(key_of(k)));
+  for (const Hash128& k : keys) {
+    KILN_TRY_ASSIGN(auto c, get_closure(k));
     out.push_back(std::move(c));
   }
   return out;
@@ -37,7 +37,7 @@ Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
                           "images WHERE " KILN_IMAGE_SERVES("?1") " ORDER BY arch, linker, "
                           KILN_OWN_IMAGE_FIRST("?1")));
   Bound b(s);
-  b.text(1, closure.hex());
+  b.key(1, closure);
   std::vector<ImageRecord> out;
   while (b.step() == SQLITE_ROW) {
     if (!out.empty() && out.back().key.arch == b.col_text(0) &&

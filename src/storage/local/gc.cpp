@@ -6,6 +6,8 @@
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
+#include "core/keys.h"
+
 #include "support/units.h"
 
 #include <set>
@@ -78,17 +80,17 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   // Jobs that no closure uses (their root failed, or its closure went) go
   // first: nothing can load them. A leased job is a running precompile's,
   // whose closure is not recorded yet. Every set left is a closure's, so a
-  // job in none is in no closure.
+  // job in none, and the root of no lone closure (one without a set), is in
+  // no closure.
 #define KILN_UNLEASED(job) "NOT EXISTS (SELECT 1 FROM job_leases l WHERE l.job_key = " job ")"
-#define KILN_IN_NO_SET(job) \
-  "NOT EXISTS (SELECT 1 FROM member_sets m WHERE m.job_key = " job ")"
-  auto orphans = count("SELECT count(*) FROM jobs WHERE " KILN_IN_NO_SET("jobs.key") " AND "
-                       KILN_UNLEASED("jobs.key"));
+#define KILN_ORPHAN                                                                                \
+  "key NOT IN (SELECT job_key FROM member_sets) AND key NOT IN (SELECT root_job FROM closures "    \
+  "WHERE member_set IS NULL) AND " KILN_UNLEASED("jobs.key")
+  auto orphans = count("SELECT count(*) FROM jobs WHERE " KILN_ORPHAN);
   if (!orphans)
     return fail(orphans.error());
   if (*orphans > 0 && (options.max_size >= 0 || options.older_than >= 0)) {
-    if (Status s = exec("DELETE FROM jobs WHERE " KILN_IN_NO_SET("jobs.key") " AND "
-                        KILN_UNLEASED("jobs.key"));
+    if (Status s = exec("DELETE FROM jobs WHERE " KILN_ORPHAN);
         !s)
       return fail(s.error());
     rep.evicted_jobs += *orphans;
@@ -97,7 +99,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   int64_t cutoff = options.older_than >= 0 ? now_seconds() - options.older_than : INT64_MIN;
   // Least recently used first; the ties of one-second recency broken by key
   // so the order is the same in every process.
-  std::vector<std::pair<std::string, int64_t>> order;
+  std::vector<std::pair<Hash128, int64_t>> order;
   {
     // A closure rooted at a leased job is a running precompile's: it is
     // about to name it (after linking its image), or has just found it.
@@ -107,12 +109,10 @@ Result<GcReport> Store::gc(const GcOptions& options) {
       return fail(all.error());
     Bound b(*all);
     while (b.step() == SQLITE_ROW)
-      order.emplace_back(b.col_text(0), b.col_i64(1));
+      order.emplace_back(b.col_key(0), b.col_i64(1));
   }
-  std::set<std::string> keep;
-  for (const Hash128& k : options.keep)
-    keep.insert(k.hex());
-  auto members = prepare("SELECT job_key FROM closure_members WHERE closure_key = ?1");
+  std::set<Hash128> keep(options.keep.begin(), options.keep.end());
+  auto members = prepare("SELECT symbol, job_key FROM closure_members WHERE closure_key = ?1");
   auto images = prepare("SELECT count(*) FROM images WHERE closure_key = ?1");
   auto set_of = prepare("SELECT member_set FROM closures WHERE key = ?1");
   auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
@@ -122,10 +122,13 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   // cycle share one set).
   auto del_set = prepare("DELETE FROM member_sets WHERE set_key = ?1 AND NOT EXISTS "
                          "(SELECT 1 FROM closures c WHERE c.member_set = ?1)");
-  auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND " KILN_IN_NO_SET("?1") " AND "
-                         KILN_UNLEASED("?1"));
+  // A job still in a set, or the root of its own lone closure (?2, whose key
+  // follows from the job and its symbol: no index of roots is kept), stays.
+  auto del_job = prepare("DELETE FROM jobs WHERE key = ?1 AND NOT EXISTS (SELECT 1 FROM "
+                         "member_sets m WHERE m.job_key = ?1) AND NOT EXISTS (SELECT 1 FROM "
+                         "closures c WHERE c.key = ?2) AND " KILN_UNLEASED("?1"));
 #undef KILN_UNLEASED
-#undef KILN_IN_NO_SET
+#undef KILN_ORPHAN
   for (auto* p : {&members, &images, &set_of, &del_names, &del_libraries, &del_closure,
                   &del_set, &del_job})
     if (!*p)
@@ -140,46 +143,46 @@ Result<GcReport> Store::gc(const GcOptions& options) {
         break; // the rest are newer, and the size is met
       continue;
     }
-    std::vector<std::string> jobs;
+    std::vector<std::pair<std::string, Hash128>> jobs;
     {
       Bound b(*members);
-      b.text(1, key);
+      b.key(1, key);
       while (b.step() == SQLITE_ROW)
-        jobs.push_back(b.col_text(0));
+        jobs.emplace_back(b.col_text(0), b.col_key(1));
     }
     {
       Bound b(*images);
-      b.text(1, key);
+      b.key(1, key);
       if (b.step() == SQLITE_ROW)
         rep.evicted_images += b.col_i64(0);
     }
-    std::string set;
+    std::optional<Hash128> set;
     {
       Bound b(*set_of);
-      b.text(1, key);
+      b.key(1, key);
       if (b.step() == SQLITE_ROW)
-        set = b.col_text(0);
+        set = b.col_key_opt(0);
     }
     for (auto* p : {&del_names, &del_libraries, &del_closure}) {
       Bound b(**p);
-      b.text(1, key);
+      b.key(1, key);
       if (b.step() != SQLITE_DONE)
-        return fail(db_error("cannot evict closure " + key));
+        return fail(db_error("cannot evict closure " + key.hex()));
     }
-    {
+    if (set) {
       Bound b(*del_set);
-      b.text(1, set);
+      b.key(1, *set);
       if (b.step() != SQLITE_DONE)
-        return fail(db_error("cannot drop the member set of closure " + key));
+        return fail(db_error("cannot drop the member set of closure " + key.hex()));
     }
-    for (const std::string& j : jobs) {
+    for (const auto& [symbol, j] : jobs) {
       Bound b(*del_job);
-      b.text(1, j);
+      b.key(1, j).key(2, core::closure_key(j, {{symbol, j}}));
       if (b.step() != SQLITE_DONE)
-        return fail(db_error("cannot evict job " + j));
+        return fail(db_error("cannot evict job " + j.hex()));
       rep.evicted_jobs += sqlite3_changes(db_);
     }
-    rep.evicted_closures.push_back(key_of(key));
+    rep.evicted_closures.push_back(key);
   }
   rep.bytes_after = live();
   if (options.dry_run) {
@@ -201,7 +204,7 @@ Status Store::lease_jobs(const std::string& holder, const std::vector<Hash128>& 
                                     "expires_at) VALUES (?1, ?2, ?3)"));
     for (const Hash128& k : keys) {
       Bound b(s);
-      b.text(1, k.hex()).text(2, holder).i64(3, expires_at);
+      b.key(1, k).text(2, holder).i64(3, expires_at);
       if (b.step() != SQLITE_DONE)
         return db_error("cannot lease job " + k.hex());
     }

@@ -1,7 +1,8 @@
 // Request memos: a whole precompile request → the closures its roots
-// resolved to (schema/0003_memos.sql, 0006_structured_records.sql). Roots
-// and dependencies are packed fields (statement.h), so a memo answers for
-// every name LLVM accepts.
+// resolved to (schema/0003_memos.sql, 0008_binary_keys.sql). A memo is its
+// rows: its roots and dependencies, in order, so that it answers for every
+// name LLVM accepts. One without roots is never recorded (it would answer
+// nothing).
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
@@ -11,49 +12,84 @@ namespace kiln::storage {
 
 Result<Store::Memo> Store::get_memo(const Hash128& key) {
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT roots, deps FROM memos WHERE key = ?1"));
-  Bound b(s);
-  b.text(1, key.hex());
-  int rc = b.step();
-  if (rc == SQLITE_DONE)
-    return Error(Code::not_found, "no memo " + key.hex());
-  if (rc != SQLITE_ROW)
-    return db_error("cannot read memo " + key.hex());
-  auto roots = unpack_fields(b.col_blob(0));
-  auto deps = unpack_fields(b.col_blob(1));
-  // Three fields a root (name, target, closure), two a dependency (path, stamp).
-  if (!roots || roots->size() % 3 != 0)
-    return Error(Code::corrupt, "memo " + key.hex() + " has malformed roots");
-  if (!deps || deps->size() % 2 != 0)
-    return Error(Code::corrupt, "memo " + key.hex() + " has malformed dependencies");
-  Memo memo;
-  for (size_t i = 0; i < roots->size(); i += 3) {
-    auto closure = parse_hash128((*roots)[i + 2]);
-    if (!closure)
-      return Error(Code::corrupt, "memo " + key.hex() + " names a malformed closure key for root " +
-                                      std::to_string(i / 3));
-    memo.roots.push_back({std::move((*roots)[i]), std::move((*roots)[i + 1]), *closure});
-  }
-  for (size_t i = 0; i < deps->size(); i += 2)
-    memo.deps.push_back({std::move((*deps)[i]), std::move((*deps)[i + 1])});
-  return memo;
+  Result<Memo> out = make_error(Code::internal, "unread");
+  // One snapshot: a memo being recorded again is read whole or not at all.
+  KILN_TRY(read_transaction([&]() -> Status {
+    KILN_TRY_ASSIGN(auto roots, prepare("SELECT name, target, closure_key FROM memo_roots WHERE "
+                                        "memo_key = ?1 ORDER BY position"));
+    KILN_TRY_ASSIGN(auto deps, prepare("SELECT path, stamp FROM memo_deps WHERE memo_key = ?1 "
+                                       "ORDER BY position"));
+    Memo memo;
+    {
+      Bound b(roots);
+      b.key(1, key);
+      int rc;
+      while ((rc = b.step()) == SQLITE_ROW) {
+        auto closure = b.col_key_opt(2);
+        if (!closure) {
+          out = Error(Code::corrupt, "memo " + key.hex() +
+                                         " names a malformed closure key for root " +
+                                         std::to_string(memo.roots.size()));
+          return Status::ok();
+        }
+        memo.roots.push_back({b.col_text(0), b.col_text(1), *closure});
+      }
+      if (rc != SQLITE_DONE)
+        return db_error("cannot read the roots of memo " + key.hex());
+    }
+    if (memo.roots.empty()) {
+      out = Error(Code::not_found, "no memo " + key.hex());
+      return Status::ok();
+    }
+    Bound b(deps);
+    b.key(1, key);
+    int rc;
+    while ((rc = b.step()) == SQLITE_ROW)
+      memo.deps.push_back({b.col_text(0), b.col_text(1)});
+    if (rc != SQLITE_DONE)
+      return db_error("cannot read the dependencies of memo " + key.hex());
+    out = std::move(memo);
+    return Status::ok();
+  }));
+  return out;
 }
 
 Status Store::put_memo(const Hash128& key, const Memo& memo) {
-  std::vector<std::string> roots, deps;
-  for (const MemoRoot& r : memo.roots)
-    roots.insert(roots.end(), {r.name, r.target, r.closure.hex()});
-  for (const MemoDep& d : memo.deps)
-    deps.insert(deps.end(), {d.path, d.stamp});
+  if (memo.roots.empty())
+    return Status::ok();
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(auto s, prepare("INSERT OR REPLACE INTO memos(key, roots, deps, created_at) "
-                                  "VALUES (?1, ?2, ?3, ?4)"));
-  Bound b(s);
-  b.text(1, key.hex()).blob(2, pack_fields(roots)).blob(3, pack_fields(deps));
-  b.i64(4, int64_t(std::time(nullptr)));
-  if (b.step() != SQLITE_DONE)
-    return db_error("cannot store memo " + key.hex());
-  return Status::ok();
+  Status s = transaction([&]() -> Status {
+    // A memo recorded again replaces the old one, rows and all.
+    KILN_TRY_ASSIGN(auto clear_roots, prepare("DELETE FROM memo_roots WHERE memo_key = ?1"));
+    KILN_TRY_ASSIGN(auto clear_deps, prepare("DELETE FROM memo_deps WHERE memo_key = ?1"));
+    KILN_TRY_ASSIGN(auto root, prepare("INSERT INTO memo_roots(memo_key, position, name, target, "
+                                       "closure_key) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    KILN_TRY_ASSIGN(auto dep, prepare("INSERT INTO memo_deps(memo_key, position, path, stamp) "
+                                      "VALUES (?1, ?2, ?3, ?4)"));
+    for (sqlite3_stmt* clear : {clear_roots, clear_deps}) {
+      Bound b(clear);
+      b.key(1, key);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot replace memo " + key.hex());
+    }
+    for (size_t i = 0; i < memo.roots.size(); ++i) {
+      const MemoRoot& r = memo.roots[i];
+      Bound b(root);
+      b.key(1, key).i64(2, int64_t(i)).text(3, r.name).text(4, r.target).key(5, r.closure);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot store the roots of memo " + key.hex());
+    }
+    for (size_t i = 0; i < memo.deps.size(); ++i) {
+      Bound b(dep);
+      b.key(1, key).i64(2, int64_t(i)).text(3, memo.deps[i].path).text(4, memo.deps[i].stamp);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot store the dependencies of memo " + key.hex());
+    }
+    return Status::ok();
+  });
+  if (!s)
+    return s.error().context("recording memo " + key.hex());
+  return s;
 }
 
 } // namespace kiln::storage

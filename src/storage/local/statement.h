@@ -9,13 +9,17 @@
 #define KILN_KEY_FORM(column) \
   "length(" column ") = 32 AND " column " NOT GLOB '*[^0-9a-fA-F]*'"
 
+/// SQL for a key column as its 32 lowercase hex digits (keys are stored as
+/// their 16 bytes), for reports that name a row.
+#define KILN_HEX(column) "lower(hex(" column "))"
+
 /// SQL true for an image row (of the images table) that serves closure
 /// `key`: its own, or one stored for any closure with the same member set.
 /// The roots of one deferred cycle share their members, and one image of
 /// them serves every root. Order by KILN_OWN_IMAGE_FIRST(key) to prefer its own.
 #define KILN_IMAGE_SERVES(key) \
-  "closure_key IN (SELECT s.key FROM closures c JOIN closures s ON s.member_set = " \
-  "c.member_set WHERE c.key = " key ")"
+  "(closure_key = " key " OR closure_key IN (SELECT s.key FROM closures c JOIN closures s ON " \
+  "s.member_set = c.member_set WHERE c.key = " key "))"
 #define KILN_OWN_IMAGE_FIRST(key) "closure_key = " key " DESC"
 
 #include "support/hash.h"
@@ -32,6 +36,29 @@
 namespace kiln::storage {
 
 // Resets and clears a cached statement when it goes out of scope.
+/// A key as stored: its 16 bytes, big-endian (so byte order is hex order).
+inline std::string key_bytes(const Hash128& h) {
+  std::string out(16, '\0');
+  for (int i = 0; i < 8; ++i) {
+    out[size_t(7 - i)] = char((h.hi >> (8 * i)) & 0xff);
+    out[size_t(15 - i)] = char((h.lo >> (8 * i)) & 0xff);
+  }
+  return out;
+}
+
+/// A stored key read back; nullopt unless it is 16 bytes.
+inline std::optional<Hash128> key_from_bytes(const void* p, size_t n) {
+  if (!p || n != 16)
+    return std::nullopt;
+  const auto* b = static_cast<const unsigned char*>(p);
+  Hash128 h;
+  for (int i = 0; i < 8; ++i) {
+    h.hi = (h.hi << 8) | b[i];
+    h.lo = (h.lo << 8) | b[8 + i];
+  }
+  return h;
+}
+
 class Bound {
 public:
   explicit Bound(sqlite3_stmt* s) : s_(s) {}
@@ -45,6 +72,12 @@ public:
   }
   Bound& blob(int i, const std::string& v) {
     sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  /// A key column's value (key_bytes).
+  Bound& key(int i, const Hash128& h) {
+    std::string bytes = key_bytes(h);
+    sqlite3_bind_blob(s_, i, bytes.data(), 16, SQLITE_TRANSIENT);
     return *this;
   }
   Bound& i64(int i, int64_t v) {
@@ -74,6 +107,14 @@ public:
     return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
              : std::string();
   }
+  bool is_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
+  /// A key column: nullopt unless it holds 16 bytes (a damaged row).
+  std::optional<Hash128> col_key_opt(int i) const {
+    const void* p = sqlite3_column_blob(s_, i);
+    return key_from_bytes(p, size_t(sqlite3_column_bytes(s_, i)));
+  }
+  /// A key column; a damaged one reads as the zero key, which names nothing.
+  Hash128 col_key(int i) const { return col_key_opt(i).value_or(Hash128{}); }
   int64_t col_i64(int i) const { return sqlite3_column_int64(s_, i); }
   /// A dictionary id column: 0 for NULL.
   int64_t col_dict(int i) const {
@@ -91,58 +132,9 @@ struct Packed {
   int64_t dict = 0;
 };
 
-inline Hash128 key_of(const std::string& hex) {
-  auto h = parse_hash128(hex);
-  return h ? *h : Hash128{};
-}
-
 /// Stored checksum: XXH3-64 of the raw bytes, as SQLite's signed integer.
 inline int64_t checksum_of(const std::string& raw) { return int64_t(hash64(raw)); }
 
 inline int64_t now_seconds() { return int64_t(std::time(nullptr)); }
-
-// --- multi-valued columns ------------------------------------------------
-// A list stored in one column (a library's roots, a memo's roots and
-// dependencies) is a sequence of netstrings, "<byte length>:<bytes>,", in a
-// BLOB: every name LLVM accepts (tab, newline, NUL) reads back as written,
-// where text joined on a separator would split it. Netstrings rather than
-// binary lengths so that a migration can write them in SQL and the sqlite3
-// shell shows them.
-
-/// The fields as one column value.
-inline std::string pack_fields(const std::vector<std::string>& fields) {
-  std::string out;
-  for (const std::string& f : fields) {
-    out += std::to_string(f.size());
-    out += ':';
-    out += f;
-    out += ',';
-  }
-  return out;
-}
-
-/// The fields of a column value; nullopt if it is not a whole sequence of
-/// netstrings (the cache is read as hostile input: every length is checked
-/// against what is left).
-inline std::optional<std::vector<std::string>> unpack_fields(std::string_view in) {
-  std::vector<std::string> out;
-  while (!in.empty()) {
-    size_t n = 0, digits = 0;
-    while (digits < in.size() && in[digits] >= '0' && in[digits] <= '9') {
-      if (digits == 10)
-        return std::nullopt; // no field is 10 GB: a damaged length
-      n = n * 10 + size_t(in[digits] - '0');
-      ++digits;
-    }
-    if (digits == 0 || digits >= in.size() || in[digits] != ':')
-      return std::nullopt;
-    in.remove_prefix(digits + 1);
-    if (n >= in.size() || in[n] != ',')
-      return std::nullopt;
-    out.emplace_back(in.substr(0, n));
-    in.remove_prefix(n + 1);
-  }
-  return out;
-}
 
 } // namespace kiln::storage

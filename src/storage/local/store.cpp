@@ -820,7 +820,30 @@ void Store::finish() {
   sqlite3_file_control(db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 }
 
+namespace {
+
+// kiln_unhex(text), for migration 8: a key's 32 hex digits (either case) as
+// its 16 bytes (key_bytes); NULL for anything else.
+void sql_unhex(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const unsigned char* text = sqlite3_value_text(argv[0]);
+  int n = sqlite3_value_bytes(argv[0]);
+  auto key = text && n == 32 ? parse_hash128(std::string_view(reinterpret_cast<const char*>(text),
+                                                              size_t(n)))
+                             : Result<Hash128>(make_error(Code::invalid_argument, "not a key"));
+  if (!key) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  std::string bytes = key_bytes(*key);
+  sqlite3_result_blob(ctx, bytes.data(), 16, SQLITE_TRANSIENT);
+}
+
+} // namespace
+
 Status Store::migrate() {
+  if (sqlite3_create_function(db_, "kiln_unhex", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                              sql_unhex, nullptr, nullptr) != SQLITE_OK)
+    return db_error("cannot prepare the migrations");
   // Foreign keys are off while migrations rebuild tables (schema 5): a
   // dropped table must not cascade to the rows that refer to it. The pragma
   // is a no-op inside a transaction.
@@ -885,7 +908,7 @@ Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& 
   std::string hex = key.hex();
   for (const std::string &f : formats) {
     Bound b(s);
-    b.text(1, hex).text(2, f);
+    b.key(1, key).text(2, f);
     if (b.step() != SQLITE_ROW)
       return db_error("cannot look up job " + hex);
     if (b.col_i64(0) == 0)
@@ -894,7 +917,7 @@ Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& 
   if (formats.empty()) {
     KILN_TRY_ASSIGN(auto j, prepare("SELECT 1 FROM jobs WHERE key = ?1"));
     Bound b(j);
-    b.text(1, hex);
+    b.key(1, key);
     return b.step() == SQLITE_ROW;
   }
   return true;
@@ -904,20 +927,23 @@ Result<int64_t> Store::target_id(const JobRecord& job) {
   // A few rows (one per target and CPU): no index needed. Writers are
   // serialised, so two cannot insert the same description.
   KILN_TRY_ASSIGN(auto find, prepare("SELECT id FROM targets WHERE spec = ?1 AND triple = ?2 AND "
-                                     "cpu = ?3 AND features = ?4 ORDER BY id LIMIT 1"));
+                                     "cpu = ?3 AND features = ?4 AND toolchain = ?5 ORDER BY id "
+                                     "LIMIT 1"));
   {
     Bound b(find);
     b.text(1, job.target).text(2, job.triple).text(3, job.cpu).text(4, job.features);
+    b.text(5, job.toolchain);
     int rc = b.step();
     if (rc == SQLITE_ROW)
       return b.col_i64(0);
     if (rc != SQLITE_DONE)
       return db_error("cannot look up target " + job.target);
   }
-  KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO targets(spec, triple, cpu, features) VALUES "
-                                    "(?1, ?2, ?3, ?4)"));
+  KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO targets(spec, triple, cpu, features, toolchain) "
+                                    "VALUES (?1, ?2, ?3, ?4, ?5)"));
   Bound b(ins);
   b.text(1, job.target).text(2, job.triple).text(3, job.cpu).text(4, job.features);
+  b.text(5, job.toolchain);
   if (b.step() != SQLITE_DONE)
     return db_error("cannot record target " + job.target);
   return int64_t(sqlite3_last_insert_rowid(db_));
@@ -926,17 +952,17 @@ Result<int64_t> Store::target_id(const JobRecord& job) {
 Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
                               const std::vector<Packed>& packed,
                               const std::vector<JobRef>& refs) {
-  std::string hex = job.key.hex();
+  const Hash128& key = job.key;
   KILN_TRY_ASSIGN(auto target, target_id(job));
   KILN_TRY_ASSIGN(auto ins,
                   prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target_id, options, "
-                          "module_hash, toolchain, compile_ms, created_at) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+                          "module_hash, compile_ms, created_at) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
   {
     Bound b(ins);
-    b.text(1, hex).text(2, job.entry).text(3, job.symbol).i64(4, target);
-    b.text(5, job.options).text(6, job.module_hash.hex()).text(7, job.toolchain);
-    b.real(8, job.compile_ms).i64(9, job.created_at ? job.created_at : now_seconds());
+    b.key(1, key).text(2, job.entry).text(3, job.symbol).i64(4, target);
+    b.text(5, job.options).key(6, job.module_hash);
+    b.real(7, job.compile_ms).i64(8, job.created_at ? job.created_at : now_seconds());
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the job");
   }
@@ -946,7 +972,7 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
               "dict_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   for (size_t i = 0; i < artifacts.size(); ++i) {
     Bound b(art);
-    b.text(1, hex).text(2, artifacts[i].format).i64(3, int64_t(artifacts[i].bytes.size()));
+    b.key(1, key).text(2, artifacts[i].format).i64(3, int64_t(artifacts[i].bytes.size()));
     b.i64(4, checksum_of(artifacts[i].bytes)).blob(5, packed[i].data).dict(6, packed[i].dict);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert artifact " + artifacts[i].format);
@@ -956,7 +982,7 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
       prepare("INSERT OR IGNORE INTO job_refs(job_key, symbol, entry) VALUES (?1, ?2, ?3)"));
   for (const JobRef &r : refs) {
     Bound b(ref);
-    b.text(1, hex).text(2, r.symbol).text(3, r.entry);
+    b.key(1, key).text(2, r.symbol).text(3, r.entry);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert deferred reference " + r.symbol);
   }
@@ -1002,7 +1028,7 @@ Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifac
 
 static JobRecord read_job(const Bound& b) {
   JobRecord j;
-  j.key = key_of(b.col_text(0));
+  j.key = b.col_key(0);
   j.entry = b.col_text(1);
   j.symbol = b.col_text(2);
   j.target = b.col_text(3);
@@ -1010,7 +1036,7 @@ static JobRecord read_job(const Bound& b) {
   j.cpu = b.col_text(5);
   j.features = b.col_text(6);
   j.options = b.col_text(7);
-  j.module_hash = key_of(b.col_text(8));
+  j.module_hash = b.col_key(8);
   j.toolchain = b.col_text(9);
   j.compile_ms = b.col_real(10);
   j.created_at = b.col_i64(11);
@@ -1021,7 +1047,7 @@ static JobRecord read_job(const Bound& b) {
 // missing reads with an empty one (and then fails verify's key check).
 #define KILN_JOB_COLUMNS                                                                           \
   "j.key, j.entry, j.symbol, t.spec, t.triple, t.cpu, t.features, j.options, j.module_hash, "      \
-  "j.toolchain, j.compile_ms, j.created_at FROM jobs j LEFT JOIN targets t ON t.id = j.target_id"
+  "t.toolchain, j.compile_ms, j.created_at FROM jobs j LEFT JOIN targets t ON t.id = j.target_id"
 
 Result<JobRecord> Store::get_job(const Hash128& key) {
   std::lock_guard lock(mu_);
@@ -1031,7 +1057,7 @@ Result<JobRecord> Store::get_job(const Hash128& key) {
 Result<JobRecord> Store::read_job_row(const Hash128& key) {
   KILN_TRY_ASSIGN(auto s, prepare("SELECT " KILN_JOB_COLUMNS " WHERE j.key = ?1"));
   Bound b(s);
-  b.text(1, key.hex());
+  b.key(1, key);
   int rc = b.step();
   if (rc == SQLITE_ROW)
     return read_job(b);
@@ -1059,7 +1085,7 @@ Result<std::vector<JobRef>> Store::job_refs(const Hash128& key) {
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT symbol, entry FROM job_refs WHERE job_key = ?1 ORDER BY symbol"));
   Bound b(s);
-  b.text(1, key.hex());
+  b.key(1, key);
   std::vector<JobRef> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
@@ -1075,7 +1101,7 @@ Result<std::vector<ArtifactInfo>> Store::artifact_infos(const Hash128& key) {
                   prepare("SELECT format, raw_size, length(data) FROM artifacts WHERE job_key = ?1 "
                           "ORDER BY format"));
   Bound b(s);
-  b.text(1, key.hex());
+  b.key(1, key);
   std::vector<ArtifactInfo> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
@@ -1186,7 +1212,7 @@ Result<std::string> Store::get_artifact(const Hash128& job, const std::string& f
                   prepare("SELECT raw_size, checksum, data, dict_id FROM artifacts WHERE "
                           "job_key = ?1 AND format = ?2"));
   Bound b(s);
-  b.text(1, job.hex()).text(2, format);
+  b.key(1, job).text(2, format);
   return step_blob(b, "artifact " + format + " of job " + job.hex());
 }
 
@@ -1196,16 +1222,19 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
   // comes here or to point_name: none records one a lookup takes for a key.
   for (const NameRecord& nr : names)
     KILN_TRY(core::check_name(nr.name, "root"));
-  std::string hex = closure.key.hex();
   // A job a concurrent gc evicted would fail the foreign key with a message
   // naming no job: say which one went.
-  KILN_TRY_ASSIGN(auto has, prepare("SELECT 1 FROM jobs WHERE key = ?1"));
+  KILN_TRY_ASSIGN(auto has, prepare("SELECT symbol FROM jobs WHERE key = ?1"));
+  std::string root_symbol;
   auto present = [&](const Hash128& job, const std::string& what) -> Status {
     Bound b(has);
-    b.text(1, job.hex());
+    b.key(1, job);
     int rc = b.step();
-    if (rc == SQLITE_ROW)
+    if (rc == SQLITE_ROW) {
+      if (job == closure.root_job)
+        root_symbol = b.col_text(0);
       return Status::ok();
+    }
     if (rc != SQLITE_DONE)
       return db_error("cannot look up job " + job.hex());
     return make_error(Code::not_found, what + " job " + job.hex() +
@@ -1213,15 +1242,20 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
                                            "' (evicted by a gc since it was stored or found)");
   };
   KILN_TRY(present(closure.root_job, "root"));
-  // The members, as a set shared with every closure that has the same ones:
-  // a set already stored has its jobs (its rows refer to them), so only a
-  // new one is checked and written.
-  std::string set = core::member_set_key(closure.members).hex();
+  // A closure whose one member is its root under the job's own symbol (no
+  // deferred reference) names no set: closure_members gives that member
+  // from the job's row (schema/0008_binary_keys.sql).
+  bool lone = closure.members.size() == 1 && closure.members[0].job == closure.root_job &&
+              closure.members[0].symbol == root_symbol;
+  // Otherwise the members, as a set shared with every closure that has the
+  // same ones: a set already stored has its jobs (its rows refer to them),
+  // so only a new one is checked and written.
+  Hash128 set = core::member_set_key(closure.members);
   KILN_TRY_ASSIGN(auto has_set, prepare("SELECT 1 FROM member_sets WHERE set_key = ?1 LIMIT 1"));
-  int found;
-  {
+  int found = SQLITE_ROW;
+  if (!lone) {
     Bound b(has_set);
-    b.text(1, set);
+    b.key(1, set);
     found = b.step();
   }
   if (found != SQLITE_ROW && found != SQLITE_DONE)
@@ -1233,13 +1267,14 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
                                     "job_key) VALUES (?1, ?2, ?3)"));
     for (const ClosureMember& mem : closure.members) {
       Bound b(m);
-      b.text(1, set).text(2, mem.symbol).text(3, mem.job.hex());
+      b.key(1, set).text(2, mem.symbol).key(3, mem.job);
       if (b.step() != SQLITE_DONE)
         return db_error("cannot insert closure member " + mem.symbol);
     }
   }
   // A closure precompiled again counts as used now, and names its members'
   // set (one made by migration 7 held its own copy; gc removes that).
+  // NULL: the lone root.
   KILN_TRY_ASSIGN(auto c, prepare("INSERT INTO closures(key, root_job, target, member_set, "
                                   "created_at, last_used) VALUES (?1, ?2, ?3, ?4, ?5, ?5) "
                                   "ON CONFLICT(key) DO UPDATE SET last_used = "
@@ -1247,8 +1282,9 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
                                   "excluded.member_set"));
   {
     Bound b(c);
-    b.text(1, hex).text(2, closure.root_job.hex()).text(3, closure.target).text(4, set).i64(5,
-                                                                                      now);
+    b.key(1, closure.key).key(2, closure.root_job).text(3, closure.target).i64(5, now);
+    if (!lone)
+      b.key(4, set);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the closure");
   }
@@ -1262,7 +1298,7 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
               "excluded.closure_key THEN unit ELSE '' END"));
   for (const NameRecord &nr : names) {
     Bound b(n);
-    b.text(1, nr.name).text(2, nr.target).text(3, nr.closure.hex()).i64(4, now);
+    b.text(1, nr.name).text(2, nr.target).key(3, nr.closure).i64(4, now);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot record name " + nr.name);
   }
@@ -1286,7 +1322,7 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
     KILN_TRY_ASSIGN(auto has, prepare("SELECT 1 FROM closures WHERE key = ?1"));
     {
       Bound b(has);
-      b.text(1, name.closure.hex());
+      b.key(1, name.closure);
       int rc = b.step();
       if (rc == SQLITE_DONE)
         return make_error(Code::not_found, "closure " + name.closure.hex() +
@@ -1301,8 +1337,8 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
       Bound b(old);
       b.text(1, name.name).text(2, name.target);
       int rc = b.step();
-      if (rc == SQLITE_ROW && b.col_text(0) != name.closure.hex())
-        moved = NameMove{name.name,   name.target, key_of(b.col_text(0)), b.col_text(1),
+      if (rc == SQLITE_ROW && b.col_key(0) != name.closure)
+        moved = NameMove{name.name,   name.target, b.col_key(0), b.col_text(1),
                          name.closure, unit};
       else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return db_error("cannot resolve name " + name.name);
@@ -1313,7 +1349,7 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
                 "?3, ?4, ?5) ON CONFLICT(name, target) DO UPDATE SET closure_key = "
                 "excluded.closure_key, updated_at = excluded.updated_at, unit = excluded.unit"));
     Bound b(set);
-    b.text(1, name.name).text(2, name.target).text(3, name.closure.hex());
+    b.text(1, name.name).text(2, name.target).key(3, name.closure);
     b.i64(4, now_seconds()).text(5, unit);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot record name " + name.name);
@@ -1368,45 +1404,52 @@ Status Store::read_transaction(const std::function<Status()>& body) {
   return s;
 }
 
-Result<std::string> Store::read_closure_head(const Hash128& key, ClosureRecord& out) {
-  std::string hex = key.hex();
+Result<std::optional<Hash128>> Store::read_closure_head(const Hash128& key, ClosureRecord& out) {
   out.key = key;
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT root_job, target, member_set FROM closures WHERE key = ?1"));
   Bound b(s);
-  b.text(1, hex);
+  b.key(1, key);
   int rc = b.step();
   if (rc == SQLITE_DONE)
-    return make_error(Code::not_found, "no closure " + hex + " in cache '" + path_ + "'");
+    return make_error(Code::not_found, "no closure " + key.hex() + " in cache '" + path_ + "'");
   if (rc != SQLITE_ROW)
-    return db_error("cannot read closure " + hex);
-  out.root_job = key_of(b.col_text(0));
+    return db_error("cannot read closure " + key.hex());
+  auto root = b.col_key_opt(0);
+  auto set = b.col_key_opt(2);
+  if (!root || (!set && !b.is_null(2)))
+    return make_error(Code::corrupt, "closure " + key.hex() + " has a malformed key in its row");
+  out.root_job = *root;
   out.target = b.col_text(1);
-  return b.col_text(2);
+  return set;
 }
 
-Status Store::read_member_rows(const std::string& set, const Hash128& closure,
+Status Store::read_member_rows(const std::optional<Hash128>& set, const ClosureRecord& closure,
                                std::vector<ClosureMember>& out) {
   KILN_TRY_ASSIGN(
       auto s, prepare("SELECT m.symbol, m.job_key, j.entry FROM member_sets m JOIN jobs j ON "
                       "j.key = m.job_key WHERE m.set_key = ?1 ORDER BY m.symbol"));
-  Bound b(s);
-  b.text(1, set);
+  KILN_TRY_ASSIGN(auto lone, prepare("SELECT symbol, key, entry FROM jobs WHERE key = ?1"));
+  Bound b(set ? s : lone);
+  if (set)
+    b.key(1, *set);
+  else
+    b.key(1, closure.root_job);
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
-    out.push_back({b.col_text(0), key_of(b.col_text(1)), b.col_text(2)});
+    out.push_back({b.col_text(0), b.col_key(1), b.col_text(2)});
   if (rc != SQLITE_DONE)
-    return db_error("cannot read the members of closure " + closure.hex());
+    return db_error("cannot read the members of closure " + closure.key.hex());
   if (out.empty())
     return make_error(Code::corrupt,
-                      "closure " + closure.hex() + " has no members whose jobs are present");
+                      "closure " + closure.key.hex() + " has no members whose jobs are present");
   return Status::ok();
 }
 
 Result<ClosureRecord> Store::read_closure_rows(const Hash128& key) {
   ClosureRecord out;
-  KILN_TRY_ASSIGN(std::string set, read_closure_head(key, out));
-  KILN_TRY(read_member_rows(set, key, out.members));
+  KILN_TRY_ASSIGN(auto set, read_closure_head(key, out));
+  KILN_TRY(read_member_rows(set, out, out.members));
   return out;
 }
 
@@ -1418,8 +1461,9 @@ Result<Store::ClosureBatch> Store::get_closures(const std::vector<Hash128>& keys
     batch.closures.resize(keys.size());
     batch.first_of_set.resize(keys.size());
     // Each member set is read once, for the first closure naming it: the
-    // roots of a deferred cycle share one set of N rows, not N of them.
-    std::map<std::string, size_t> first;
+    // roots of a deferred cycle share one set of N rows, not N of them. A
+    // lone root (no set) is its own.
+    std::map<Hash128, size_t> first;
     for (size_t i = 0; i < keys.size(); ++i) {
       ClosureRecord& c = batch.closures[i];
       auto set = read_closure_head(keys[i], c);
@@ -1427,11 +1471,15 @@ Result<Store::ClosureBatch> Store::get_closures(const std::vector<Hash128>& keys
         out = set.error();
         return Status::ok();
       }
-      auto [at, fresh] = first.try_emplace(set.take(), i);
-      batch.first_of_set[i] = at->second;
-      if (!fresh)
-        continue;
-      if (Status read = read_member_rows(at->first, keys[i], c.members); !read) {
+      std::optional<Hash128> stored = set.take();
+      batch.first_of_set[i] = i;
+      if (stored) {
+        auto [at, fresh] = first.try_emplace(*stored, i);
+        batch.first_of_set[i] = at->second;
+        if (!fresh)
+          continue;
+      }
+      if (Status read = read_member_rows(stored, c, c.members); !read) {
         out = read.error();
         return Status::ok();
       }
@@ -1470,7 +1518,7 @@ Result<Store::RootRead> Store::read_root(const std::string& name, const std::str
       b.text(1, name).text(2, target);
       int rc = b.step();
       if (rc == SQLITE_ROW)
-        key = key_of(b.col_text(0));
+        key = b.col_key(0);
       else if (rc != SQLITE_DONE)
         return db_error("cannot resolve name " + name);
     }
@@ -1523,7 +1571,10 @@ Result<Hash128> Store::resolve_name(const std::string& name, const std::string& 
                                            " in cache '" + path_ + "'");
   if (rc != SQLITE_ROW)
     return db_error("cannot resolve name " + name);
-  return parse_hash128(b.col_text(0));
+  if (auto key = b.col_key_opt(0))
+    return *key;
+  return make_error(Code::corrupt, "name '" + name + "' (" + target +
+                                       ") names a malformed closure key in cache '" + path_ + "'");
 }
 
 Result<std::vector<Hash128>> Store::other_builds(const Hash128& root_job, size_t limit) {
@@ -1535,11 +1586,11 @@ Result<std::vector<Hash128>> Store::other_builds(const Hash128& root_job, size_t
                                   "JOIN closures c ON c.root_job = o.key WHERE j.key = ?1 "
                                   "ORDER BY c.created_at DESC, c.key LIMIT ?2"));
   Bound b(s);
-  b.text(1, root_job.hex()).i64(2, int64_t(limit));
+  b.key(1, root_job).i64(2, int64_t(limit));
   std::vector<Hash128> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
-    out.push_back(key_of(b.col_text(0)));
+    out.push_back(b.col_key(0));
   if (rc != SQLITE_DONE)
     return db_error("cannot list other builds of job " + root_job.hex());
   return out;
@@ -1557,7 +1608,7 @@ Result<std::vector<NameRecord>> Store::names_for(const std::string& name) {
   std::vector<NameRecord> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
-    out.push_back({b.col_text(0), b.col_text(1), key_of(b.col_text(2))});
+    out.push_back({b.col_text(0), b.col_text(1), b.col_key(2)});
   if (rc != SQLITE_DONE)
     return db_error("cannot read names");
   return out;
@@ -1571,27 +1622,23 @@ Result<std::vector<NameRecord>> Store::list_names() {
   std::vector<NameRecord> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
-    out.push_back({b.col_text(0), b.col_text(1), key_of(b.col_text(2))});
+    out.push_back({b.col_text(0), b.col_text(1), b.col_key(2)});
   if (rc != SQLITE_DONE)
     return db_error("cannot list names");
   return out;
 }
 
 // A kernel library is a closure (the union of the roots' closures), so its
-// image, gc, usage and verification are a closure's; the row names it and
-// lists the root names it was made from, as packed fields (statement.h).
-// gc deletes the row with its closure.
+// image, gc, usage and verification are a closure's; the row names it, and
+// library_roots lists the root names it was made from, in order. gc deletes
+// the rows with its closure.
 Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& library) {
   KILN_TRY(core::check_name(library.name, "library"));
   std::lock_guard lock(mu_);
-  std::string roots = pack_fields(library.roots);
   if (read_only_) {
     // As put_closure: succeeds only if it is recorded already.
-    KILN_TRY_ASSIGN(auto s, prepare("SELECT closure_key, roots FROM libraries WHERE name = ?1 AND "
-                                    "target = ?2"));
-    Bound b(s);
-    b.text(1, library.name).text(2, library.target);
-    if (b.step() == SQLITE_ROW && b.col_text(0) == closure.key.hex() && b.col_blob(1) == roots)
+    auto have = read_library(library.name, library.target);
+    if (have && have->closure == closure.key && have->roots == library.roots)
       return Status::ok();
     return read_only_error("recording library '" + library.name + "'");
   }
@@ -1599,15 +1646,31 @@ Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& lib
     int64_t now = now_seconds();
     KILN_TRY(insert_closure_rows(closure, {}, now));
     KILN_TRY_ASSIGN(auto set,
-                    prepare("INSERT INTO libraries(name, target, closure_key, roots, updated_at) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(name, target) DO UPDATE SET "
-                            "closure_key = excluded.closure_key, roots = excluded.roots, "
-                            "updated_at = excluded.updated_at"));
-    Bound b(set);
-    b.text(1, library.name).text(2, library.target).text(3, closure.key.hex());
-    b.blob(4, roots).i64(5, now);
-    if (b.step() != SQLITE_DONE)
-      return db_error("cannot record library " + library.name);
+                    prepare("INSERT INTO libraries(name, target, closure_key, updated_at) "
+                            "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name, target) DO UPDATE SET "
+                            "closure_key = excluded.closure_key, updated_at = excluded.updated_at"));
+    KILN_TRY_ASSIGN(auto clear,
+                    prepare("DELETE FROM library_roots WHERE name = ?1 AND target = ?2"));
+    KILN_TRY_ASSIGN(auto add, prepare("INSERT INTO library_roots(name, target, position, root) "
+                                      "VALUES (?1, ?2, ?3, ?4)"));
+    {
+      Bound b(set);
+      b.text(1, library.name).text(2, library.target).key(3, closure.key).i64(4, now);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot record library " + library.name);
+    }
+    {
+      Bound b(clear);
+      b.text(1, library.name).text(2, library.target);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot record library " + library.name);
+    }
+    for (size_t i = 0; i < library.roots.size(); ++i) {
+      Bound b(add);
+      b.text(1, library.name).text(2, library.target).i64(3, int64_t(i)).text(4, library.roots[i]);
+      if (b.step() != SQLITE_DONE)
+        return db_error("cannot record the roots of library " + library.name);
+    }
     return Status::ok();
   });
   if (!s)
@@ -1616,23 +1679,36 @@ Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& lib
   return s;
 }
 
-namespace {
-
-// A library row read back: its closure key and packed roots checked.
-Result<LibraryRecord> library_of(std::string name, std::string target, const std::string& key,
-                                 const std::string& roots) {
-  auto closure = parse_hash128(key);
-  if (!closure)
-    return make_error(Code::corrupt, "library '" + name + "' (" + target +
-                                         ") names a malformed closure key");
-  auto names = unpack_fields(roots);
-  if (!names)
-    return make_error(Code::corrupt,
-                      "library '" + name + "' (" + target + ") has a malformed list of roots");
-  return LibraryRecord{std::move(name), std::move(target), *closure, std::move(*names)};
+Result<LibraryRecord> Store::read_library(const std::string& name, const std::string& target) {
+  KILN_TRY_ASSIGN(auto s,
+                  prepare("SELECT closure_key FROM libraries WHERE name = ?1 AND target = ?2"));
+  KILN_TRY_ASSIGN(auto r, prepare("SELECT root FROM library_roots WHERE name = ?1 AND "
+                                  "target = ?2 ORDER BY position"));
+  LibraryRecord lib{name, target, {}, {}};
+  {
+    Bound b(s);
+    b.text(1, name).text(2, target);
+    int rc = b.step();
+    if (rc == SQLITE_DONE)
+      return make_error(Code::not_found, "no library named '" + name + "' for target " + target +
+                                             " in cache '" + path_ + "'");
+    if (rc != SQLITE_ROW)
+      return db_error("cannot read library " + name);
+    auto key = b.col_key_opt(0);
+    if (!key)
+      return make_error(Code::corrupt, "library '" + name + "' (" + target +
+                                           ") names a malformed closure key");
+    lib.closure = *key;
+  }
+  Bound b(r);
+  b.text(1, name).text(2, target);
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW)
+    lib.roots.push_back(b.col_text(0));
+  if (rc != SQLITE_DONE)
+    return db_error("cannot read the roots of library " + name);
+  return lib;
 }
-
-} // namespace
 
 Result<LibraryRecord> Store::get_library(const std::string& name, const std::string& target) {
   std::lock_guard lock(mu_);
@@ -1640,36 +1716,44 @@ Result<LibraryRecord> Store::get_library(const std::string& name, const std::str
   if (is_hash128_hex(name))
     return make_error(Code::not_found, "no library named '" + name + "' for target " + target +
                                            " in cache '" + path_ + "'");
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT closure_key, roots FROM libraries WHERE name = ?1 AND "
-                                  "target = ?2"));
-  Bound b(s);
-  b.text(1, name).text(2, target);
-  int rc = b.step();
-  if (rc == SQLITE_DONE)
-    return make_error(Code::not_found, "no library named '" + name + "' for target " + target +
-                                           " in cache '" + path_ + "'");
-  if (rc != SQLITE_ROW)
-    return db_error("cannot read library " + name);
-  return library_of(name, target, b.col_text(0), b.col_blob(1));
+  Result<LibraryRecord> out = make_error(Code::internal, "unread");
+  KILN_TRY(read_transaction([&]() -> Status {
+    out = read_library(name, target);
+    return Status::ok();
+  }));
+  return out;
 }
 
 Result<std::vector<LibraryRecord>> Store::list_libraries(const std::string& name) {
   std::lock_guard lock(mu_);
   if (is_hash128_hex(name)) // a key-form name is no library's, as in get_library
     return std::vector<LibraryRecord>{};
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT name, target, closure_key, roots FROM libraries WHERE "
-                                  "?1 = '' OR name = ?1 ORDER BY name, target"));
-  Bound b(s);
-  b.text(1, name);
-  std::vector<LibraryRecord> out;
-  int rc;
-  while ((rc = b.step()) == SQLITE_ROW) {
-    KILN_TRY_ASSIGN(auto lib,
-                    library_of(b.col_text(0), b.col_text(1), b.col_text(2), b.col_blob(3)));
-    out.push_back(std::move(lib));
-  }
-  if (rc != SQLITE_DONE)
-    return db_error("cannot list libraries");
+  Result<std::vector<LibraryRecord>> out = make_error(Code::internal, "unread");
+  KILN_TRY(read_transaction([&]() -> Status {
+    KILN_TRY_ASSIGN(auto s, prepare("SELECT name, target FROM libraries WHERE ?1 = '' OR "
+                                    "name = ?1 ORDER BY name, target"));
+    std::vector<std::pair<std::string, std::string>> rows;
+    {
+      Bound b(s);
+      b.text(1, name);
+      int rc;
+      while ((rc = b.step()) == SQLITE_ROW)
+        rows.emplace_back(b.col_text(0), b.col_text(1));
+      if (rc != SQLITE_DONE)
+        return db_error("cannot list libraries");
+    }
+    std::vector<LibraryRecord> libs;
+    for (const auto& [n, t] : rows) {
+      auto lib = read_library(n, t);
+      if (!lib) {
+        out = lib.error();
+        return Status::ok();
+      }
+      libs.push_back(lib.take());
+    }
+    out = std::move(libs);
+    return Status::ok();
+  }));
   return out;
 }
 
@@ -1682,7 +1766,7 @@ Status Store::insert_image_row(const ImageRecord& image, const Packed& packed) {
                       "?8, ?9)"));
   const ImageKey &key = image.key;
   Bound b(s);
-  b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker).text(4, image.format);
+  b.key(1, key.closure).text(2, key.arch).text(3, key.linker).text(4, image.format);
   b.i64(5, int64_t(image.bytes.size())).i64(6, checksum_of(image.bytes)).blob(7, packed.data);
   b.i64(8, now_seconds()).dict(9, packed.dict);
   if (b.step() != SQLITE_DONE)
@@ -1719,7 +1803,7 @@ Result<std::string> Store::get_image(const ImageKey& key) {
                           KILN_IMAGE_SERVES("?1") " AND arch = ?2 AND linker = ?3 ORDER BY "
                           KILN_OWN_IMAGE_FIRST("?1") " LIMIT 1"));
   Bound b(s);
-  b.text(1, key.closure.hex()).text(2, key.arch).text(3, key.linker);
+  b.key(1, key.closure).text(2, key.arch).text(3, key.linker);
   return step_blob(b, "image of closure " + key.closure.hex() + " for " + key.arch);
 }
 
@@ -1743,90 +1827,119 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
   // temporary b-trees on every load.
   struct Best {
     int64_t rowid = 0, created_at = 0;
-    std::string linker, owner;
+    std::string linker;
+    Hash128 owner;
     bool found = false;
   } best;
+  // Whether a candidate (created, linker) beats the best so far: the
+  // newest, then the greatest linker.
+  auto better = [&](int64_t created, const std::string& linker) {
+    return !best.found || created > best.created_at ||
+           (created == best.created_at && linker > best.linker);
+  };
   auto scan = [&](Bound& b, const char* what) -> Status {
     for (int rc; (rc = b.step()) != SQLITE_DONE;) {
       if (rc != SQLITE_ROW)
         return db_error(std::string("cannot list ") + what + " of closure " + closure.hex());
       int64_t created = b.col_i64(1);
       std::string linker = b.col_text(2);
-      if (!best.found || created > best.created_at ||
-          (created == best.created_at && linker > best.linker))
-        best = {b.col_i64(0), created, std::move(linker), b.col_text(3), true};
+      if (better(created, linker))
+        best = {b.col_i64(0), created, std::move(linker), b.col_key(3), true};
     }
     return Status::ok();
   };
-  std::string key = closure.hex();
   {
     KILN_TRY_ASSIGN(auto own, prepare("SELECT rowid, created_at, linker, closure_key FROM images "
                                       "WHERE closure_key = ?1 AND arch = ?2"));
     Bound b(own);
-    b.text(1, key).text(2, arch);
+    b.key(1, closure).text(2, arch);
     KILN_TRY(scan(b, "images"));
   }
   if (!best.found) {
     // The image one of its member set's other closures has (a deferred
-    // cycle's roots share one).
+    // cycle's roots share one). A lone root has no set, and no sibling.
     KILN_TRY_ASSIGN(auto served,
                     prepare("SELECT i.rowid, i.created_at, i.linker, i.closure_key FROM closures c "
                             "JOIN closures s ON s.member_set = c.member_set "
                             "JOIN images i ON i.closure_key = s.key AND i.arch = ?2 "
-                            "WHERE c.key = ?1"));
+                            "WHERE c.key = ?1 AND c.member_set IS NOT NULL"));
     Bound b(served);
-    b.text(1, key).text(2, arch);
+    b.key(1, closure).text(2, arch);
     KILN_TRY(scan(b, "shared images"));
   }
-  if (!best.found) {
-    // The image of a kernel library holding every member of the closure
-    // (a library precompile links the library's image, not one per root):
-    // libraries whose member set has the root job under the same symbol,
-    // then kept only if no member of the closure is missing from it.
-    KILN_TRY_ASSIGN(auto libs,
-                    prepare("SELECT i.rowid, i.created_at, i.linker, s.key, s.member_set FROM closures c "
-                            "JOIN member_sets m ON m.set_key = c.member_set AND "
-                            "m.job_key = c.root_job "
-                            "JOIN member_sets lm ON lm.job_key = m.job_key AND "
-                            "lm.symbol = m.symbol "
-                            "JOIN closures s ON s.member_set = lm.set_key AND s.key != c.key "
-                            "JOIN images i ON i.closure_key = s.key AND i.arch = ?2 "
-                            "WHERE c.key = ?1 AND s.key IN (SELECT closure_key FROM libraries)"));
-    KILN_TRY_ASSIGN(auto missing,
-                    prepare("SELECT 1 FROM closures c JOIN member_sets a ON a.set_key = "
-                            "c.member_set WHERE c.key = ?1 AND NOT EXISTS (SELECT 1 FROM "
-                            "member_sets b WHERE b.set_key = ?2 AND b.symbol = a.symbol AND "
-                            "b.job_key = a.job_key) LIMIT 1"));
-    Bound b(libs);
-    b.text(1, key).text(2, arch);
-    for (int rc; (rc = b.step()) != SQLITE_DONE;) {
-      if (rc != SQLITE_ROW)
-        return db_error("cannot list the libraries holding closure " + key);
-      int64_t created = b.col_i64(1);
-      std::string linker = b.col_text(2);
-      if (best.found && (created < best.created_at ||
-                         (created == best.created_at && linker <= best.linker)))
-        continue;
-      Bound m(missing);
-      m.text(1, key).text(2, b.col_text(4));
-      int mrc = m.step();
-      if (mrc == SQLITE_ROW)
-        continue; // the library lacks one of the closure's members
-      if (mrc != SQLITE_DONE)
-        return db_error("cannot compare closure " + key + " with a library");
-      best = {b.col_i64(0), created, std::move(linker), b.col_text(3), true};
-    }
-  }
-  std::string what = "image of closure " + key + " for " + arch;
+  if (!best.found)
+    KILN_TRY(scan_library_images(closure, arch, [&](int64_t rowid, int64_t created,
+                                                    std::string linker, const Hash128& owner) {
+      if (better(created, linker))
+        best = {rowid, created, std::move(linker), owner, true};
+    }));
+  std::string what = "image of closure " + closure.hex() + " for " + arch;
   if (!best.found)
     return make_error(Code::not_found, "no " + what + " in cache '" + path_ + "'");
   if (source)
-    *source = key_of(best.owner);
+    *source = best.owner;
   KILN_TRY_ASSIGN(auto s, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
                                   "WHERE rowid = ?1"));
   Bound b(s);
   b.i64(1, best.rowid);
   return step_blob(b, what);
+}
+
+Status Store::scan_library_images(
+    const Hash128& closure, const std::string& arch,
+    const std::function<void(int64_t, int64_t, std::string, const Hash128&)>& found) {
+  // The image of a kernel library holding every member of the closure (a
+  // library precompile links the library's image, not one per root): the
+  // libraries whose member set has the closure's root job under the same
+  // symbol, kept only if no member of the closure is missing from it.
+  KILN_TRY_ASSIGN(auto head, prepare("SELECT c.root_job, c.member_set, coalesce((SELECT m.symbol "
+                                     "FROM member_sets m WHERE m.set_key = c.member_set AND "
+                                     "m.job_key = c.root_job), j.symbol) FROM closures c JOIN "
+                                     "jobs j ON j.key = c.root_job WHERE c.key = ?1"));
+  Hash128 root;
+  std::optional<Hash128> set;
+  std::string symbol;
+  {
+    Bound b(head);
+    b.key(1, closure);
+    int rc = b.step();
+    if (rc == SQLITE_DONE)
+      return Status::ok();
+    if (rc != SQLITE_ROW)
+      return db_error("cannot read closure " + closure.hex());
+    root = b.col_key(0);
+    set = b.col_key_opt(1);
+    if (!set && !b.is_null(1))
+      return Status::ok(); // a damaged row: verify reports it
+    symbol = b.col_text(2);
+  }
+  KILN_TRY_ASSIGN(auto libs,
+                  prepare("SELECT i.rowid, i.created_at, i.linker, s.key, s.member_set FROM "
+                          "member_sets lm JOIN closures s ON s.member_set = lm.set_key AND "
+                          "s.key != ?3 JOIN libraries l ON l.closure_key = s.key JOIN images i ON "
+                          "i.closure_key = s.key AND i.arch = ?4 WHERE lm.job_key = ?1 AND "
+                          "lm.symbol = ?2"));
+  KILN_TRY_ASSIGN(auto missing,
+                  prepare("SELECT 1 FROM member_sets a WHERE a.set_key = ?1 AND NOT EXISTS "
+                          "(SELECT 1 FROM member_sets b WHERE b.set_key = ?2 AND b.symbol = "
+                          "a.symbol AND b.job_key = a.job_key) LIMIT 1"));
+  Bound b(libs);
+  b.key(1, root).text(2, symbol).key(3, closure).text(4, arch);
+  for (int rc; (rc = b.step()) != SQLITE_DONE;) {
+    if (rc != SQLITE_ROW)
+      return db_error("cannot list the libraries holding closure " + closure.hex());
+    if (set) { // a lone root's one member is the one matched
+      Bound m(missing);
+      m.key(1, *set).key(2, b.col_key(4));
+      int mrc = m.step();
+      if (mrc == SQLITE_ROW)
+        continue; // the library lacks one of the closure's members
+      if (mrc != SQLITE_DONE)
+        return db_error("cannot compare closure " + closure.hex() + " with a library");
+    }
+    found(b.col_i64(0), b.col_i64(1), b.col_text(2), b.col_key(3));
+  }
+  return Status::ok();
 }
 
 std::optional<std::string> Store::memory_image(const Hash128& closure, const std::string& arch,
@@ -1942,7 +2055,7 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
       Bound b(sel);
       b.text(1, format).i64(2, kCompactBlobs);
       while (budget > 0 && b.step() == SQLITE_ROW) {
-        Row r{b.col_i64(0), b.col_i64(1), b.col_i64(2), b.col_blob(3), b.col_text(4), {}, {}};
+        Row r{b.col_i64(0), b.col_i64(1), b.col_i64(2), b.col_blob(3), b.col_blob(4), {}, {}};
         if (image) {
           r.arch = b.col_text(5);
           r.linker = b.col_text(6);
@@ -1978,7 +2091,7 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
                                     "?10)"));
     for (const Row& r : rows) {
       Bound b(ins);
-      b.i64(1, r.rowid).text(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
+      b.i64(1, r.rowid).blob(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
       b.blob(8, r.data).i64(10, dict->id);
       if (image)
         b.text(3, r.arch).text(4, r.linker).i64(9, r.created_at);

@@ -290,21 +290,24 @@ private:
   Store() = default;
   Status insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
                          const std::vector<Packed>& packed, const std::vector<JobRef>& refs);
-  /// The id of a job's target description, inserted if new; call inside a
-  /// write transaction.
+  /// The id of a job's target description and toolchain, inserted if new;
+  /// call inside a write transaction.
   Result<int64_t> target_id(const JobRecord& job);
   Status insert_closure_rows(const ClosureRecord& closure, const std::vector<NameRecord>& names,
                              int64_t now);
   /// The closure row and its members (Code::corrupt if it has none); call
   /// inside a transaction, with the lock held.
   Result<ClosureRecord> read_closure_rows(const Hash128& key);
-  /// A closure's root and target into `out`; returns its member set's key.
-  Result<std::string> read_closure_head(const Hash128& key, ClosureRecord& out);
-  /// A member set's rows, with their entries, in symbol order; none is
-  /// `corrupt`, naming `closure`.
-  Status read_member_rows(const std::string& set, const Hash128& closure,
+  /// A closure's root and target into `out`; returns its member set's key,
+  /// nullopt for a lone root (its one member is its root job).
+  Result<std::optional<Hash128>> read_closure_head(const Hash128& key, ClosureRecord& out);
+  /// A member set's rows (a lone root's one member without `set`), with
+  /// their entries, in symbol order; none is `corrupt`, naming `closure`.
+  Status read_member_rows(const std::optional<Hash128>& set, const ClosureRecord& closure,
                           std::vector<ClosureMember>& out);
   Result<JobRecord> read_job_row(const Hash128& key); ///< get_job under the caller's lock
+  /// get_library under the caller's lock and transaction.
+  Result<LibraryRecord> read_library(const std::string& name, const std::string& target);
   /// Runs `body` in a read transaction (one snapshot of the file). Call with
   /// the lock held.
   Status read_transaction(const std::function<Status()>& body);
@@ -360,6 +363,12 @@ private:
   /// Under mu_. Found by index alone: no temporary table or sort.
   Result<std::string> read_best_image(const Hash128& closure, const std::string& arch,
                                       Hash128* source = nullptr);
+  /// read_best_image's last resort: each image for `arch` of a kernel
+  /// library that holds every member of `closure`, as (rowid, created_at,
+  /// linker, the library's closure).
+  Status scan_library_images(
+      const Hash128& closure, const std::string& arch,
+      const std::function<void(int64_t, int64_t, std::string, const Hash128&)>& found);
   /// The checks verify makes on the rows themselves (blobs, members, names).
   Status check_rows(std::vector<Problem>& out);
   friend Result<VerifyReport> verify_cache(Store& store);

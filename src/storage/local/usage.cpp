@@ -42,7 +42,7 @@ Status Store::record_usage(const std::vector<Hash128>& closures, int64_t when,
                                       "last_used < ?2"));
       for (const Hash128& k : closures) {
         Bound b(s);
-        b.text(1, k.hex()).i64(2, when);
+        b.key(1, k).i64(2, when);
         if (b.step() != SQLITE_DONE)
           return db_error("cannot mark closure " + k.hex() + " used");
       }
@@ -141,7 +141,8 @@ Result<Stats> Store::stats() {
 
 Result<std::string> Store::setting(const std::string& name) {
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT value FROM settings WHERE name = ?1"));
+  // Settings are meta rows "setting <name>" (schema/0008_binary_keys.sql).
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT value FROM meta WHERE key = 'setting ' || ?1"));
   Bound b(s);
   b.text(1, name);
   if (b.step() != SQLITE_ROW)
@@ -151,8 +152,8 @@ Result<std::string> Store::setting(const std::string& name) {
 
 Status Store::set_setting(const std::string& name, const std::string& value) {
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(auto s, prepare("INSERT INTO settings(name, value) VALUES (?1, ?2) "
-                                  "ON CONFLICT(name) DO UPDATE SET value = excluded.value"));
+  KILN_TRY_ASSIGN(auto s, prepare("INSERT INTO meta(key, value) VALUES ('setting ' || ?1, ?2) "
+                                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
   Bound b(s);
   b.text(1, name).text(2, value);
   if (b.step() != SQLITE_DONE)

@@ -49,11 +49,11 @@ Status Store::check_rows(std::vector<Problem>& out) {
     }
     return rc == SQLITE_DONE ? Status::ok() : Status(db_error("cannot read blobs"));
   };
-  KILN_TRY(blobs("SELECT job_key, format, raw_size, checksum, data, dict_id FROM artifacts "
-                 "ORDER BY job_key, format",
+  KILN_TRY(blobs("SELECT " KILN_HEX("job_key") ", format, raw_size, checksum, data, dict_id "
+                 "FROM artifacts ORDER BY job_key, format",
                  "artifact", false));
-  KILN_TRY(blobs("SELECT closure_key, arch || ' (' || linker || ')', raw_size, checksum, data, "
-                 "dict_id FROM images ORDER BY closure_key, arch",
+  KILN_TRY(blobs("SELECT " KILN_HEX("closure_key") ", arch || ' (' || linker || ')', raw_size, "
+                 "checksum, data, dict_id FROM images ORDER BY closure_key, arch",
                  "image", true));
 
   struct Check {
@@ -62,46 +62,56 @@ Status Store::check_rows(std::vector<Problem>& out) {
     const char* what;
   };
   // Each query lists (key, detail) pairs that are problems.
+  // Keys are 16-byte BLOBs (schema/0008_binary_keys.sql): a row holding
+  // anything else is never found by its key.
+#define KILN_BAD_KEY(column) "(typeof(" column ") != 'blob' OR length(" column ") != 16)"
   const Check checks[] = {
-      {"SELECT c.key, c.root_job FROM closures c WHERE NOT EXISTS "
+      {"SELECT " KILN_HEX("key") ", 'key' FROM jobs WHERE " KILN_BAD_KEY("key") " OR "
+       KILN_BAD_KEY("module_hash"),
+       "job", "malformed "},
+      {"SELECT " KILN_HEX("key") ", 'key' FROM closures WHERE " KILN_BAD_KEY("key") " OR "
+       KILN_BAD_KEY("root_job") " OR (member_set IS NOT NULL AND " KILN_BAD_KEY("member_set") ")",
+       "closure", "malformed "},
+      {"SELECT " KILN_HEX("c.key") ", " KILN_HEX("c.root_job") " FROM closures c WHERE NOT EXISTS "
        "(SELECT 1 FROM jobs j WHERE j.key = c.root_job)",
        "closure", "root job missing: "},
-      {"SELECT c.key, c.root_job FROM closures c WHERE NOT EXISTS (SELECT 1 FROM closure_members "
-       "m WHERE m.closure_key = c.key AND m.job_key = c.root_job)",
+      {"SELECT " KILN_HEX("c.key") ", " KILN_HEX("c.root_job") " FROM closures c WHERE "
+       "c.member_set IS NOT NULL AND NOT EXISTS (SELECT 1 FROM member_sets m WHERE m.set_key = "
+       "c.member_set AND m.job_key = c.root_job)",
        "closure", "root job is not a member: "},
-      {"SELECT m.closure_key, m.job_key FROM closure_members m WHERE NOT EXISTS "
-       "(SELECT 1 FROM jobs j WHERE j.key = m.job_key)",
+      {"SELECT " KILN_HEX("m.closure_key") ", " KILN_HEX("m.job_key") " FROM closure_members m "
+       "WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.key = m.job_key)",
        "closure", "member job missing: "},
-      {"SELECT m.closure_key, m.symbol FROM closure_members m JOIN jobs j ON j.key = m.job_key "
-       "WHERE j.symbol != m.symbol",
+      {"SELECT " KILN_HEX("m.closure_key") ", m.symbol FROM closure_members m JOIN jobs j ON "
+       "j.key = m.job_key WHERE j.symbol != m.symbol",
        "closure", "member does not define its symbol: "},
       // Every deferred symbol a member leaves open must be satisfied within
       // the closure.
-      {"SELECT m.closure_key, r.symbol FROM closure_members m JOIN job_refs r ON "
+      {"SELECT " KILN_HEX("m.closure_key") ", r.symbol FROM closure_members m JOIN job_refs r ON "
        "r.job_key = m.job_key WHERE NOT EXISTS (SELECT 1 FROM closure_members m2 WHERE "
        "m2.closure_key = m.closure_key AND m2.symbol = r.symbol)",
        "closure", "open deferred symbol unresolved: "},
-      {"SELECT j.key, a.format FROM jobs j LEFT JOIN artifacts a ON a.job_key = j.key "
-       "WHERE a.job_key IS NULL",
+      {"SELECT " KILN_HEX("j.key") ", a.format FROM jobs j LEFT JOIN artifacts a ON a.job_key = "
+       "j.key WHERE a.job_key IS NULL",
        "job", "has no artifacts"},
-      {"SELECT j.key, j.target_id FROM jobs j WHERE NOT EXISTS "
+      {"SELECT " KILN_HEX("j.key") ", j.target_id FROM jobs j WHERE NOT EXISTS "
        "(SELECT 1 FROM targets t WHERE t.id = j.target_id)",
        "job", "target description missing: "},
-      {"SELECT n.name || ' (' || n.target || ')', n.closure_key FROM names n WHERE NOT EXISTS "
-       "(SELECT 1 FROM closures c WHERE c.key = n.closure_key)",
+      {"SELECT n.name || ' (' || n.target || ')', " KILN_HEX("n.closure_key") " FROM names n "
+       "WHERE NOT EXISTS (SELECT 1 FROM closures c WHERE c.key = n.closure_key)",
        "name", "names a missing closure: "},
-      {"SELECT l.name || ' (' || l.target || ')', l.closure_key FROM libraries l WHERE NOT "
-       "EXISTS (SELECT 1 FROM closures c WHERE c.key = l.closure_key)",
+      {"SELECT l.name || ' (' || l.target || ')', " KILN_HEX("l.closure_key") " FROM libraries l "
+       "WHERE NOT EXISTS (SELECT 1 FROM closures c WHERE c.key = l.closure_key)",
        "library", "names a missing closure: "},
       // A name of key form (32 hex digits) is never consulted, since a
       // lookup of that form is a closure key, and nothing writes one now:
       // such a row was planted or predates that rule.
-      {"SELECT n.name || ' (' || n.target || ')', n.closure_key FROM names n WHERE "
-       KILN_KEY_FORM("n.name"),
+      {"SELECT n.name || ' (' || n.target || ')', " KILN_HEX("n.closure_key") " FROM names n "
+       "WHERE " KILN_KEY_FORM("n.name"),
        "name", "has the form of a closure key, so it is never consulted (gc drops it); it "
               "points at "},
-      {"SELECT l.name || ' (' || l.target || ')', l.closure_key FROM libraries l WHERE "
-       KILN_KEY_FORM("l.name"),
+      {"SELECT l.name || ' (' || l.target || ')', " KILN_HEX("l.closure_key") " FROM libraries l "
+       "WHERE " KILN_KEY_FORM("l.name"),
        "library", "has the form of a closure key, so it is never consulted (gc drops it); it "
                  "points at "},
   };

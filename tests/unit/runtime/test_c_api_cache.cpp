@@ -56,8 +56,8 @@ TEST_CASE("c_api_cache: bytes damaged on disk are corrupt, counted, and the firs
   // An artifact whose stored bytes no longer decompress, and an image whose
   // checksum no longer matches its bytes.
   REQUIRE(raw_exec(c.path(), "UPDATE artifacts SET data = X'00112233445566778899' WHERE "
-                             "job_key = '" + root_job + "' AND format = 'obj'") == 1);
-  REQUIRE(raw_exec(c.path(), "UPDATE images SET checksum = checksum + 1 WHERE closure_key = '" +
+                             "job_key = x'" + root_job + "' AND format = 'obj'") == 1);
+  REQUIRE(raw_exec(c.path(), "UPDATE images SET checksum = checksum + 1 WHERE closure_key = x'" +
                              c.root_closure() + "'") == 1);
 
   kiln_cache* cache = nullptr;

@@ -120,8 +120,8 @@ TEST_CASE("library: the same roots give the same closure in any order and by the
 }
 
 TEST_CASE("library: roots named with a newline round-trip as written and each loads") {
-  // Root names are stored as packed fields: "x\ny" and "z" are two roots,
-  // not the three that newline-joined text would give back.
+  // Root names are rows: "x\ny" and "z" are two roots, not the three that
+  // newline-joined text would give back.
   TestCache c = empty_cache("kiln-library");
   CompileRequest req;
   req.inputs = {SourceInput::memory(
@@ -161,8 +161,8 @@ TEST_CASE("library: roots named with a newline round-trip as written and each lo
   kiln_image_release(img);
   kiln_cache_close(cache);
 
-  // A damaged list of roots is corrupt, naming the library.
-  CHECK(raw_exec(c.path(), "UPDATE libraries SET roots = CAST('3:x' AS BLOB)") == 1);
+  // A damaged closure key is corrupt, naming the library.
+  CHECK(raw_exec(c.path(), "UPDATE libraries SET closure_key = x'0011'") == 1);
   c.open();
   auto bad = c.store->get_library("odd", "host");
   REQUIRE_FALSE(bad);
@@ -285,7 +285,7 @@ TEST_CASE("library: its one image serves its roots, which are not linked one by 
   raw_exec(c.path(), "UPDATE closures SET last_used = 1");
   root_value(c.path(), "nest_b", 1);
   CHECK(raw_exec(c.path(), "UPDATE closures SET last_used = last_used WHERE last_used > 1 AND "
-                           "key = '" + rep.libraries[0].closure + "'") == 1);
+                           "key = x'" + rep.libraries[0].closure + "'") == 1);
   // The memo's answer is the same, and links nothing either.
   CompileReport again = compile_library(c.path(), {"nest_a", "nest_b", "nest_c"});
   CHECK(again.memo_hit);
@@ -322,7 +322,7 @@ TEST_CASE("library: a library serves only closures whose every member it holds")
   // A closure that is not a library does not serve another either: v1's
   // parent closure (holding the child) for the child's own closure.
   raw_exec(c.path(), "DELETE FROM libraries");
-  raw_exec(c.path(), "DELETE FROM images WHERE closure_key = '" + r1->roots[1].closure + "'");
+  raw_exec(c.path(), "DELETE FROM images WHERE closure_key = x'" + r1->roots[1].closure + "'");
   auto k = parse_hash128(r1->roots[1].closure);
   REQUIRE(k);
   auto store = open_store(c.path());

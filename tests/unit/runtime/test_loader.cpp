@@ -169,7 +169,7 @@ TEST_CASE("loader: a host name another CPU's precompile moved loads this CPU's b
   kiln_cache_close(cache);
 
   // Without this CPU's build the name is refused as before.
-  raw_exec(c.path(), "DELETE FROM closures WHERE key = '" + here.hex() + "'");
+  raw_exec(c.path(), "DELETE FROM closures WHERE key = x'" + here.hex() + "'");
   REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
   CHECK(kiln_image_load(cache, "nest_c", "host", &img) == KILN_UNAVAILABLE);
   CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);

@@ -239,7 +239,7 @@ TEST_CASE("catalog: a name row of key form answers neither show, graph nor resol
   std::string stray = hash128("no closure").hex();
   for (const std::string& name : {gamma, stray})
     raw_exec(c.path(), "INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" +
-                           name + "', 'host', '" + p.alpha_closure.key.hex() + "', 0)");
+                           name + "', 'host', x'" + p.alpha_closure.key.hex() + "', 0)");
   auto shown = find_entry(*c.store, gamma, "");
   REQUIRE(shown);
   REQUIRE(std::holds_alternative<RootDetail>(*shown));

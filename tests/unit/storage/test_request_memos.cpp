@@ -63,12 +63,11 @@ TEST_CASE("request memos: put then get round trips roots and deps; absent is not
   // Another key is still a miss.
   check_absent(*c.store, hash128("request 2"));
 
-  // A memo with no roots and no deps is still a memo.
+  // A memo is its rows: one with no roots is not recorded (a request that
+  // found nothing plans again).
   Hash128 empty_key = hash128("empty request");
   REQUIRE(c.store->put_memo(empty_key, Store::Memo{}));
-  Store::Memo empty = get_ok(*c.store, empty_key);
-  CHECK(empty.roots.empty());
-  CHECK(empty.deps.empty());
+  check_absent(*c.store, empty_key);
 
   // It is in the file, not only in this connection.
   c.open();
@@ -105,33 +104,43 @@ TEST_CASE("request memos: names, targets and paths with tabs, newlines and NULs 
   CHECK(got.roots[3].name.size() == 10); // the NUL is kept
 }
 
-TEST_CASE("request memos: a malformed row is corrupt, naming the memo") {
+TEST_CASE("request memos: a malformed closure key is corrupt, naming the memo") {
   TestCache c = open_cache();
   Hash128 key = hash128("request");
-  REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("c")}}, {})));
+  REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("c")}, {"g", "host", hash128("d")}},
+                                         {})));
   c.store.reset();
-  std::string good_key = hash128("c").hex();
-  // Truncated, an overlong length, no comma, a length with no digits, a
-  // root of two fields, a closure that is no key, and the old text form.
-  for (const std::string& roots : std::vector<std::string>{
-           "1:f,4:host,32:" + good_key, "1:f,4:host,99:" + good_key + ",", "1:f;4:host,",
-        ":f,", "1:f,4:host,", "1:f,4:host,9:not-a-key,", "f\thost\t" + good_key + "\n"}) {
-    CAPTURE(roots);
-    CHECK(raw_exec(c.path(), "UPDATE memos SET roots = CAST('" + roots +
-                                 "' AS BLOB) WHERE key = '" + key.hex() + "'") == 1);
+  // Fifteen bytes, seventeen, the old hex text, and NULL's neighbour, text.
+  for (const std::string& bad : std::vector<std::string>{
+           "x'00112233445566778899aabbccddee'", "x'00112233445566778899aabbccddeeff00'",
+           "'" + hash128("d").hex() + "'", "'not a key'"}) {
+    CAPTURE(bad);
+    CHECK(raw_exec(c.path(), "UPDATE memo_roots SET closure_key = " + bad + " WHERE memo_key = x'" +
+                                 key.hex() + "' AND position = 1") == 1);
     auto s = open_store(c.path());
     auto m = s->get_memo(key);
     REQUIRE_FALSE(m);
     CHECK(m.error().code == Code::corrupt);
     CHECK(m.error().message.find(key.hex()) != std::string::npos);
+    CHECK(m.error().message.find("root 1") != std::string::npos);
   }
-  // Dependencies: three fields is not a whole number of (path, stamp).
-  CHECK(raw_exec(c.path(), "UPDATE memos SET roots = CAST('1:f,4:host,32:" + good_key +
-                               ",' AS BLOB), deps = CAST('1:a,1:b,1:c,' AS BLOB) WHERE key = '" +
-                               key.hex() + "'") == 1);
-  auto s = open_store(c.path());
-  auto m = s->get_memo(key);
-  REQUIRE_FALSE(m);
-  CHECK(m.error().code == Code::corrupt);
-  CHECK(m.error().message.find("dependencies") != std::string::npos);
+}
+
+TEST_CASE("request memos: recorded again, a memo is replaced whole; one without roots is not "
+          "recorded") {
+  TestCache c = open_cache();
+  Hash128 key = hash128("request");
+  REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("c")}, {"g", "host", hash128("d")}},
+                                         {{"/a", "1"}, {"/b", "2"}})));
+  REQUIRE(c.store->put_memo(key, memo_of({{"h", "sm_90", hash128("e")}}, {{"/c", "3"}})));
+  Store::Memo got = get_ok(*c.store, key);
+  REQUIRE(got.roots.size() == 1);
+  CHECK(got.roots[0].name == "h");
+  REQUIRE(got.deps.size() == 1);
+  CHECK(got.deps[0].path == "/c");
+  Hash128 empty = hash128("nothing");
+  REQUIRE(c.store->put_memo(empty, memo_of({}, {{"/a", "1"}})));
+  auto none = c.store->get_memo(empty);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == Code::not_found);
 }

@@ -337,7 +337,7 @@ TEST_CASE("a damaged artifact is corrupt, never a crash") {
   // Job 1's artifact row, rewritten behind the store's back.
   auto damage = [&](const std::string& set) {
     RawDb raw(path);
-    raw.must("UPDATE artifacts SET " + set + " WHERE job_key = '" + hex + "'");
+    raw.must("UPDATE artifacts SET " + set + " WHERE job_key = x'" + hex + "'");
   };
   SUBCASE("checksum mismatch") { damage("checksum = checksum + 1"); }
   SUBCASE("blob replaced by garbage") {
@@ -574,9 +574,9 @@ TEST_CASE("a name of key form is never recorded, and one already in a cache answ
   std::string stray = hash128("no closure has this key").hex();
   for (const std::string& name : {key, upper, stray})
     raw.must("INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" + name +
-             "', 'host', '" + impostor.key.hex() + "', 0)");
-  raw.must("INSERT INTO libraries(name, target, closure_key, roots, updated_at) VALUES ('" + key +
-           "', 'host', '" + impostor.key.hex() + "', 'impostor', 0)");
+             "', 'host', x'" + impostor.key.hex() + "', 0)");
+  raw.must("INSERT INTO libraries(name, target, closure_key, updated_at) VALUES ('" + key +
+           "', 'host', x'" + impostor.key.hex() + "', 0)");
   for (const std::string& lookup : {key, upper}) {
     CAPTURE(lookup);
     auto read = st->read_root(lookup, "host", "");
@@ -1136,11 +1136,106 @@ CompileReport compile_ok(const CompileRequest& req, const std::string& path) {
   return r.take();
 }
 
+// The cache at `path` turned back into what a schema-7 Kiln wrote: keys as
+// 32 hex digits of text, every closure with a member set (a lone root's a
+// set of its own, keyed by the closure), the toolchain in each job row,
+// settings in their own table, lists as netstrings (library roots; memos
+// keep their keys, with empty lists), leases indexed by holder.
+void back_to_schema7(const std::string& path) {
+  RawDb raw(path);
+  raw.must("PRAGMA foreign_keys = OFF");
+  raw.must("DROP VIEW closure_members");
+  raw.must("CREATE TABLE t7 (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, triple TEXT NOT NULL, "
+           "cpu TEXT NOT NULL, features TEXT NOT NULL)");
+  raw.must("INSERT INTO t7 SELECT min(id), spec, triple, cpu, features FROM targets GROUP BY "
+           "spec, triple, cpu, features");
+  raw.must("CREATE TABLE j7 (key TEXT PRIMARY KEY, entry TEXT NOT NULL, symbol TEXT NOT NULL, "
+           "target_id INTEGER NOT NULL REFERENCES targets(id), options TEXT NOT NULL, "
+           "module_hash TEXT NOT NULL, toolchain TEXT NOT NULL, compile_ms REAL NOT NULL, "
+           "created_at INTEGER NOT NULL)");
+  raw.must("INSERT INTO j7 SELECT lower(hex(j.key)), j.entry, j.symbol, (SELECT t7.id FROM t7 "
+           "WHERE t7.spec = t.spec AND t7.triple = t.triple AND t7.cpu = t.cpu AND t7.features = "
+           "t.features), j.options, lower(hex(j.module_hash)), t.toolchain, j.compile_ms, "
+           "j.created_at FROM jobs j JOIN targets t ON t.id = j.target_id");
+  raw.must("DROP TABLE jobs; ALTER TABLE j7 RENAME TO jobs");
+  raw.must("DROP TABLE targets; ALTER TABLE t7 RENAME TO targets");
+  raw.must("CREATE TABLE a7 (job_key TEXT NOT NULL REFERENCES jobs(key) ON DELETE CASCADE, "
+           "format TEXT NOT NULL, raw_size INTEGER NOT NULL, checksum INTEGER NOT NULL, data BLOB "
+           "NOT NULL, dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (job_key, format))");
+  raw.must("INSERT INTO a7(rowid, job_key, format, raw_size, checksum, data, dict_id) SELECT "
+           "rowid, lower(hex(job_key)), format, raw_size, checksum, data, dict_id FROM artifacts");
+  raw.must("DROP TABLE artifacts; ALTER TABLE a7 RENAME TO artifacts");
+  raw.must("CREATE INDEX artifacts_plain ON artifacts(format) WHERE dict_id IS NULL");
+  raw.must("CREATE TABLE r7 (job_key TEXT NOT NULL REFERENCES jobs(key) ON DELETE CASCADE, "
+           "symbol TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (job_key, symbol)) WITHOUT "
+           "ROWID");
+  raw.must("INSERT INTO r7 SELECT lower(hex(job_key)), symbol, entry FROM job_refs");
+  raw.must("DROP TABLE job_refs; ALTER TABLE r7 RENAME TO job_refs");
+  raw.must("CREATE TABLE m7 (set_key TEXT NOT NULL, symbol TEXT NOT NULL, job_key TEXT NOT NULL "
+           "REFERENCES jobs(key), PRIMARY KEY (set_key, symbol)) WITHOUT ROWID");
+  raw.must("INSERT INTO m7 SELECT lower(hex(set_key)), symbol, lower(hex(job_key)) FROM "
+           "member_sets");
+  raw.must("INSERT INTO m7 SELECT lower(hex(c.key)), j.symbol, j.key FROM closures c JOIN jobs j "
+           "ON j.key = lower(hex(c.root_job)) WHERE c.member_set IS NULL");
+  raw.must("DROP TABLE member_sets; ALTER TABLE m7 RENAME TO member_sets");
+  raw.must("CREATE INDEX member_sets_by_job ON member_sets(job_key)");
+  raw.must("CREATE TABLE c7 (key TEXT PRIMARY KEY, root_job TEXT NOT NULL REFERENCES jobs(key), "
+           "target TEXT NOT NULL, member_set TEXT NOT NULL, created_at INTEGER NOT NULL, "
+           "last_used INTEGER NOT NULL) WITHOUT ROWID");
+  raw.must("INSERT INTO c7 SELECT lower(hex(key)), lower(hex(root_job)), target, "
+           "lower(hex(coalesce(member_set, key))), created_at, last_used FROM closures");
+  raw.must("DROP TABLE closures; ALTER TABLE c7 RENAME TO closures");
+  raw.must("CREATE INDEX closures_by_member_set ON closures(member_set)");
+  raw.must("CREATE VIEW closure_members(closure_key, symbol, job_key) AS SELECT c.key, m.symbol, "
+           "m.job_key FROM closures c JOIN member_sets m ON m.set_key = c.member_set");
+  raw.must("CREATE TABLE i7 (closure_key TEXT NOT NULL REFERENCES closures(key) ON DELETE "
+           "CASCADE, arch TEXT NOT NULL, linker TEXT NOT NULL, format TEXT NOT NULL, raw_size "
+           "INTEGER NOT NULL, checksum INTEGER NOT NULL, data BLOB NOT NULL, created_at INTEGER "
+           "NOT NULL, dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (closure_key, "
+           "arch, linker))");
+  raw.must("INSERT INTO i7(rowid, closure_key, arch, linker, format, raw_size, checksum, data, "
+           "created_at, dict_id) SELECT rowid, lower(hex(closure_key)), arch, linker, format, "
+           "raw_size, checksum, data, created_at, dict_id FROM images");
+  raw.must("DROP TABLE images; ALTER TABLE i7 RENAME TO images");
+  raw.must("CREATE INDEX images_plain ON images(format) WHERE dict_id IS NULL");
+  raw.must("CREATE TABLE n7 (name TEXT NOT NULL, target TEXT NOT NULL, closure_key TEXT NOT NULL "
+           "REFERENCES closures(key), updated_at INTEGER NOT NULL, unit TEXT NOT NULL DEFAULT '', "
+           "PRIMARY KEY (name, target)) WITHOUT ROWID");
+  raw.must("INSERT INTO n7 SELECT name, target, lower(hex(closure_key)), updated_at, unit FROM "
+           "names");
+  raw.must("DROP TABLE names; ALTER TABLE n7 RENAME TO names");
+  raw.must("CREATE INDEX names_by_closure ON names(closure_key)");
+  raw.must("CREATE TABLE l7 (name TEXT NOT NULL, target TEXT NOT NULL, closure_key TEXT NOT NULL "
+           "REFERENCES closures(key), roots BLOB NOT NULL, updated_at INTEGER NOT NULL, PRIMARY "
+           "KEY (name, target)) WITHOUT ROWID");
+  raw.must("INSERT INTO l7 SELECT l.name, l.target, lower(hex(l.closure_key)), CAST(coalesce(("
+           "SELECT group_concat(length(CAST(r.root AS BLOB)) || ':' || r.root || ',', '') FROM "
+           "(SELECT root FROM library_roots x WHERE x.name = l.name AND x.target = l.target ORDER "
+           "BY position) r), '') AS BLOB), l.updated_at FROM libraries l");
+  raw.must("DROP TABLE library_roots; DROP TABLE libraries; ALTER TABLE l7 RENAME TO libraries");
+  raw.must("CREATE TABLE memos (key TEXT PRIMARY KEY, roots BLOB NOT NULL, deps BLOB NOT NULL, "
+           "created_at INTEGER NOT NULL) WITHOUT ROWID");
+  raw.must("INSERT INTO memos SELECT DISTINCT lower(hex(memo_key)), x'', x'', 0 FROM memo_roots");
+  raw.must("DROP TABLE memo_roots; DROP TABLE memo_deps");
+  raw.must("CREATE TABLE l7 (job_key TEXT NOT NULL, holder TEXT NOT NULL, expires_at INTEGER NOT "
+           "NULL, PRIMARY KEY (job_key, holder)) WITHOUT ROWID");
+  raw.must("INSERT INTO l7 SELECT lower(hex(job_key)), holder, expires_at FROM job_leases");
+  raw.must("DROP TABLE job_leases; ALTER TABLE l7 RENAME TO job_leases");
+  raw.must("CREATE INDEX job_leases_by_holder ON job_leases(holder)");
+  raw.must("CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
+  raw.must("INSERT INTO settings SELECT substr(key, 9), value FROM meta WHERE key LIKE "
+           "'setting %'");
+  raw.must("DELETE FROM meta WHERE key LIKE 'setting %'");
+  raw.must("PRAGMA user_version = 7");
+  CHECK(raw.text("PRAGMA foreign_key_check") == "");
+}
+
 // The cache at `path` turned back into what a schema-5 Kiln wrote: the
 // memos table as migration 5 left it, each memo's roots as
 // "name\ttarget\tclosure\n" text; the libraries table as the first library
 // made it, roots joined by newlines (`with_library`), or none at all.
 void back_to_schema5(const std::string& path, bool with_library) {
+  back_to_schema7(path);
   RawDb raw(path);
   // Migration 7 undone: a closure's members as rows of its own.
   raw.must("DROP VIEW closure_members");
@@ -1213,9 +1308,10 @@ TEST_CASE("schema 6: a schema-5 cache's library is converted, its memos dropped,
     {
       RawDb raw(c.path());
       CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-      CHECK(raw.scalar("SELECT count(*) FROM memos") == 0);
-      CHECK(raw.text("SELECT typeof(roots) FROM libraries") == (with_library ? "blob" : ""));
-      CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%6'") == 0);
+      CHECK(raw.scalar("SELECT count(*) FROM memo_roots") == 0);
+      CHECK(raw.scalar("SELECT count(*) FROM library_roots") == (with_library ? 2 : 0));
+      CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%6' OR name LIKE "
+                       "'%8'") == 0);
       CHECK(raw.text("PRAGMA foreign_key_check") == "");
       CHECK(raw.text("PRAGMA integrity_check") == "ok");
     }
@@ -1245,6 +1341,133 @@ TEST_CASE("schema 6: a schema-5 cache's library is converted, its memos dropped,
     auto now = c.store->get_library("nest", "host");
     REQUIRE(now);
     CHECK(now->roots == std::vector<std::string>{"nest_b", "nest_c"});
+  }
+}
+
+// --- schema 8 -----------------------------------------------------------------
+
+namespace {
+
+// Everything a store reads back, as text to compare.
+std::string snapshot(Store& st) {
+  std::string out;
+  auto jobs = st.list_jobs();
+  REQUIRE(jobs);
+  for (const JobRecord& j : *jobs) {
+    out += "job " + j.key.hex() + " " + j.entry + " " + j.symbol + " " + j.target + " " +
+           j.triple + " " + j.cpu + " " + j.options + " " + j.module_hash.hex() + " " +
+           j.toolchain + " " + std::to_string(j.created_at) + " " + j.features + "\n";
+    auto refs = st.job_refs(j.key);
+    auto artifacts = st.artifact_infos(j.key);
+    REQUIRE(refs);
+    REQUIRE(artifacts);
+    for (const auto& r : *refs)
+      out += "  ref " + r.symbol + " " + r.entry + "\n";
+    for (const auto& a : *artifacts)
+      out += "  artifact " + a.format + " " + std::to_string(a.raw_size) + " " +
+             std::to_string(hash64(*st.get_artifact(j.key, a.format))) + "\n";
+  }
+  auto closures = st.list_closures();
+  REQUIRE(closures);
+  for (const ClosureRecord& c : *closures) {
+    out += "closure " + c.key.hex() + " root " + c.root_job.hex() + " " + c.target + "\n";
+    for (const auto& m : c.members)
+      out += "  member " + m.symbol + " " + m.job.hex() + " " + m.entry + "\n";
+    auto images = st.images_of(c.key);
+    REQUIRE(images);
+    for (const auto& i : *images)
+      out += "  image " + i.key.arch + " " + i.key.linker + " " + i.format + " " +
+             std::to_string(hash64(i.bytes)) + "\n";
+  }
+  auto names = st.list_names();
+  auto libraries = st.list_libraries();
+  REQUIRE(names);
+  REQUIRE(libraries);
+  for (const auto& n : *names)
+    out += "name " + n.name + " " + n.target + " " + n.closure.hex() + "\n";
+  for (const auto& l : *libraries) {
+    out += "library " + l.name + " " + l.target + " " + l.closure.hex() + "\n";
+    for (const auto& r : l.roots)
+      out += "  root " + r + "\n";
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; every record reads "
+          "back identically, verifies, loads and gc's") {
+  TestCache c = empty_cache("kiln-migrate-8");
+  // A deferred chain (nest_a → nest_b → nest_c: sets of 3 and 2 members, and
+  // nest_c a lone root), a library of two roots, and a root of its own.
+  compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path());
+  CompileRequest lib = data_request("nested.ll", {"nest_b", "nest_c"});
+  lib.library = "nest lib\nwith a newline";
+  compile_ok(lib, c.path());
+  c.open();
+  REQUIRE(c.store->set_setting("max_size", "123456789"));
+  std::string before = snapshot(*c.store);
+  REQUIRE(before.find("library nest lib") != std::string::npos);
+  REQUIRE(before.find("  root nest_c") != std::string::npos);
+  c.store.reset();
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
+  }
+  back_to_schema7(c.path());
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE typeof(key) = 'text'") >= 4);
+    // A row no Kiln could read: a closure key that is not a key. It is not
+    // carried over.
+    raw.must("INSERT INTO closures VALUES ('not a key', '" + std::string(32, 'a') +
+             "', 'host', 'x', 0, 0)");
+  }
+  c.open();
+  CHECK(snapshot(*c.store) == before);
+  CHECK(*c.store->setting("max_size") == "123456789");
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  CHECK(problems->empty());
+  c.store.reset();
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("PRAGMA user_version") == schema_version());
+    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE typeof(key) != 'blob' OR "
+                     "length(key) != 16") == 0);
+    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
+    CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%8' OR name = "
+                     "'settings' OR name = 'memos'") == 0);
+    CHECK(raw.text("PRAGMA foreign_key_check") == "");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  for (const char* name : {"nest_a", "nest_c"}) {
+    kiln_image* img = nullptr;
+    kiln_status st = kiln_image_load(cache, name, "host", &img);
+    INFO(name << ": " << kiln_last_error());
+    REQUIRE(st == KILN_OK);
+    kiln_image_release(img);
+  }
+  kiln_image* img = nullptr;
+  REQUIRE(kiln_library_load(cache, "nest lib\nwith a newline", "host", &img) == KILN_OK);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+  // The memos went: the next run plans and records one, the one after hits.
+  CHECK_FALSE(compile_ok(lib, c.path()).memo_hit);
+  CHECK(compile_ok(lib, c.path()).memo_hit);
+  // gc takes everything, lone roots and their jobs included.
+  c.open();
+  GcOptions all;
+  all.max_size = 0;
+  REQUIRE(c.store->gc(all));
+  c.store.reset();
+  RawDb raw(c.path());
+  for (const char* table : {"jobs", "closures", "member_sets", "names", "libraries",
+                            "library_roots", "images", "artifacts"}) {
+    CAPTURE(table);
+    CHECK(raw.scalar(std::string("SELECT count(*) FROM ") + table) == 0);
   }
 }
 
@@ -1467,7 +1690,7 @@ TEST_CASE("dictionaries: a damaged dictionary or blob is corrupt and verify name
     RawDb raw(c.path());
     REQUIRE(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NOT NULL") == n);
     raw.must("UPDATE artifacts SET data = substr(data, 1, 6) || randomblob(length(data) - 6) "
-             "WHERE job_key = '" + victim + "'");
+             "WHERE job_key = x'" + victim + "'");
   }
   SUBCASE("the dictionary") {
     RawDb raw(c.path());
@@ -1585,7 +1808,7 @@ TEST_CASE("a stored blob whose raw_size and frame claim more than they hold is r
         RawDb raw(c.path());
         raw.must("UPDATE artifacts SET data = x'" + hex_of(k.frame) +
                  "', raw_size = " + std::to_string(k.raw_size) +
-                 (i == 1 ? ", dict_id = NULL" : "") + " WHERE job_key = '" + key + "'");
+                 (i == 1 ? ", dict_id = NULL" : "") + " WHERE job_key = x'" + key + "'");
       }
       REQUIRE(kiln::test::reset_peak_rss());
       long before = kiln::test::rss_kib();

@@ -259,7 +259,7 @@ TEST_CASE("transfer: a bundle naming a root like a closure key is refused; expor
   // A name row of key form an older cache holds is left out of its bundles,
   // which import cleanly.
   raw_exec(src.path(), "INSERT INTO names(name, target, closure_key, updated_at) VALUES ('" +
-                           victim + "', 'host', '" + key->hex() + "', 0)");
+                           victim + "', 'host', x'" + key->hex() + "', 0)");
   auto out = export_bundle(*src.store, file, {});
   REQUIRE(out);
   CHECK(out->names == 1);

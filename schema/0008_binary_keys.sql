@@ -9,7 +9,14 @@
 -- not 32 hex digits; such a row could never be read, and is not carried over.
 --
 -- A job's toolchain text is stored once, with its target description: the
--- targets row a job refers to is now the pair.
+-- targets row a job refers to is now the pair. So is the unit (input file
+-- names) a root name came from: one units row for every name of a unit,
+-- NULL where it is unknown.
+--
+-- Names lose their index by closure, and with it the foreign key that needed
+-- it: gc, the one reader by closure, drops the names of the closures it
+-- evicted in one pass, and a load of a name whose closure is gone finds no
+-- closure (verify reports such a row).
 --
 -- Settings become meta rows ("setting <name>"), a memo is its rows (no head
 -- row), and leases lose their index by holder (a few rows, those of the
@@ -115,15 +122,17 @@ DROP TABLE images;
 ALTER TABLE images8 RENAME TO images;
 CREATE INDEX images_plain ON images(format) WHERE dict_id IS NULL;
 
+CREATE TABLE units (id INTEGER PRIMARY KEY, path TEXT NOT NULL);
+INSERT INTO units(path) SELECT DISTINCT unit FROM names WHERE unit != '' ORDER BY unit;
 CREATE TABLE names8 (name TEXT NOT NULL, target TEXT NOT NULL,
-  closure_key BLOB NOT NULL REFERENCES closures(key), updated_at INTEGER NOT NULL,
-  unit TEXT NOT NULL DEFAULT '', PRIMARY KEY (name, target)) WITHOUT ROWID;
-INSERT INTO names8(name, target, closure_key, updated_at, unit)
-  SELECT name, target, kiln_unhex(closure_key), updated_at, unit FROM names
-  WHERE kiln_unhex(closure_key) IS NOT NULL;
+  closure_key BLOB NOT NULL, updated_at INTEGER NOT NULL,
+  unit_id INTEGER REFERENCES units(id), PRIMARY KEY (name, target)) WITHOUT ROWID;
+INSERT INTO names8(name, target, closure_key, updated_at, unit_id)
+  SELECT n.name, n.target, kiln_unhex(n.closure_key), n.updated_at, u.id
+  FROM names n LEFT JOIN units u ON u.path = n.unit
+  WHERE kiln_unhex(n.closure_key) IS NOT NULL;
 DROP TABLE names;
 ALTER TABLE names8 RENAME TO names;
-CREATE INDEX names_by_closure ON names(closure_key);
 
 CREATE TABLE libraries8 (name TEXT NOT NULL, target TEXT NOT NULL,
   closure_key BLOB NOT NULL REFERENCES closures(key), updated_at INTEGER NOT NULL,

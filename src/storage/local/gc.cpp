@@ -115,7 +115,6 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   auto members = prepare("SELECT symbol, job_key FROM closure_members WHERE closure_key = ?1");
   auto images = prepare("SELECT count(*) FROM images WHERE closure_key = ?1");
   auto set_of = prepare("SELECT member_set FROM closures WHERE key = ?1");
-  auto del_names = prepare("DELETE FROM names WHERE closure_key = ?1");
   auto del_libraries = prepare("DELETE FROM libraries WHERE closure_key = ?1");
   auto del_closure = prepare("DELETE FROM closures WHERE key = ?1");
   // A set's rows go with the last closure that names it (the roots of a
@@ -129,7 +128,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
                          "closures c WHERE c.key = ?2) AND " KILN_UNLEASED("?1"));
 #undef KILN_UNLEASED
 #undef KILN_ORPHAN
-  for (auto* p : {&members, &images, &set_of, &del_names, &del_libraries, &del_closure,
+  for (auto* p : {&members, &images, &set_of, &del_libraries, &del_closure,
                   &del_set, &del_job})
     if (!*p)
       return fail(p->error());
@@ -163,7 +162,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
       if (b.step() == SQLITE_ROW)
         set = b.col_key_opt(0);
     }
-    for (auto* p : {&del_names, &del_libraries, &del_closure}) {
+    for (auto* p : {&del_libraries, &del_closure}) {
       Bound b(**p);
       b.key(1, key);
       if (b.step() != SQLITE_DONE)
@@ -184,6 +183,16 @@ Result<GcReport> Store::gc(const GcOptions& options) {
     }
     rep.evicted_closures.push_back(key);
   }
+  // The names of the closures evicted, in one pass (names have no index by
+  // closure), then the units no name comes from any more.
+  if (!rep.evicted_closures.empty())
+    if (Status s = exec("DELETE FROM names WHERE closure_key NOT IN (SELECT key FROM closures)");
+        !s)
+      return fail(s.error());
+  if (Status s = exec("DELETE FROM units WHERE id NOT IN (SELECT unit_id FROM names WHERE "
+                      "unit_id IS NOT NULL)");
+      !s)
+    return fail(s.error());
   rep.bytes_after = live();
   if (options.dry_run) {
     (void)exec("ROLLBACK");

@@ -88,7 +88,7 @@ public:
     sqlite3_bind_double(s_, i, v);
     return *this;
   }
-  /// A dictionary id, NULL for 0 (no dictionary).
+  /// A row id that may be absent (a dictionary, a unit), NULL for 0.
   Bound& dict(int i, int64_t id) {
     if (id)
       sqlite3_bind_int64(s_, i, id);

@@ -1294,8 +1294,8 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
       auto n,
       prepare("INSERT INTO names(name, target, closure_key, updated_at) VALUES (?1, ?2, ?3, "
               "?4) ON CONFLICT(name, target) DO UPDATE SET closure_key = excluded.closure_key, "
-              "updated_at = excluded.updated_at, unit = CASE WHEN closure_key = "
-              "excluded.closure_key THEN unit ELSE '' END"));
+              "updated_at = excluded.updated_at, unit_id = CASE WHEN closure_key = "
+              "excluded.closure_key THEN unit_id END"));
   for (const NameRecord &nr : names) {
     Bound b(n);
     b.text(1, nr.name).text(2, nr.target).key(3, nr.closure).i64(4, now);
@@ -1331,8 +1331,9 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
       if (rc != SQLITE_ROW)
         return db_error("cannot look up closure " + name.closure.hex());
     }
-    KILN_TRY_ASSIGN(auto old, prepare("SELECT closure_key, unit FROM names WHERE name = ?1 AND "
-                                      "target = ?2"));
+    KILN_TRY_ASSIGN(auto old, prepare("SELECT n.closure_key, coalesce(u.path, '') FROM names n "
+                                      "LEFT JOIN units u ON u.id = n.unit_id WHERE n.name = ?1 "
+                                      "AND n.target = ?2"));
     {
       Bound b(old);
       b.text(1, name.name).text(2, name.target);
@@ -1345,12 +1346,34 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
     }
     KILN_TRY_ASSIGN(
         auto set,
-        prepare("INSERT INTO names(name, target, closure_key, updated_at, unit) VALUES (?1, ?2, "
-                "?3, ?4, ?5) ON CONFLICT(name, target) DO UPDATE SET closure_key = "
-                "excluded.closure_key, updated_at = excluded.updated_at, unit = excluded.unit"));
+        prepare("INSERT INTO names(name, target, closure_key, updated_at, unit_id) VALUES (?1, "
+                "?2, ?3, ?4, ?5) ON CONFLICT(name, target) DO UPDATE SET closure_key = "
+                "excluded.closure_key, updated_at = excluded.updated_at, unit_id = "
+                "excluded.unit_id"));
+    // The unit's row, made for its first name: every name of a unit shares it.
+    int64_t unit_id = 0;
+    if (!unit.empty()) {
+      KILN_TRY_ASSIGN(auto find,
+                      prepare("SELECT id FROM units WHERE path = ?1 ORDER BY id LIMIT 1"));
+      KILN_TRY_ASSIGN(auto add, prepare("INSERT INTO units(path) VALUES (?1)"));
+      Bound f(find);
+      f.text(1, unit);
+      int rc = f.step();
+      if (rc == SQLITE_ROW) {
+        unit_id = f.col_i64(0);
+      } else if (rc == SQLITE_DONE) {
+        Bound a(add);
+        a.text(1, unit);
+        if (a.step() != SQLITE_DONE)
+          return db_error("cannot record unit " + unit);
+        unit_id = int64_t(sqlite3_last_insert_rowid(db_));
+      } else {
+        return db_error("cannot look up unit " + unit);
+      }
+    }
     Bound b(set);
     b.text(1, name.name).text(2, name.target).key(3, name.closure);
-    b.i64(4, now_seconds()).text(5, unit);
+    b.i64(4, now_seconds()).dict(5, unit_id);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot record name " + name.name);
     return Status::ok();
@@ -1363,7 +1386,8 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
 
 Result<std::string> Store::name_unit(const std::string& name, const std::string& target) {
   std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT unit FROM names WHERE name = ?1 AND target = ?2"));
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT coalesce(u.path, '') FROM names n LEFT JOIN units u ON "
+                                  "u.id = n.unit_id WHERE n.name = ?1 AND n.target = ?2"));
   Bound b(s);
   b.text(1, name).text(2, target);
   int rc = b.step();
@@ -1998,11 +2022,12 @@ Status Store::compact() {
   for (const auto& [image, format, plain] : kinds)
     KILN_TRY(compact_kind(image, format, plain, budget));
   // Free pages go back to the file system when the smaller blobs freed
-  // some, or when they are an eighth of the file (index pages that updates
-  // split); fewer stay for the next writer to reuse.
+  // some, or when they are a thirty-second of the file (index pages that
+  // updates split, memos recorded again): moving a few dozen pages costs a
+  // closing writer little. Fewer stay for the next writer to reuse.
   KILN_TRY_ASSIGN(auto free_pages, count("PRAGMA freelist_count"));
   KILN_TRY_ASSIGN(auto pages, count("PRAGMA page_count"));
-  if (free_pages > 0 && (budget < kCompactBytes || free_pages * 8 > pages))
+  if (free_pages > 0 && (budget < kCompactBytes || free_pages * 32 > pages))
     KILN_TRY(exec("PRAGMA incremental_vacuum"));
   return Status::ok();
 }

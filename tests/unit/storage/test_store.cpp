@@ -1201,9 +1201,9 @@ void back_to_schema7(const std::string& path) {
   raw.must("CREATE TABLE n7 (name TEXT NOT NULL, target TEXT NOT NULL, closure_key TEXT NOT NULL "
            "REFERENCES closures(key), updated_at INTEGER NOT NULL, unit TEXT NOT NULL DEFAULT '', "
            "PRIMARY KEY (name, target)) WITHOUT ROWID");
-  raw.must("INSERT INTO n7 SELECT name, target, lower(hex(closure_key)), updated_at, unit FROM "
-           "names");
-  raw.must("DROP TABLE names; ALTER TABLE n7 RENAME TO names");
+  raw.must("INSERT INTO n7 SELECT n.name, n.target, lower(hex(n.closure_key)), n.updated_at, "
+           "coalesce(u.path, '') FROM names n LEFT JOIN units u ON u.id = n.unit_id");
+  raw.must("DROP TABLE names; DROP TABLE units; ALTER TABLE n7 RENAME TO names");
   raw.must("CREATE INDEX names_by_closure ON names(closure_key)");
   raw.must("CREATE TABLE l7 (name TEXT NOT NULL, target TEXT NOT NULL, closure_key TEXT NOT NULL "
            "REFERENCES closures(key), roots BLOB NOT NULL, updated_at INTEGER NOT NULL, PRIMARY "
@@ -1383,8 +1383,11 @@ std::string snapshot(Store& st) {
   auto libraries = st.list_libraries();
   REQUIRE(names);
   REQUIRE(libraries);
-  for (const auto& n : *names)
-    out += "name " + n.name + " " + n.target + " " + n.closure.hex() + "\n";
+  for (const auto& n : *names) {
+    auto unit = st.name_unit(n.name, n.target);
+    REQUIRE(unit);
+    out += "name " + n.name + " " + n.target + " " + n.closure.hex() + " unit " + *unit + "\n";
+  }
   for (const auto& l : *libraries) {
     out += "library " + l.name + " " + l.target + " " + l.closure.hex() + "\n";
     for (const auto& r : l.roots)

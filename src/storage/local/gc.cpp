@@ -43,7 +43,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   KILN_TRY(exec("BEGIN IMMEDIATE"));
   auto fail = [&](const Error& e) -> Result<GcReport> {
     (void)exec("ROLLBACK");
-    return e.context("gc of cache '" + path_ + "'");
+    return e.context("gc of cache '" + path() + "'");
   };
   auto live = [&]() -> int64_t {
     auto pages = count("PRAGMA page_count");
@@ -68,7 +68,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
                           "DELETE FROM libraries WHERE " KILN_KEY_FORM("name")}) {
     if (Status s = exec(sql); !s)
       return fail(s.error());
-    rep.dropped_key_form_names += sqlite3_changes(db_);
+    rep.dropped_key_form_names += sqlite3_changes(db_->handle());
   }
   // The rows of a member set no closure names (its closures went, or a
   // closure stored again moved to its members' own set) go: a set and its
@@ -179,7 +179,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
       b.key(1, j).key(2, core::closure_key(j, {{symbol, j}}));
       if (b.step() != SQLITE_DONE)
         return fail(db_error("cannot evict job " + j.hex()));
-      rep.evicted_jobs += sqlite3_changes(db_);
+      rep.evicted_jobs += sqlite3_changes(db_->handle());
     }
     rep.evicted_closures.push_back(key);
   }

@@ -9,6 +9,8 @@
 #pragma once
 
 #include "core/records.h"
+#include "storage/local/codec.h"
+#include "storage/local/database.h"
 #include "storage/local/file_trust.h"
 #include "storage/local/gc.h"
 #include "storage/local/usage.h"
@@ -47,29 +49,11 @@ using core::LibraryRecord;
 using core::NameRecord;
 
 class Bound;
-struct Dictionary;
-struct Packed;
 
-/// Plain blobs a kind needs before a dictionary is trained for it: fewer
-/// give a dictionary that does not pay for itself.
-inline constexpr int kMinDictionarySamples = 32;
-
-/// Schema version this binary writes; older caches are migrated at open,
-/// newer ones are refused.
-int schema_version();
-
-/// How Store::open treats writing.
-enum class OpenMode {
-  /// Read-write, creating the file; read-only instead when $KILN_READ_ONLY
-  /// is set (not "0"), or when the file or its directory is not writable
-  /// (another user's cache, a read-only mount).
-  automatic,
-  read_write, ///< read-write, creating the file; an unwritable one fails
-  read_only,  ///< never writes, never creates
-};
-
-/// One connection to a cache file. Thread-safe: every call takes the
-/// store's lock. Several processes may open the same file at once.
+/// One connection to a cache file: the database part (database.h), the blob
+/// codec (codec.h), and the record groups, each a source of its own that
+/// owns its SQL. Thread-safe: every call takes the store's lock. Several
+/// processes may open the same file at once.
 class Store {
 public:
   /// Opens or creates the cache at `path` (parent directories are created
@@ -93,11 +77,11 @@ public:
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return db_->path(); }
   /// True if opened read-only (asked for, or the file was not writable).
-  bool read_only() const { return read_only_; }
+  bool read_only() const { return db_->read_only(); }
   /// Why it is read-only ("" when it is not).
-  const std::string& read_only_reason() const { return read_only_reason_; }
+  const std::string& read_only_reason() const { return db_->read_only_reason(); }
   /// The error a write to a read-only cache gets.
   Error read_only_error(const std::string& what) const;
 
@@ -287,7 +271,7 @@ public:
   Status put_memo(const Hash128& key, const Memo& memo);
 
 private:
-  Store() = default;
+  explicit Store(std::unique_ptr<Database> db);
   Status insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
                          const std::vector<Packed>& packed, const std::vector<JobRef>& refs);
   /// The id of a job's target description and toolchain, inserted if new;
@@ -308,55 +292,38 @@ private:
   Result<JobRecord> read_job_row(const Hash128& key); ///< get_job under the caller's lock
   /// get_library under the caller's lock and transaction.
   Result<LibraryRecord> read_library(const std::string& name, const std::string& target);
-  /// Runs `body` in a read transaction (one snapshot of the file). Call with
-  /// the lock held.
-  Status read_transaction(const std::function<Status()>& body);
   Status insert_image_row(const ImageRecord& image, const Packed& packed);
-  // --- dictionaries (store.cpp); call with the lock held ----------------------
-  /// The dictionary `id`, read and checked once per connection.
-  Result<std::shared_ptr<const Dictionary>> dictionary(int64_t id);
-  /// The newest dictionary of `kind` ("artifact obj", "image cubin"), ready
-  /// to compress with; null if the kind has none.
-  Result<std::shared_ptr<const Dictionary>> dictionary_for(const std::string& kind);
-  /// dictionary_for(kind) for a write: null (plain zstd) if the kind has
-  /// none, or if its dictionary cannot be read (verify reports that).
-  std::shared_ptr<const Dictionary> writing_dictionary(const std::string& kind);
-  /// `raw` compressed for storing, with `dict` (a dictionary_for result)
-  /// if not null. Needs no lock.
-  static Packed pack_with(const Dictionary* dict, const std::string& raw);
-  /// A stored blob's raw bytes: decompressed (with dictionary `dict`, 0 for
-  /// none) and checked against its size and checksum; `what` names it.
+  // --- the database part and the codec, under the lock -----------------------
+  Result<sqlite3_stmt*> prepare(const char* sql) { return db_->prepare(sql); }
+  Status exec(const char* sql) { return db_->exec(sql); }
+  Result<int64_t> count(const char* sql) { return db_->count(sql); }
+  Error db_error(const std::string& what) const { return db_->db_error(what); }
+  Status transaction(const std::function<Status()>& body) { return db_->transaction(body); }
+  Status read_transaction(const std::function<Status()>& body) {
+    return db_->read_transaction(body);
+  }
+  Result<bool> refresh() { return db_->refresh(); }
+  std::shared_ptr<const Dictionary> writing_dictionary(const std::string& kind) {
+    return codec_.writing_dictionary(kind);
+  }
+  static Packed pack_with(const Dictionary* dict, const std::string& raw) {
+    return BlobCodec::pack_with(dict, raw);
+  }
   Result<std::string> unpack(const std::string& data, int64_t raw_size, int64_t checksum,
-                             int64_t dict, const std::string& what);
+                             int64_t dict, const std::string& what) {
+    return codec_.unpack(data, raw_size, checksum, dict, what);
+  }
   /// compact() for one kind, with its count of plain blobs.
   Status compact_kind(bool image, const std::string& format, int64_t plain, int64_t& budget);
   /// A new dictionary for a kind, trained on its `plain` blobs, if one pays
   /// for itself; null if not (the attempt is recorded).
   Result<std::shared_ptr<const Dictionary>> train_dictionary(bool image, const std::string& format,
                                                              int64_t plain);
-  /// At close: compaction and the WAL's fate (see defer_checkpoint).
-  void finish();
-  Result<int64_t> count(const char* sql);
-  /// Runs `body` in a write transaction: committed if it succeeds, else rolled
-  /// back. Call with the lock held.
-  Status transaction(const std::function<Status()>& body);
-  Status exec(const char* sql);
   /// Read-only put_closure: succeeds only if nothing would change.
   Status check_closure_recorded(const ClosureRecord& closure, const std::vector<NameRecord>& names);
   /// Read-only: an image stored in memory, newest first; nullopt if none.
   std::optional<std::string> memory_image(const Hash128& closure, const std::string& arch,
                                           const std::string* linker);
-  Result<sqlite3_stmt*> prepare(const char* sql);
-  Error db_error(const std::string& what) const;
-  /// Opens db_ on the files check_cache_files passed (storage/local/file_trust.h).
-  Status connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners);
-  /// An immutable reader whose files changed since it connected (a writer
-  /// appeared, the file was replaced) reconnects, unless a statement is
-  /// stepping; true if it did. Call with the lock held, outside transactions.
-  Result<bool> refresh();
-  Status migrate();
-  /// The migrations this file lacks, in one write transaction.
-  Status migrate_steps(int* from);
   Result<std::string> step_blob(Bound& b, const std::string& what);
   /// The image of `closure` for `arch` by any linker: its own, else one its
   /// member set's other closures have; the newest, then the greatest linker.
@@ -373,28 +340,14 @@ private:
   Status check_rows(std::vector<Problem>& out);
   friend Result<VerifyReport> verify_cache(Store& store);
 
-  std::string path_;
-  sqlite3* db_ = nullptr;
-  std::pair<uint64_t, uint64_t> file_id_{}; ///< (device, inode) while registered as open
-  bool registered_ = false;
-  bool read_only_ = false;
-  bool deferred_ = false; ///< defer_checkpoint was called
-  static constexpr int64_t kLoaderWalBytes = 64 << 10;
-  bool migrated_ = false; ///< this connection created or migrated the schema
-  bool wal_ = false;      ///< in WAL mode (not on a network file system)
-  bool immutable_ = false; ///< read-only without locks: the file alone, watched
-  FileStamp watch_[3];     ///< immutable: the file, -wal and -shm when connected
-  /// Dictionaries read so far, by id; the newest of each kind, by kind.
-  std::map<int64_t, std::shared_ptr<const Dictionary>> dictionaries_;
-  std::map<std::string, std::shared_ptr<const Dictionary>> newest_dictionary_;
-  std::string read_only_reason_;
+  std::unique_ptr<Database> db_;
+  BlobCodec codec_;
   /// Read-only: images linked by this process, by (closure, arch, linker),
   /// with the order they were put in (the newest wins).
   std::map<std::tuple<Hash128, std::string, std::string>, std::pair<uint64_t, std::string>>
       memory_images_;
   uint64_t memory_seq_ = 0;
   std::mutex mu_;
-  std::vector<std::pair<const char*, sqlite3_stmt*>> stmts_;
 };
 
 } // namespace kiln::storage

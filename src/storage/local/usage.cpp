@@ -11,14 +11,6 @@
 
 namespace kiln::storage {
 
-Result<int64_t> Store::count(const char* sql) {
-  KILN_TRY_ASSIGN(auto s, prepare(sql));
-  Bound b(s);
-  if (b.step() != SQLITE_ROW)
-    return db_error("cannot count");
-  return b.col_i64(0);
-}
-
 Status Store::add_counters(const Counters& d) { return record_usage({}, 0, d); }
 
 Status Store::zero_counters() {

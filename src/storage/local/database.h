@@ -1,0 +1,113 @@
+// The cache file's database part: one SQLite connection to a trusted file,
+// opened with the pragmas Kiln needs and migrated to the current schema
+// (schema/NNNN_*.sql), its prepared statements, its transactions, the WAL's
+// life cycle at close, and the fault injection that lets tests fail its
+// writes. It knows no record: the store's record groups (jobs.cpp,
+// closures.cpp, images.cpp, libraries.cpp, request_memos.cpp, usage.cpp,
+// gc.cpp) own their SQL and reach the file through it.
+#pragma once
+
+#include "storage/local/file_trust.h"
+
+#include <kiln/result.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace kiln::storage {
+
+/// Schema version this binary writes; older caches are migrated at open,
+/// newer ones are refused.
+int schema_version();
+
+/// How a cache is opened for writing.
+enum class OpenMode {
+  /// Read-write, creating the file; read-only instead when $KILN_READ_ONLY
+  /// is set (not "0"), or when the file or its directory is not writable
+  /// (another user's cache, a read-only mount).
+  automatic,
+  read_write, ///< read-write, creating the file; an unwritable one fails
+  read_only,  ///< never writes, never creates
+};
+
+/// One connection. Not thread-safe: its owner (Store) serialises calls.
+class Database {
+public:
+  /// Opens or creates the cache file at `path` and migrates it (see
+  /// Store::open for what is checked and refused).
+  static Result<std::unique_ptr<Database>> open(const std::string& path, OpenMode mode);
+  /// Closes the connection; the WAL's fate is close_wal()'s.
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool read_only() const { return read_only_; }
+  const std::string& read_only_reason() const { return read_only_reason_; }
+  /// The error a write to a read-only cache gets.
+  Error read_only_error(const std::string& what) const;
+  /// SQLite's last error, as Kiln's (`corrupt` for a damaged file).
+  Error db_error(const std::string& what) const;
+  sqlite3* handle() const { return db_; }
+
+  Status exec(const char* sql);
+  /// A statement prepared once per connection, keyed by the literal's
+  /// address (every caller passes a string literal).
+  Result<sqlite3_stmt*> prepare(const char* sql);
+  /// The first column of a one-row query.
+  Result<int64_t> count(const char* sql);
+  /// Runs `body` in a write transaction: committed if it succeeds, else
+  /// rolled back.
+  Status transaction(const std::function<Status()>& body);
+  /// Runs `body` in a read transaction (one snapshot of the file); inside a
+  /// caller's transaction, in that one.
+  Status read_transaction(const std::function<Status()>& body);
+  /// An immutable reader whose files changed since it connected (a writer
+  /// appeared, the file was replaced) reconnects, unless a statement is
+  /// stepping; true if it did. Outside transactions.
+  Result<bool> refresh();
+  /// Called after refresh() reconnects: what was read through the old
+  /// connection (dictionaries) is read again.
+  void on_reconnect(std::function<void()> f) { on_reconnect_ = std::move(f); }
+
+  /// Whether this connection created, migrated or changed the file.
+  bool wrote() const;
+  /// See Store::defer_checkpoint.
+  void defer_checkpoint();
+  void end_deferral();
+  bool deferred() const { return deferred_; }
+  /// At close: the WAL left for the next writer (a loader's), or
+  /// checkpointed and its side files removed (the last other connection).
+  void close_wal();
+
+private:
+  Database() = default;
+  Status connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners);
+  Status migrate();
+  /// The migrations this file lacks, in one write transaction.
+  Status migrate_steps(int* from);
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::pair<uint64_t, uint64_t> file_id_{}; ///< (device, inode) while registered as open
+  bool registered_ = false;
+  bool read_only_ = false;
+  bool deferred_ = false; ///< defer_checkpoint was called
+  static constexpr int64_t kLoaderWalBytes = 64 << 10;
+  bool migrated_ = false;  ///< this connection created or migrated the schema
+  bool wal_ = false;       ///< in WAL mode (not on a network file system)
+  bool immutable_ = false; ///< read-only without locks: the file alone, watched
+  FileStamp watch_[3];     ///< immutable: the file, -wal and -shm when connected
+  std::string read_only_reason_;
+  std::function<void()> on_reconnect_;
+  std::vector<std::pair<const char*, sqlite3_stmt*>> stmts_;
+};
+
+} // namespace kiln::storage

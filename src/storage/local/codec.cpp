@@ -148,12 +148,14 @@ Result<std::shared_ptr<const Dictionary>> BlobCodec::dictionary(int64_t id) {
   if (auto it = dictionaries_.find(id); it != dictionaries_.end())
     return it->second;
   std::string what = "dictionary " + std::to_string(id);
-  KILN_TRY_ASSIGN(auto s, db_->prepare("SELECT kind, checksum, data FROM dictionaries WHERE id = ?1"));
+  KILN_TRY_ASSIGN(auto s,
+                  db_->prepare("SELECT kind, checksum, data FROM dictionaries WHERE id = ?1"));
   Bound b(s);
   b.i64(1, id);
   int rc = b.step();
   if (rc == SQLITE_DONE)
-    return make_error(Code::corrupt, what + ", which it needs, is not in cache '" + db_->path() + "'");
+    return make_error(Code::corrupt,
+                      what + ", which it needs, is not in cache '" + db_->path() + "'");
   if (rc != SQLITE_ROW)
     return db_->db_error("cannot read " + what);
   auto d = std::make_shared<Dictionary>();

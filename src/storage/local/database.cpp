@@ -162,7 +162,8 @@ std::string file_uri(const std::string& path);
 // connection in the process (whichever copy of Kiln opened it) holds locks.
 // Nothing is read through a lock, and nothing is created. False if the file
 // cannot be opened (SQLite's real open then reports why).
-bool read_head(const std::string& path, unsigned char* out, int n, int64_t& size, bool& short_read) {
+bool read_head(const std::string& path, unsigned char* out, int n, int64_t& size,
+               bool& short_read) {
   sqlite3* probe = nullptr;
   std::string uri = file_uri(path) + "?mode=ro";
   int rc = sqlite3_open_v2(uri.c_str(), &probe,

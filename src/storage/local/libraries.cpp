@@ -29,7 +29,8 @@ Status Store::put_library(const ClosureRecord& closure, const LibraryRecord& lib
     KILN_TRY_ASSIGN(auto set,
                     prepare("INSERT INTO libraries(name, target, closure_key, updated_at) "
                             "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name, target) DO UPDATE SET "
-                            "closure_key = excluded.closure_key, updated_at = excluded.updated_at"));
+                            "closure_key = excluded.closure_key, updated_at = "
+                            "excluded.updated_at"));
     KILN_TRY_ASSIGN(auto clear,
                     prepare("DELETE FROM library_roots WHERE name = ?1 AND target = ?2"));
     KILN_TRY_ASSIGN(auto add, prepare("INSERT INTO library_roots(name, target, position, root) "

@@ -6,6 +6,7 @@
 #include "driver/driver.h"
 #include "storage/local/store.h"
 #include "memo/memo.h"
+#include "memo/record.h"
 #include "runtime/backends.h"
 #include "runtime/c_entry.h"
 #include "runtime/loader.h"
@@ -97,6 +98,8 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
         rr.target = std::move((*root)->target);
         rr.closure = (*root)->closure.hex();
         rr.image = true;
+        // As every path leaves it (memo/record.h); a read-only cache still loads.
+        (void)memo::point_root(c.storage->local(), rr, (*root)->closure, memo::unit_of(req));
         rep.roots.push_back(std::move(rr));
         return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
       }
@@ -109,6 +112,8 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
       auto img = runtime::load_image(c, root.closure, root.target);
       if (img) {
         root.image = true;
+        if (auto k = parse_hash128(root.closure))
+          (void)memo::point_root(c.storage->local(), root, *k, memo::unit_of(req));
         return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
       }
     }
@@ -130,7 +135,12 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     if (img) {
       for (JobReport& j : described.jobs)
         j.status = JobStatus::cached;
-      described.roots.front().image = true;
+      RootReport& rr = described.roots.front();
+      rr.image = true;
+      // The name points at what was answered, as a precompile leaves it. A
+      // read-only cache, or one whose closure a gc took since, still loads.
+      if (auto k = parse_hash128(rr.closure))
+        (void)memo::point_root(c.storage->local(), rr, *k, memo::unit_of(req));
       if (memo)
         (void)memo::memo_record(c.storage->local(), *memo, described, plan.toolchain_files());
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};

@@ -19,6 +19,7 @@
 #include "memo/compiler_plugin.h"
 #include "memo/library.h"
 #include "memo/memo.h"
+#include "memo/record.h"
 #include "codegen/ptxas.h"
 #include "ir/diagnose.h"
 #include "ir/extract.h"
@@ -720,26 +721,11 @@ Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
     PendingRoot& pr = pending[ri];
     RootReport& rr = pr.rr;
     if (!pr.done) {
-      if (pr.image) {
-        const Status& image = *pr.image;
-        if (image)
-          rr.image = true;
-        else if (image.error().code == Code::unavailable)
-          rr.note = image.error().message; // the loader links it where the linker exists
-        else
-          rr.error =
-              Error(image.error()).context("linking root '" + p.roots[ri].name + "'").message;
-      }
-      if (rr.error.empty()) {
-        rr.unit = unit;
-        auto moved = store.point_name(pr.name, unit);
-        if (!moved)
-          rr.error = moved.error().message;
-        else if (*moved) {
-          rr.previous_closure = (*moved)->old_closure.hex();
-          rr.previous_unit = (*moved)->old_unit;
-        }
-      }
+      if (pr.image)
+        memo::report_image(rr, *pr.image);
+      if (rr.error.empty())
+        if (Status s = memo::point_root(store, rr, pr.name.closure, unit); !s)
+          rr.error = s.error().message;
     }
     rep.roots.push_back(std::move(rr));
   }

@@ -1,5 +1,6 @@
 #include "memo/memo.h"
 #include "memo/library.h"
+#include "memo/record.h"
 
 #include "core/host_cpu.h"
 #include "core/keys.h"
@@ -272,6 +273,7 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
   CompileReport &rep = found->report;
   const std::vector<core::ClosureRecord>& closures = found->closures;
   // The names now point at these closures, as a precompile leaves them.
+  const std::string unit = unit_of(req);
   std::vector<Hash128> used;
   storage::Storage local(store); // a memo is answered from the local cache alone
   // A library first: its image serves its roots (as the precompile links
@@ -290,29 +292,6 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
       if (auto k = parse_hash128(l.closure))
         used.push_back(*k); // gc keeps the image that serves the roots
     }
-  }
-  for (size_t i = 0; i < closures.size(); ++i) {
-    RootReport& rr = rep.roots[i];
-    const Hash128& closure = closures[i].key;
-    // A name another unit moved since is moved back, and reported, as a
-    // precompile would.
-    auto current = store.resolve_name(rr.name, rr.target);
-    if (!current || !(*current == closure)) {
-      rr.unit = unit_of(req);
-      auto moved = store.point_name({rr.name, rr.target, closure}, rr.unit);
-      // Another process's gc may evict the closure after the lookup found
-      // it: then the memo cannot answer, and the driver (which leases what
-      // it uses) does the work.
-      if (!moved && moved.error().code == Code::not_found)
-        return Miss();
-      if (!moved)
-        return moved.error();
-      if (*moved) {
-        rr.previous_closure = (*moved)->old_closure.hex();
-        rr.previous_unit = (*moved)->old_unit;
-      }
-    }
-    used.push_back(closure);
   }
   if (req.link_images) {
     // Roots with the same members (a deferred cycle's) share one image: it
@@ -339,14 +318,27 @@ Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Ha
         continue;
       }
       const Status& image = image_of_set.at(found->first_of_set[i]);
-      if (image)
-        rr.image = true;
-      else if (image.error().code == Code::not_found)
-        return Miss(); // evicted since the lookup, as above
-      else if (image.error().code == Code::unavailable)
-        rr.note = image.error().message;
-      else
-        rr.error = image.error().context("linking root '" + rr.name + "'").message;
+      if (!image && image.error().code == Code::not_found)
+        return Miss(); // evicted since the lookup (another process's gc): the driver,
+                       // which leases what it uses, does the work
+      report_image(rr, image);
+    }
+  }
+  for (size_t i = 0; i < closures.size(); ++i) {
+    RootReport& rr = rep.roots[i];
+    const Hash128& closure = closures[i].key;
+    used.push_back(closure);
+    // A name another unit moved since is moved back, and reported, as a
+    // precompile would; as there, only once its root succeeded.
+    if (!rr.error.empty())
+      continue;
+    if (Status s = point_root(store, rr, closure, unit); !s) {
+      // Another process's gc may evict the closure after the lookup found
+      // it: then the memo cannot answer, and the driver (which leases what
+      // it uses) does the work.
+      if (s.error().code == Code::not_found)
+        return Miss();
+      return s.error();
     }
   }
   storage::Counters usage;

@@ -181,6 +181,24 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
   return moved;
 }
 
+Result<bool> Store::names_already(const std::string& name, const std::string& target,
+                                  const Hash128& closure, const std::string& unit) {
+  if (is_hash128_hex(name))
+    return false; // a key-form string is never a name (resolve_name)
+  std::lock_guard lock(mu_);
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT n.closure_key, coalesce(u.path, '') FROM names n LEFT "
+                                  "JOIN units u ON u.id = n.unit_id WHERE n.name = ?1 AND "
+                                  "n.target = ?2"));
+  Bound b(s);
+  b.text(1, name).text(2, target);
+  int rc = b.step();
+  if (rc == SQLITE_DONE)
+    return false;
+  if (rc != SQLITE_ROW)
+    return db_error("cannot resolve name " + name);
+  return b.col_key_opt(0) == closure && b.col_text(1) == unit;
+}
+
 Result<std::string> Store::name_unit(const std::string& name, const std::string& target) {
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s, prepare("SELECT coalesce(u.path, '') FROM names n LEFT JOIN units u ON "

@@ -167,6 +167,10 @@ public:
   /// The unit the name's current closure came from; not_found if no such
   /// name, empty if unknown.
   Result<std::string> name_unit(const std::string& name, const std::string& target);
+  /// Whether (name, target) names `closure` from `unit` already: one read,
+  /// for a caller that points a name only when it would change.
+  Result<bool> names_already(const std::string& name, const std::string& target,
+                             const Hash128& closure, const std::string& unit);
 
   /// What a load needs, read in one transaction so that a concurrent gc
   /// cannot remove a part between reads: the closure a 32-hex closure key

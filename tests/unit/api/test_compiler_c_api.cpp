@@ -658,6 +658,80 @@ TEST_CASE("compile_or_load: what kiln::compile stored is a hit") {
     CHECK(j.status == JobStatus::cached);
 }
 
+TEST_CASE("compile_or_load: every answer leaves the root's name as a precompile does") {
+  // v1 compiled, then v2 (the name moves), then v1 again three ways: from
+  // its memo with a report, from its memo without one (the C API), and
+  // with no memo (a closure found by its key). Each points the name back
+  // at v1's closure, from v1's unit, and says where it was.
+  Fixture f;
+  std::string v1 = data_file("change_v1.ll"), v2 = data_file("change_v2.ll");
+  std::vector<Source> s1{{"v1.ll", v1}}, s2{{"v2.ll", v2}};
+  auto first = compile_or_load(f.cache, s1, "chg_parent", "host");
+  REQUIRE(first);
+  std::string c1 = first->report.roots[0].closure;
+  CHECK(first->report.roots[0].unit == "v1.ll");
+  const std::string path = cache_file(f.dir);
+  auto store = [&] { return kiln::storage::Store::open(path).take(); };
+  auto named = [&] {
+    auto st = store();
+    auto k = st->resolve_name("chg_parent", "host");
+    REQUIRE(k);
+    return std::make_pair(k->hex(), *st->name_unit("chg_parent", "host"));
+  };
+  for (int way = 0; way < 3; ++way) {
+    CAPTURE(way);
+    auto moved = compile_or_load(f.cache, s2, "chg_parent", "host");
+    REQUIRE(moved);
+    std::string c2 = moved->report.roots[0].closure;
+    REQUIRE(c2 != c1);
+    CHECK(named() == std::make_pair(c2, std::string("v2.ll")));
+    if (way == 2) // no memo: v1's closure is found by its key after planning
+      REQUIRE(raw_exec(path, "DELETE FROM memo_roots") > 0);
+    if (way == 1) {
+      kiln_source src{"v1.ll", v1.data(), v1.size()};
+      kiln_compile_options o;
+      kiln_compile_options_init(&o);
+      o.sources = &src;
+      o.source_count = 1;
+      kiln_image* img = nullptr;
+      REQUIRE(kiln_compile_or_load(f.cache.raw(), &o, "chg_parent", "host", &img, nullptr) ==
+              KILN_OK);
+      kiln_image_release(img);
+    } else {
+      auto back = compile_or_load(f.cache, s1, "chg_parent", "host");
+      REQUIRE(back);
+      CHECK(back->hit);
+      const RootReport& rr = back->report.roots[0];
+      CHECK(rr.closure == c1);
+      CHECK(rr.unit == "v1.ll");
+      CHECK(rr.previous_closure == c2);
+      CHECK(rr.previous_unit == "v2.ll");
+    }
+    CHECK(named() == std::make_pair(c1, std::string("v1.ll")));
+  }
+}
+
+TEST_CASE("compile: a memo's answer reports each root's unit as the run it replays did") {
+  Fixture f;
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("nested.ll", data_file("nested.ll"))};
+  req.entries = {"nest_a", "nest_c"};
+  auto run = compile(f.cache, req);
+  REQUIRE(run);
+  REQUIRE_FALSE(run->memo_hit);
+  auto again = compile(f.cache, req);
+  REQUIRE(again);
+  REQUIRE(again->memo_hit);
+  REQUIRE(again->roots.size() == run->roots.size());
+  for (size_t i = 0; i < run->roots.size(); ++i) {
+    CAPTURE(i);
+    CHECK(again->roots[i].unit == run->roots[i].unit);
+    CHECK(again->roots[i].unit == "nested.ll");
+    CHECK(again->roots[i].image);
+    CHECK(again->roots[i].previous_closure.empty());
+  }
+}
+
 TEST_CASE("compile: a cache handle is compiled into through its own connection, read-only "
           "included") {
   Fixture f;

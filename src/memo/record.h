@@ -1,0 +1,31 @@
+// What every path that answers a precompile request records for a root:
+// the driver after a run, a memo's answer, and a compile-or-load that found
+// its closure cached all come here, so that a root's name, unit and image
+// outcome read the same whichever path answered.
+#pragma once
+
+#include "storage/local/store.h"
+#include "support/hash.h"
+
+#include <kiln/compiler.hpp>
+
+#include <string>
+
+namespace kiln::memo {
+
+/// A root's image as its report gives it: linked (`image`), left to the
+/// loader where this machine has no linker (a `note`), or failed (an
+/// `error` naming the root).
+void report_image(RootReport& rr, const Status& image);
+
+/// Points the root's name (rr.name for rr.target) at `closure`, recording
+/// `unit` (the request's input file names), and reports it: rr.unit always,
+/// and a move from another closure (previous_closure, previous_unit). A name
+/// that already points there from the same unit is not written again. A
+/// closure gone since it was found (another process's gc) is `not_found`;
+/// a read-only cache is `unavailable` unless the name is already as it would
+/// be left.
+Status point_root(storage::Store& store, RootReport& rr, const Hash128& closure,
+                  const std::string& unit);
+
+} // namespace kiln::memo

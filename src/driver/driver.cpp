@@ -90,6 +90,7 @@ struct Plan::Impl {
                   const std::vector<std::string>& roots);
   core::ClosureMap closure_of(const Hash128& root) const;
   Result<CompileReport> run(storage::Storage& cache);
+  class Run; ///< one run's phases
   JobReport report_of(const PlannedJob& j) const;
   core::JobRecord record_of(const PlannedJob& j) const;
   Error must_hit_miss(storage::Store& store, const PlannedJob& j) const;
@@ -403,372 +404,435 @@ constexpr int64_t kLeaseSeconds = 24 * 3600;
 
 } // namespace
 
-Result<CompileReport> Plan::Impl::run(storage::Storage& cache) {
-  Impl& p = *this;
-  storage::Store& store = cache.local();
-  const unsigned shards = p.request.shard_count;
+namespace {
 
-  // Every planned job is leased before the cache is asked for it, so that
-  // a gc in another process evicts neither a job found here nor one stored
-  // here before this run records the closures that use it. A lease that
-  // cannot be written is a cache that cannot take the jobs either.
-  std::string holder =
-      hash128(std::to_string(::getpid()) + ":" +
-              std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + ":" +
-              std::to_string(reinterpret_cast<uintptr_t>(&p)))
-          .hex();
-  {
+// One root on its way through a run: its closure recorded, then its image
+// linked (or found, or served by its library's), then its name moved.
+struct PendingRoot {
+  RootReport rr;
+  core::NameRecord name;
+  bool link = false;  ///< its image is to be linked
+  Hash128 members;    ///< when linked: its member set's key
+  std::optional<Status> image; ///< how linking (or finding) its image went
+  bool done = false; ///< reported as it is (an error, or left to other shards)
+};
+
+} // namespace
+
+// A plan run over a cache, phase by phase (run()). The phases share what
+// the run has found so far: the report, the jobs left to compile, the
+// roots on their way, and the kernel libraries.
+class Plan::Impl::Run {
+public:
+  Run(Impl& plan, storage::Storage& cache)
+      : p(plan), cache(cache), store(cache.local()),
+        parallel(plan.request.jobs ? plan.request.jobs
+                                   : std::max(1u, std::thread::hardware_concurrency())),
+        unit(memo::unit_of(plan.request)) {}
+  ~Run() { release_leases(); }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  Result<CompileReport> run() {
+    lease_jobs();
+    KILN_TRY(find_jobs());
+    KILN_TRY(compile_jobs());
+    record_closures();
+    make_libraries();
+    link_images();
+    move_names();
+    record_libraries();
+    release_leases();
+    account();
+    return std::move(rep);
+  }
+
+private:
+  /// Every planned job is leased before the cache is asked for it, so that
+  /// a gc in another process evicts neither a job found here nor one stored
+  /// here before this run records the closures that use it. A lease that
+  /// cannot be written is a cache that cannot take the jobs either.
+  void lease_jobs() {
+    holder = hash128(std::to_string(::getpid()) + ":" +
+                     std::to_string(
+                         std::chrono::system_clock::now().time_since_epoch().count()) +
+                     ":" + std::to_string(reinterpret_cast<uintptr_t>(this)))
+                 .hex();
     std::vector<Hash128> keys;
     for (const PlannedJob& j : p.jobs)
       keys.push_back(j.key);
     (void)store.lease_jobs(holder, keys, int64_t(std::time(nullptr)) + kLeaseSeconds);
+    leased = true;
   }
-  struct Release {
-    storage::Store& store;
-    const std::string& holder;
-    bool done = false;
-    void now() {
-      if (!done)
-        (void)store.release_leases(holder);
-      done = true;
-    }
-    ~Release() { now(); }
-  } release{store, holder};
 
-  CompileReport rep;
-  rep.warnings = warnings;
-  std::vector<size_t> todo;
-  for (const PlannedJob& j : p.jobs) {
-    rep.jobs.push_back(p.report_of(j));
-    JobReport& r = rep.jobs.back();
-    std::vector<std::string> formats = codegen::artifact_formats(j.target);
-    auto found = cache.find_job(j.key, formats);
-    if (!found)
-      return found.error().with_job(j.key.hex());
-    if (*found != storage::Found::nowhere) {
-      r.status = JobStatus::cached;
-      r.remote = *found == storage::Found::remote;
-    } else if (shards > 1 && shard_of(j.key, shards) != p.request.shard_index) {
-      r.status = JobStatus::cached;
-      r.other_shard = true;
-    } else {
-      todo.push_back(rep.jobs.size() - 1);
-    }
+  void release_leases() {
+    if (leased)
+      (void)store.release_leases(holder);
+    leased = false;
   }
-  if (p.request.must_hit && !todo.empty())
-    return p.must_hit_miss(store, p.jobs[todo.front()]);
 
-  std::mutex progress_mu;
-  size_t done = 0, total = p.jobs.size();
-  auto report_progress = [&](const JobReport& r) {
+  /// Each job cached (here or in the remote tier), left to another shard, or
+  /// to compile; a must-hit request stops at the first miss.
+  Status find_jobs() {
+    const unsigned shards = p.request.shard_count;
+    rep.warnings = p.warnings;
+    for (const PlannedJob& j : p.jobs) {
+      rep.jobs.push_back(p.report_of(j));
+      JobReport& r = rep.jobs.back();
+      std::vector<std::string> formats = codegen::artifact_formats(j.target);
+      auto found = cache.find_job(j.key, formats);
+      if (!found)
+        return found.error().with_job(j.key.hex());
+      if (*found != storage::Found::nowhere) {
+        r.status = JobStatus::cached;
+        r.remote = *found == storage::Found::remote;
+      } else if (shards > 1 && shard_of(j.key, shards) != p.request.shard_index) {
+        r.status = JobStatus::cached;
+        r.other_shard = true;
+      } else {
+        todo.push_back(rep.jobs.size() - 1);
+      }
+    }
+    if (p.request.must_hit && !todo.empty())
+      return p.must_hit_miss(store, p.jobs[todo.front()]);
+    total = p.jobs.size();
+    for (const JobReport& r : rep.jobs)
+      if (r.status == JobStatus::cached)
+        report_progress(r);
+    return Status::ok();
+  }
+
+  void report_progress(const JobReport& r) {
     std::lock_guard lock(progress_mu);
     ++done;
     if (p.request.progress)
       p.request.progress({done, total, r.entry, r.target, job_status_name(r.status)});
-  };
-  for (const JobReport& r : rep.jobs)
-    if (r.status == JobStatus::cached)
-      report_progress(r);
+  }
 
-  // As many at once as asked: compile workers here, linkers below (a run
-  // with every job cached still links in parallel).
-  const unsigned parallel =
-      p.request.jobs ? p.request.jobs : std::max(1u, std::thread::hardware_concurrency());
-  unsigned workers = std::max(1u, std::min<unsigned>(parallel, unsigned(todo.size())));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
-      size_t i = todo[t];
-      const PlannedJob& j = p.jobs[i];
-      JobReport& r = rep.jobs[i];
-      auto start = std::chrono::steady_clock::now();
-      auto arts =
-          codegen::compile_job_isolated({r.entry, j.symbol, j.bitcode, j.renames}, j.target,
-                                        p.options, &r.warnings);
-      double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-      r.compile_ms = ms;
-      if (!arts) {
-        r.status = JobStatus::failed;
-        r.error = arts.error().message;
+  /// The jobs to compile, on as many workers as asked, each stored as it
+  /// finishes.
+  Status compile_jobs() {
+    unsigned workers = std::max(1u, std::min<unsigned>(parallel, unsigned(todo.size())));
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
+        size_t i = todo[t];
+        const PlannedJob& j = p.jobs[i];
+        JobReport& r = rep.jobs[i];
+        auto start = std::chrono::steady_clock::now();
+        auto arts =
+            codegen::compile_job_isolated({r.entry, j.symbol, j.bitcode, j.renames}, j.target,
+                                          p.options, &r.warnings);
+        double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        r.compile_ms = ms;
+        if (!arts) {
+          r.status = JobStatus::failed;
+          r.error = arts.error().message;
+          report_progress(r);
+          continue;
+        }
+        core::JobRecord rec = p.record_of(j);
+        rec.compile_ms = ms;
+        std::vector<core::Artifact> stored;
+        for (codegen::CompiledArtifact& a : *arts)
+          stored.push_back({a.format, std::move(a.bytes)});
+        std::vector<core::JobRef> refs;
+        for (const ir::DeferredRef& d : j.refs)
+          refs.push_back({d.symbol, d.entry});
+        Status s = cache.put_job(rec, stored, refs);
+        if (!s) {
+          r.status = JobStatus::failed;
+          r.error = s.error().message;
+        } else {
+          r.status = JobStatus::compiled;
+        }
         report_progress(r);
+      }
+    };
+    // A thread that cannot start (no memory, a thread limit) fails the run;
+    // the workers already started finish their current job and stop.
+    std::vector<std::thread> pool;
+    std::optional<Error> no_thread;
+    for (unsigned w = 1; w < workers && !no_thread; ++w) {
+      try {
+        if (fault::hit("thread-start"))
+          throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                  fault::message("thread-start"));
+        pool.emplace_back(work);
+      } catch (const std::exception& e) {
+        next.store(todo.size());
+        no_thread = make_error(Code::internal, "cannot start compile worker " + std::to_string(w) +
+                                                   " of " + std::to_string(workers) + ": " +
+                                                   e.what());
+      }
+    }
+    if (!no_thread)
+      work();
+    for (std::thread& t : pool)
+      t.join();
+    if (no_thread)
+      return *no_thread;
+    return Status::ok();
+  }
+
+  /// Each root's closure recorded (in order) and published; a root whose
+  /// member job failed, or is another shard's, is reported as it is.
+  void record_closures() {
+    std::unordered_map<std::string, const JobReport*> status_of;
+    for (const JobReport& r : rep.jobs)
+      status_of[r.key] = &r;
+    pending.resize(p.roots.size());
+    for (size_t ri = 0; ri < p.roots.size(); ++ri) {
+      const PlannedRoot& root = p.roots[ri];
+      PendingRoot& pr = pending[ri];
+      RootReport& rr = pr.rr;
+      rr.name = root.name;
+      rr.target = root.target.spec;
+      core::ClosureMap members = p.closure_of(root.root);
+      size_t elsewhere = 0;
+      for (const auto& [symbol, key] : members) {
+        const JobReport* jr = status_of.at(key.hex());
+        if (jr->status == JobStatus::failed && rr.error.empty())
+          rr.error = "member job '" + jr->entry + "' (" + jr->key + ") failed";
+        elsewhere += jr->other_shard;
+      }
+      if (!rr.error.empty()) {
+        pr.done = true;
         continue;
       }
-      core::JobRecord rec = p.record_of(j);
-      rec.compile_ms = ms;
-      std::vector<core::Artifact> stored;
-      for (codegen::CompiledArtifact& a : *arts)
-        stored.push_back({a.format, std::move(a.bytes)});
-      std::vector<core::JobRef> refs;
-      for (const ir::DeferredRef& d : j.refs)
-        refs.push_back({d.symbol, d.entry});
-      Status s = cache.put_job(rec, stored, refs);
-      if (!s) {
-        r.status = JobStatus::failed;
-        r.error = s.error().message;
-      } else {
-        r.status = JobStatus::compiled;
+      Hash128 ck = core::closure_key(root.root, members);
+      core::ClosureRecord rec;
+      rec.key = ck;
+      rec.root_job = root.root;
+      rec.target = root.target.spec;
+      for (const auto& [symbol, key] : members)
+        rec.members.push_back({symbol, key, {}});
+      pr.name = core::NameRecord{root.name, root.target.spec, ck};
+      // The closure and name are pure functions of the plan: every shard
+      // publishes them, so a loader finds them whichever shard compiled what.
+      cache.publish_closure(rec);
+      cache.publish_name(pr.name);
+      if (elsewhere) {
+        rr.note = "left to other shards (" + std::to_string(elsewhere) + " of " +
+                  std::to_string(members.size()) + " member jobs are theirs)";
+        pr.done = true;
+        continue;
       }
-      report_progress(r);
-    }
-  };
-  // A thread that cannot start (no memory, a thread limit) fails the run;
-  // the workers already started finish their current job and stop.
-  std::vector<std::thread> pool;
-  std::optional<Error> no_thread;
-  for (unsigned w = 1; w < workers && !no_thread; ++w) {
-    try {
-      if (fault::hit("thread-start"))
-        throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
-                                fault::message("thread-start"));
-      pool.emplace_back(work);
-    } catch (const std::exception& e) {
-      next.store(todo.size());
-      no_thread = make_error(Code::internal, "cannot start compile worker " + std::to_string(w) +
-                                                 " of " + std::to_string(workers) + ": " +
-                                                 e.what());
-    }
-  }
-  if (!no_thread)
-    work();
-  for (std::thread& t : pool)
-    t.join();
-  if (no_thread)
-    return *no_thread;
-
-  const std::string unit = memo::unit_of(p.request);
-  std::unordered_map<std::string, const JobReport*> status_of;
-  for (const JobReport& r : rep.jobs)
-    status_of[r.key] = &r;
-  // Roots in three steps: their closures recorded (in order), their images
-  // linked (in parallel, on the compile workers' count: an in-process link,
-  // nvJitLink's above all, is the slow part), their names moved (in order).
-  // A name moves only once its root has succeeded: a root whose image fails
-  // to link keeps naming the closure it named before.
-  struct PendingRoot {
-    RootReport rr;
-    core::NameRecord name;
-    bool link = false;  ///< its image is to be linked
-    Hash128 members;    ///< when linked: its member set's key
-    std::optional<Status> image; ///< how linking (or finding) its image went
-    bool done = false; ///< reported as it is (an error, or left to other shards)
-  };
-  std::vector<PendingRoot> pending(p.roots.size());
-  for (size_t ri = 0; ri < p.roots.size(); ++ri) {
-    const PlannedRoot& root = p.roots[ri];
-    PendingRoot& pr = pending[ri];
-    RootReport& rr = pr.rr;
-    rr.name = root.name;
-    rr.target = root.target.spec;
-    core::ClosureMap members = p.closure_of(root.root);
-    size_t elsewhere = 0;
-    for (const auto& [symbol, key] : members) {
-      const JobReport* jr = status_of.at(key.hex());
-      if (jr->status == JobStatus::failed && rr.error.empty())
-        rr.error = "member job '" + jr->entry + "' (" + jr->key + ") failed";
-      elsewhere += jr->other_shard;
-    }
-    if (!rr.error.empty()) {
-      pr.done = true;
-      continue;
-    }
-    Hash128 ck = core::closure_key(root.root, members);
-    core::ClosureRecord rec;
-    rec.key = ck;
-    rec.root_job = root.root;
-    rec.target = root.target.spec;
-    for (const auto& [symbol, key] : members)
-      rec.members.push_back({symbol, key, {}});
-    pr.name = core::NameRecord{root.name, root.target.spec, ck};
-    // The closure and name are pure functions of the plan: every shard
-    // publishes them, so a loader finds them whichever shard compiled what.
-    cache.publish_closure(rec);
-    cache.publish_name(pr.name);
-    if (elsewhere) {
-      rr.note = "left to other shards (" + std::to_string(elsewhere) + " of " +
-                std::to_string(members.size()) + " member jobs are theirs)";
-      pr.done = true;
-      continue;
-    }
-    Status s = store.put_closure(rec, {});
-    if (!s) {
-      rr.error = s.error().message;
-      pr.done = true;
-      continue;
-    }
-    rr.closure = ck.hex();
-    if (p.request.link_images) {
-      // The closure is read back when its image is linked, not here: the
-      // roots of a 1,000-function cycle hold 1,000 members each.
-      pr.link = true;
-      pr.members = core::member_set_key(std::move(members));
+      Status s = store.put_closure(rec, {});
+      if (!s) {
+        rr.error = s.error().message;
+        pr.done = true;
+        continue;
+      }
+      rr.closure = ck.hex();
+      if (p.request.link_images) {
+        // The closure is read back when its image is linked, not here: the
+        // roots of a 1,000-function cycle hold 1,000 members each.
+        pr.link = true;
+        pr.members = core::member_set_key(std::move(members));
+      }
     }
   }
 
-  // A library's image holds every kernel of its roots: it is linked, and
-  // the roots of its target are not (each root's load finds the library's
-  // image, Store::read_best_image). Its closure is stored here;
-  // record_library later finds the image and records the library (or
-  // reports why not, linking again only then). A target whose roots give no
-  // library (a root without a closure here, two roots' code under one
-  // symbol) links its roots one by one.
+  /// A kernel library's closure for each target (a --library request).
+  void make_libraries() {
+    // A library's image holds every kernel of its roots: it is linked, and
+    // the roots of its target are not (each root's load finds the library's
+    // image, Store::read_best_image). Its closure is stored here;
+    // record_library later finds the image and records the library (or
+    // reports why not, linking again only then). A target whose roots give no
+    // library (a root without a closure here, two roots' code under one
+    // symbol) links its roots one by one.
+    if (!p.request.library.empty() && p.request.link_images) {
+      std::map<std::string, std::vector<Hash128>> roots_of;
+      std::set<std::string> incomplete; ///< a root without a closure here: no library
+      for (size_t ri = 0; ri < pending.size(); ++ri) {
+        const std::string& target = pending[ri].rr.target;
+        if (pending[ri].link)
+          roots_of[target].push_back(pending[ri].name.closure);
+        else
+          incomplete.insert(target);
+      }
+      for (auto& [target, keys] : roots_of) {
+        if (incomplete.count(target))
+          continue;
+        auto batch = store.get_closures(keys);
+        if (!batch)
+          continue; // record_library reports it
+        for (size_t i = 0; i < batch->closures.size(); ++i)
+          if (batch->first_of_set[i] != i)
+            batch->closures[i].members = batch->closures[batch->first_of_set[i]].members;
+        auto lib = core::library_closure(batch->closures);
+        if (lib && store.put_closure(*lib, {})) {
+          library_of[target] = libraries.size();
+          libraries.push_back(lib.take());
+        }
+      }
+    }
+  }
+
+  /// Images linked in parallel, on the compile workers' count (an in-process
+  /// link, nvJitLink's above all, is the slow part): each library's, and one
+  /// per member set of the roots it does not serve.
+  void link_images() {
+    // Roots with the same members (the roots of one deferred cycle, each
+    // reaching all of it) share one image: the first of them links it (or
+    // finds it), and the others have its outcome. Linking and checking do not
+    // depend on the root, only on the members, and storage finds an image by
+    // its closure's member set, so a load of any of them finds this one.
+    std::vector<size_t> leaders;
+    std::vector<std::pair<size_t, size_t>> followers; ///< (root, its leader)
+    std::vector<std::pair<size_t, size_t>> in_library; ///< (root, its library)
+    {
+      std::map<Hash128, size_t> leader_of;
+      for (size_t ri = 0; ri < pending.size(); ++ri) {
+        if (!pending[ri].link)
+          continue;
+        if (auto l = library_of.find(pending[ri].rr.target); l != library_of.end()) {
+          in_library.emplace_back(ri, l->second);
+          continue;
+        }
+        auto [it, first] = leader_of.emplace(pending[ri].members, ri);
+        if (first)
+          leaders.push_back(ri);
+        else
+          followers.emplace_back(ri, it->second);
+      }
+    }
+    // Links the libraries `libs` (by index) and the roots `roots` (leaders),
+    // on as many threads as asked. The library goes first: it is the longest
+    // link, and the other linkers take the roots meanwhile.
+    std::vector<Status> library_image(libraries.size(), Status::ok());
+    auto link_all = [&](const std::vector<size_t>& libs, const std::vector<size_t>& roots) {
+      parallel_for(libs.size() + roots.size(), parallel, [&](size_t t) {
+        if (t < libs.size()) {
+          auto image = image::fetch_or_link(cache, libraries[libs[t]]);
+          library_image[libs[t]] = image ? Status::ok() : Status(image.error());
+          return;
+        }
+        PendingRoot& pr = pending[roots[t - libs.size()]];
+        auto stored = store.get_closure(pr.name.closure);
+        if (!stored) {
+          pr.image = Status(stored.error());
+          return;
+        }
+        auto image = image::fetch_or_link(cache, *stored);
+        pr.image = image ? Status::ok() : Status(image.error());
+      });
+    };
+    std::vector<size_t> all_libraries(libraries.size());
+    for (size_t l = 0; l < libraries.size(); ++l)
+      all_libraries[l] = l;
+    link_all(all_libraries, leaders);
+    // A library whose link failed (not for want of a linker) does not serve
+    // its roots: they are linked one by one, as a memo's answer would, and a
+    // root's own error is its own.
+    std::vector<size_t> again;
+    std::vector<std::pair<size_t, size_t>> served; ///< (root, its library), library linked
+    {
+      std::map<Hash128, size_t> leader_of;
+      for (const auto& [ri, lib] : in_library) {
+        const Status& s = library_image[lib];
+        if (s || s.error().code == Code::unavailable) {
+          served.emplace_back(ri, lib);
+          continue;
+        }
+        auto [it, first] = leader_of.emplace(pending[ri].members, ri);
+        if (first)
+          again.push_back(ri);
+        else
+          followers.emplace_back(ri, it->second);
+      }
+    }
+    if (!again.empty())
+      link_all({}, again);
+    for (const auto& [ri, leader] : followers)
+      pending[ri].image = pending[leader].image;
+    for (const auto& [ri, lib] : served)
+      pending[ri].image = library_image[lib];
+  }
+
+  /// Each root reported, and its name moved once it has succeeded (in order):
+  /// a root whose image fails to link keeps naming the closure it named
+  /// before (memo/record.h, as every path that answers a request).
+  void move_names() {
+    for (size_t ri = 0; ri < pending.size(); ++ri) {
+      PendingRoot& pr = pending[ri];
+      RootReport& rr = pr.rr;
+      if (!pr.done) {
+        if (pr.image)
+          memo::report_image(rr, *pr.image);
+        if (rr.error.empty())
+          if (Status s = memo::point_root(store, rr, pr.name.closure, unit); !s)
+            rr.error = s.error().message;
+      }
+      rep.roots.push_back(std::move(rr));
+    }
+  }
+
+  /// The libraries recorded (memo/library.h), their images found or linked.
+  void record_libraries() {
+    if (!p.request.library.empty()) {
+      std::vector<core::ClosureRecord> closures;
+      for (const RootReport& r : rep.roots) {
+        auto k = parse_hash128(r.closure);
+        auto c = k ? store.get_closure(*k) : Result<core::ClosureRecord>(k.error());
+        closures.push_back(c ? c.take() : core::ClosureRecord{});
+      }
+      rep.libraries = memo::record_libraries(cache, p.request.library, closures, rep.roots,
+                                             p.request.link_images);
+    }
+  }
+
+  /// Usage counted, and the cache's size limit kept.
+  void account() {
+    storage::Counters usage;
+    for (const JobReport& r : rep.jobs) {
+      usage.job_hits += r.status == JobStatus::cached && !r.other_shard;
+      usage.job_misses += r.status == JobStatus::compiled;
+    }
+    cache.take_remote_counters(usage);
+    (void)store.add_counters(usage); // statistics never fail a precompile
+    // The size limit, enforced after each precompile: two pragmas tell whether
+    // the cache is over; only then does gc walk the least recently used.
+    auto limit = store.max_size();
+    auto live = store.live_bytes();
+    if (limit && live && *live > *limit) {
+      storage::GcOptions gc;
+      gc.max_size = *limit;
+      gc.vacuum = false;
+      // What this precompile made stays, whatever the limit: evicting it would
+      // make the run pointless.
+      for (const RootReport& r : rep.roots)
+        if (auto k = parse_hash128(r.closure))
+          gc.keep.push_back(*k);
+      for (const LibraryReport& l : rep.libraries)
+        if (auto k = parse_hash128(l.closure))
+          gc.keep.push_back(*k);
+      if (auto evicted = store.gc(gc))
+        rep.evicted_closures = evicted->evicted_closures.size();
+    }
+  }
+
+  Impl& p;
+  storage::Storage& cache;
+  storage::Store& store;
+  const unsigned parallel; ///< compile workers and linkers at once
+  const std::string unit;  ///< the request's input names, for its roots' names
+  std::string holder;      ///< this run's leases
+  bool leased = false;
+  CompileReport rep;
+  std::vector<size_t> todo; ///< indices of the jobs to compile
+  std::mutex progress_mu;
+  size_t done = 0, total = 0;
+  std::vector<PendingRoot> pending;
   std::vector<core::ClosureRecord> libraries;
   std::map<std::string, size_t> library_of; ///< target -> its library
-  if (!p.request.library.empty() && p.request.link_images) {
-    std::map<std::string, std::vector<Hash128>> roots_of;
-    std::set<std::string> incomplete; ///< a root without a closure here: no library
-    for (size_t ri = 0; ri < pending.size(); ++ri) {
-      const std::string& target = pending[ri].rr.target;
-      if (pending[ri].link)
-        roots_of[target].push_back(pending[ri].name.closure);
-      else
-        incomplete.insert(target);
-    }
-    for (auto& [target, keys] : roots_of) {
-      if (incomplete.count(target))
-        continue;
-      auto batch = store.get_closures(keys);
-      if (!batch)
-        continue; // record_library reports it
-      for (size_t i = 0; i < batch->closures.size(); ++i)
-        if (batch->first_of_set[i] != i)
-          batch->closures[i].members = batch->closures[batch->first_of_set[i]].members;
-      auto lib = core::library_closure(batch->closures);
-      if (lib && store.put_closure(*lib, {})) {
-        library_of[target] = libraries.size();
-        libraries.push_back(lib.take());
-      }
-    }
-  }
-  // Roots with the same members (the roots of one deferred cycle, each
-  // reaching all of it) share one image: the first of them links it (or
-  // finds it), and the others have its outcome. Linking and checking do not
-  // depend on the root, only on the members, and storage finds an image by
-  // its closure's member set, so a load of any of them finds this one.
-  std::vector<size_t> leaders;
-  std::vector<std::pair<size_t, size_t>> followers; ///< (root, its leader)
-  std::vector<std::pair<size_t, size_t>> in_library; ///< (root, its library)
-  {
-    std::map<Hash128, size_t> leader_of;
-    for (size_t ri = 0; ri < pending.size(); ++ri) {
-      if (!pending[ri].link)
-        continue;
-      if (auto l = library_of.find(pending[ri].rr.target); l != library_of.end()) {
-        in_library.emplace_back(ri, l->second);
-        continue;
-      }
-      auto [it, first] = leader_of.emplace(pending[ri].members, ri);
-      if (first)
-        leaders.push_back(ri);
-      else
-        followers.emplace_back(ri, it->second);
-    }
-  }
-  // Links the libraries `libs` (by index) and the roots `roots` (leaders),
-  // on as many threads as asked. The library goes first: it is the longest
-  // link, and the other linkers take the roots meanwhile.
-  std::vector<Status> library_image(libraries.size(), Status::ok());
-  auto link_all = [&](const std::vector<size_t>& libs, const std::vector<size_t>& roots) {
-    parallel_for(libs.size() + roots.size(), parallel, [&](size_t t) {
-      if (t < libs.size()) {
-        auto image = image::fetch_or_link(cache, libraries[libs[t]]);
-        library_image[libs[t]] = image ? Status::ok() : Status(image.error());
-        return;
-      }
-      PendingRoot& pr = pending[roots[t - libs.size()]];
-      auto stored = store.get_closure(pr.name.closure);
-      if (!stored) {
-        pr.image = Status(stored.error());
-        return;
-      }
-      auto image = image::fetch_or_link(cache, *stored);
-      pr.image = image ? Status::ok() : Status(image.error());
-    });
-  };
-  std::vector<size_t> all_libraries(libraries.size());
-  for (size_t l = 0; l < libraries.size(); ++l)
-    all_libraries[l] = l;
-  link_all(all_libraries, leaders);
-  // A library whose link failed (not for want of a linker) does not serve
-  // its roots: they are linked one by one, as a memo's answer would, and a
-  // root's own error is its own.
-  std::vector<size_t> again;
-  std::vector<std::pair<size_t, size_t>> served; ///< (root, its library), library linked
-  {
-    std::map<Hash128, size_t> leader_of;
-    for (const auto& [ri, lib] : in_library) {
-      const Status& s = library_image[lib];
-      if (s || s.error().code == Code::unavailable) {
-        served.emplace_back(ri, lib);
-        continue;
-      }
-      auto [it, first] = leader_of.emplace(pending[ri].members, ri);
-      if (first)
-        again.push_back(ri);
-      else
-        followers.emplace_back(ri, it->second);
-    }
-  }
-  if (!again.empty())
-    link_all({}, again);
-  for (const auto& [ri, leader] : followers)
-    pending[ri].image = pending[leader].image;
-  for (const auto& [ri, lib] : served)
-    pending[ri].image = library_image[lib];
+};
 
-  for (size_t ri = 0; ri < pending.size(); ++ri) {
-    PendingRoot& pr = pending[ri];
-    RootReport& rr = pr.rr;
-    if (!pr.done) {
-      if (pr.image)
-        memo::report_image(rr, *pr.image);
-      if (rr.error.empty())
-        if (Status s = memo::point_root(store, rr, pr.name.closure, unit); !s)
-          rr.error = s.error().message;
-    }
-    rep.roots.push_back(std::move(rr));
-  }
-  if (!p.request.library.empty()) {
-    std::vector<core::ClosureRecord> closures;
-    for (const RootReport& r : rep.roots) {
-      auto k = parse_hash128(r.closure);
-      auto c = k ? store.get_closure(*k) : Result<core::ClosureRecord>(k.error());
-      closures.push_back(c ? c.take() : core::ClosureRecord{});
-    }
-    rep.libraries = memo::record_libraries(cache, p.request.library, closures, rep.roots,
-                                           p.request.link_images);
-  }
-  release.now();
-
-  storage::Counters usage;
-  for (const JobReport& r : rep.jobs) {
-    usage.job_hits += r.status == JobStatus::cached && !r.other_shard;
-    usage.job_misses += r.status == JobStatus::compiled;
-  }
-  cache.take_remote_counters(usage);
-  (void)store.add_counters(usage); // statistics never fail a precompile
-  // The size limit, enforced after each precompile: two pragmas tell whether
-  // the cache is over; only then does gc walk the least recently used.
-  auto limit = store.max_size();
-  auto live = store.live_bytes();
-  if (limit && live && *live > *limit) {
-    storage::GcOptions gc;
-    gc.max_size = *limit;
-    gc.vacuum = false;
-    // What this precompile made stays, whatever the limit: evicting it would
-    // make the run pointless.
-    for (const RootReport& r : rep.roots)
-      if (auto k = parse_hash128(r.closure))
-        gc.keep.push_back(*k);
-    for (const LibraryReport& l : rep.libraries)
-      if (auto k = parse_hash128(l.closure))
-        gc.keep.push_back(*k);
-    if (auto evicted = store.gc(gc))
-      rep.evicted_closures = evicted->evicted_closures.size();
-  }
-  return rep;
-}
+Result<CompileReport> Plan::Impl::run(storage::Storage& cache) { return Run(*this, cache).run(); }
 
 struct PlanAccess {
   static Plan::Impl& of(Plan& plan) { return *plan.impl_; }

@@ -92,6 +92,7 @@ INSERT INTO closures8(key, root_job, target, member_set, created_at, last_used)
     AND kiln_unhex(c.member_set) IS NOT NULL;
 DROP TABLE closures;
 ALTER TABLE closures8 RENAME TO closures;
+CREATE INDEX closures_by_member_set ON closures(member_set) WHERE member_set IS NOT NULL;
 
 CREATE TABLE member_sets8 (set_key BLOB NOT NULL, symbol TEXT NOT NULL,
   job_key BLOB NOT NULL REFERENCES jobs(key), PRIMARY KEY (set_key, symbol)) WITHOUT ROWID;
@@ -102,7 +103,6 @@ INSERT INTO member_sets8(set_key, symbol, job_key)
 DROP TABLE member_sets;
 ALTER TABLE member_sets8 RENAME TO member_sets;
 CREATE INDEX member_sets_by_job ON member_sets(job_key);
-CREATE INDEX closures_by_member_set ON closures(member_set) WHERE member_set IS NOT NULL;
 
 CREATE VIEW closure_members(closure_key, symbol, job_key) AS
   SELECT c.key, m.symbol, m.job_key FROM closures c JOIN member_sets m ON m.set_key = c.member_set

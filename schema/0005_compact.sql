@@ -8,7 +8,7 @@
 -- keyed by short text become WITHOUT ROWID (one b-tree instead of a table
 -- and its key index), and jobs lose an index no query used.
 --
--- Store::migrate runs this with foreign keys off, so that dropping a
+-- Database::migrate runs this with foreign keys off, so that dropping a
 -- rebuilt table cascades to nothing. Comments stay outside the CREATE
 -- statements: SQLite keeps a statement's text in every cache file.
 

@@ -5,8 +5,11 @@
 -- hex order), where it was 32 characters of hex text: a key is stored in
 -- its row and again in each index and each row that refers to it, and the
 -- rows and indexes around the blobs were most of a cache of small host jobs.
--- kiln_unhex (registered by Store::migrate) gives NULL for anything that is
--- not 32 hex digits; such a row could never be read, and is not carried over.
+-- kiln_unhex (registered by Database::migrate) gives NULL for anything that
+-- is not 32 hex digits; such a row could never be read, and is not carried
+-- over. Rows are copied with INSERT OR IGNORE: two rows whose keys differ
+-- only in the case of their hex digits (never written by Kiln; planted) are
+-- one key now, and the first is kept rather than the migration refused.
 --
 -- A job's toolchain text is stored once, with its target description: the
 -- targets row a job refers to is now the pair. So is the unit (input file
@@ -44,7 +47,7 @@ INSERT INTO targets8(spec, triple, cpu, features, toolchain)
 CREATE TABLE jobs8 (key BLOB PRIMARY KEY, entry TEXT NOT NULL, symbol TEXT NOT NULL,
   target_id INTEGER NOT NULL REFERENCES targets(id), options TEXT NOT NULL,
   module_hash BLOB NOT NULL, compile_ms REAL NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;
-INSERT INTO jobs8(key, entry, symbol, target_id, options, module_hash, compile_ms, created_at)
+INSERT OR IGNORE INTO jobs8(key, entry, symbol, target_id, options, module_hash, compile_ms, created_at)
   SELECT kiln_unhex(j.key), j.entry, j.symbol, n.id, j.options, kiln_unhex(j.module_hash),
          j.compile_ms, j.created_at
   FROM jobs j JOIN targets t ON t.id = j.target_id
@@ -59,7 +62,7 @@ ALTER TABLE targets8 RENAME TO targets;
 CREATE TABLE artifacts8 (job_key BLOB NOT NULL REFERENCES jobs(key) ON DELETE CASCADE,
   format TEXT NOT NULL, raw_size INTEGER NOT NULL, checksum INTEGER NOT NULL, data BLOB NOT NULL,
   dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (job_key, format));
-INSERT INTO artifacts8(rowid, job_key, format, raw_size, checksum, data, dict_id)
+INSERT OR IGNORE INTO artifacts8(rowid, job_key, format, raw_size, checksum, data, dict_id)
   SELECT rowid, kiln_unhex(job_key), format, raw_size, checksum, data, dict_id FROM artifacts
   WHERE kiln_unhex(job_key) IS NOT NULL;
 DROP TABLE artifacts;
@@ -68,7 +71,7 @@ CREATE INDEX artifacts_plain ON artifacts(format) WHERE dict_id IS NULL;
 
 CREATE TABLE job_refs8 (job_key BLOB NOT NULL REFERENCES jobs(key) ON DELETE CASCADE,
   symbol TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (job_key, symbol)) WITHOUT ROWID;
-INSERT INTO job_refs8(job_key, symbol, entry)
+INSERT OR IGNORE INTO job_refs8(job_key, symbol, entry)
   SELECT kiln_unhex(job_key), symbol, entry FROM job_refs WHERE kiln_unhex(job_key) IS NOT NULL;
 DROP TABLE job_refs;
 ALTER TABLE job_refs8 RENAME TO job_refs;
@@ -78,7 +81,7 @@ DROP VIEW closure_members;
 CREATE TABLE closures8 (key BLOB PRIMARY KEY, root_job BLOB NOT NULL REFERENCES jobs(key),
   target TEXT NOT NULL, member_set BLOB, created_at INTEGER NOT NULL,
   last_used INTEGER NOT NULL) WITHOUT ROWID;
-INSERT INTO closures8(key, root_job, target, member_set, created_at, last_used)
+INSERT OR IGNORE INTO closures8(key, root_job, target, member_set, created_at, last_used)
   SELECT kiln_unhex(c.key), kiln_unhex(c.root_job), c.target,
          CASE WHEN (SELECT count(*) FROM member_sets m WHERE m.set_key = c.member_set) = 1
                    AND EXISTS (SELECT 1 FROM member_sets m JOIN jobs j
@@ -96,7 +99,7 @@ CREATE INDEX closures_by_member_set ON closures(member_set) WHERE member_set IS 
 
 CREATE TABLE member_sets8 (set_key BLOB NOT NULL, symbol TEXT NOT NULL,
   job_key BLOB NOT NULL REFERENCES jobs(key), PRIMARY KEY (set_key, symbol)) WITHOUT ROWID;
-INSERT INTO member_sets8(set_key, symbol, job_key)
+INSERT OR IGNORE INTO member_sets8(set_key, symbol, job_key)
   SELECT kiln_unhex(set_key), symbol, kiln_unhex(job_key) FROM member_sets m
   WHERE kiln_unhex(set_key) IS NOT NULL AND kiln_unhex(job_key) IS NOT NULL
     AND EXISTS (SELECT 1 FROM closures c WHERE c.member_set = kiln_unhex(m.set_key));
@@ -114,7 +117,7 @@ CREATE TABLE images8 (closure_key BLOB NOT NULL REFERENCES closures(key) ON DELE
   arch TEXT NOT NULL, linker TEXT NOT NULL, format TEXT NOT NULL, raw_size INTEGER NOT NULL,
   checksum INTEGER NOT NULL, data BLOB NOT NULL, created_at INTEGER NOT NULL,
   dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (closure_key, arch, linker));
-INSERT INTO images8(rowid, closure_key, arch, linker, format, raw_size, checksum, data,
+INSERT OR IGNORE INTO images8(rowid, closure_key, arch, linker, format, raw_size, checksum, data,
                     created_at, dict_id)
   SELECT rowid, kiln_unhex(closure_key), arch, linker, format, raw_size, checksum, data,
          created_at, dict_id FROM images WHERE kiln_unhex(closure_key) IS NOT NULL;
@@ -127,7 +130,7 @@ INSERT INTO units(path) SELECT DISTINCT unit FROM names WHERE unit != '' ORDER B
 CREATE TABLE names8 (name TEXT NOT NULL, target TEXT NOT NULL,
   closure_key BLOB NOT NULL, updated_at INTEGER NOT NULL,
   unit_id INTEGER REFERENCES units(id), PRIMARY KEY (name, target)) WITHOUT ROWID;
-INSERT INTO names8(name, target, closure_key, updated_at, unit_id)
+INSERT OR IGNORE INTO names8(name, target, closure_key, updated_at, unit_id)
   SELECT n.name, n.target, kiln_unhex(n.closure_key), n.updated_at, u.id
   FROM names n LEFT JOIN units u ON u.path = n.unit
   WHERE kiln_unhex(n.closure_key) IS NOT NULL;
@@ -137,7 +140,7 @@ ALTER TABLE names8 RENAME TO names;
 CREATE TABLE libraries8 (name TEXT NOT NULL, target TEXT NOT NULL,
   closure_key BLOB NOT NULL REFERENCES closures(key), updated_at INTEGER NOT NULL,
   PRIMARY KEY (name, target)) WITHOUT ROWID;
-INSERT INTO libraries8(name, target, closure_key, updated_at)
+INSERT OR IGNORE INTO libraries8(name, target, closure_key, updated_at)
   SELECT name, target, kiln_unhex(closure_key), updated_at FROM libraries
   WHERE kiln_unhex(closure_key) IS NOT NULL;
 
@@ -147,7 +150,7 @@ INSERT INTO libraries8(name, target, closure_key, updated_at)
 CREATE TABLE library_roots (name TEXT NOT NULL, target TEXT NOT NULL, position INTEGER NOT NULL,
   root TEXT NOT NULL, PRIMARY KEY (name, target, position),
   FOREIGN KEY (name, target) REFERENCES libraries(name, target) ON DELETE CASCADE) WITHOUT ROWID;
-INSERT INTO library_roots(name, target, position, root)
+INSERT OR IGNORE INTO library_roots(name, target, position, root)
   WITH RECURSIVE split(name, target, position, rest, root) AS (
     SELECT name, target, -1, CAST(roots AS BLOB), NULL FROM libraries
     UNION ALL
@@ -172,7 +175,7 @@ CREATE TABLE memo_deps (memo_key BLOB NOT NULL, position INTEGER NOT NULL, path 
 
 CREATE TABLE job_leases8 (job_key BLOB NOT NULL, holder TEXT NOT NULL,
   expires_at INTEGER NOT NULL, PRIMARY KEY (job_key, holder)) WITHOUT ROWID;
-INSERT INTO job_leases8(job_key, holder, expires_at)
+INSERT OR IGNORE INTO job_leases8(job_key, holder, expires_at)
   SELECT kiln_unhex(job_key), holder, expires_at FROM job_leases
   WHERE kiln_unhex(job_key) IS NOT NULL;
 DROP TABLE job_leases;

@@ -12,46 +12,32 @@ namespace kiln::storage {
 
 Result<Store::Memo> Store::get_memo(const Hash128& key) {
   std::lock_guard lock(mu_);
-  Result<Memo> out = make_error(Code::internal, "unread");
-  // One snapshot: a memo being recorded again is read whole or not at all.
-  KILN_TRY(read_transaction([&]() -> Status {
-    KILN_TRY_ASSIGN(auto roots, prepare("SELECT name, target, closure_key FROM memo_roots WHERE "
-                                        "memo_key = ?1 ORDER BY position"));
-    KILN_TRY_ASSIGN(auto deps, prepare("SELECT path, stamp FROM memo_deps WHERE memo_key = ?1 "
-                                       "ORDER BY position"));
-    Memo memo;
-    {
-      Bound b(roots);
-      b.key(1, key);
-      int rc;
-      while ((rc = b.step()) == SQLITE_ROW) {
-        auto closure = b.col_key_opt(2);
-        if (!closure) {
-          out = Error(Code::corrupt, "memo " + key.hex() +
-                                         " names a malformed closure key for root " +
-                                         std::to_string(memo.roots.size()));
-          return Status::ok();
-        }
-        memo.roots.push_back({b.col_text(0), b.col_text(1), *closure});
-      }
-      if (rc != SQLITE_DONE)
-        return db_error("cannot read the roots of memo " + key.hex());
+  KILN_TRY(refresh());
+  // One statement, so one snapshot: a memo being recorded again is read
+  // whole or not at all. Roots first, then dependencies, each in order.
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT 0, position, name, target, closure_key FROM memo_roots "
+                                  "WHERE memo_key = ?1 UNION ALL SELECT 1, position, path, stamp, "
+                                  "NULL FROM memo_deps WHERE memo_key = ?1 ORDER BY 1, 2"));
+  Bound b(s);
+  b.key(1, key);
+  Memo memo;
+  int rc;
+  while ((rc = b.step()) == SQLITE_ROW) {
+    if (b.col_i64(0) == 1) {
+      memo.deps.push_back({b.col_text(2), b.col_text(3)});
+      continue;
     }
-    if (memo.roots.empty()) {
-      out = Error(Code::not_found, "no memo " + key.hex());
-      return Status::ok();
-    }
-    Bound b(deps);
-    b.key(1, key);
-    int rc;
-    while ((rc = b.step()) == SQLITE_ROW)
-      memo.deps.push_back({b.col_text(0), b.col_text(1)});
-    if (rc != SQLITE_DONE)
-      return db_error("cannot read the dependencies of memo " + key.hex());
-    out = std::move(memo);
-    return Status::ok();
-  }));
-  return out;
+    auto closure = b.col_key_opt(4);
+    if (!closure)
+      return Error(Code::corrupt, "memo " + key.hex() + " names a malformed closure key for root " +
+                                      std::to_string(memo.roots.size()));
+    memo.roots.push_back({b.col_text(2), b.col_text(3), *closure});
+  }
+  if (rc != SQLITE_DONE)
+    return db_error("cannot read memo " + key.hex());
+  if (memo.roots.empty())
+    return Error(Code::not_found, "no memo " + key.hex());
+  return memo;
 }
 
 Status Store::put_memo(const Hash128& key, const Memo& memo) {

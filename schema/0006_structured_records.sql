@@ -2,7 +2,7 @@
 --
 -- A column that holds a list (a library's root names; a memo's roots and
 -- toolchain dependencies) is a BLOB of netstrings, "<byte length>:<bytes>,"
--- each (src/storage/local/statement.h, pack_fields), where it was text
+-- each (written by pack_fields, since gone with migration 8), where it was text
 -- joined on tabs and newlines: a name with a tab or a newline, which LLVM
 -- accepts, came back split, and a memo was never recorded for it.
 --

@@ -28,7 +28,12 @@
 -- A closure whose only member is its root job under the job's own symbol
 -- (every closure without deferred references) names no member set: its
 -- member_set is NULL, and the closure_members view gives its one member
--- from the jobs table. Sets, and the index from job to set, hold only the
+-- from the jobs table. Its key is the one core::closure_key gives for that
+-- member (kiln_lone_key), so gc can find it from the job alone; a closure
+-- whose key is otherwise keeps its set.
+--
+-- A row that refers to a row not carried over (a job, a closure) is not
+-- carried over either. Sets, and the index from job to set, hold only the
 -- closures that reach other jobs.
 --
 -- Lists become rows: a library's root names (library_roots) and a memo's
@@ -47,7 +52,8 @@ INSERT INTO targets8(spec, triple, cpu, features, toolchain)
 CREATE TABLE jobs8 (key BLOB PRIMARY KEY, entry TEXT NOT NULL, symbol TEXT NOT NULL,
   target_id INTEGER NOT NULL REFERENCES targets(id), options TEXT NOT NULL,
   module_hash BLOB NOT NULL, compile_ms REAL NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;
-INSERT OR IGNORE INTO jobs8(key, entry, symbol, target_id, options, module_hash, compile_ms, created_at)
+INSERT OR IGNORE INTO jobs8(key, entry, symbol, target_id, options, module_hash, compile_ms,
+                            created_at)
   SELECT kiln_unhex(j.key), j.entry, j.symbol, n.id, j.options, kiln_unhex(j.module_hash),
          j.compile_ms, j.created_at
   FROM jobs j JOIN targets t ON t.id = j.target_id
@@ -64,7 +70,7 @@ CREATE TABLE artifacts8 (job_key BLOB NOT NULL REFERENCES jobs(key) ON DELETE CA
   dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (job_key, format));
 INSERT OR IGNORE INTO artifacts8(rowid, job_key, format, raw_size, checksum, data, dict_id)
   SELECT rowid, kiln_unhex(job_key), format, raw_size, checksum, data, dict_id FROM artifacts
-  WHERE kiln_unhex(job_key) IS NOT NULL;
+  WHERE kiln_unhex(job_key) IN (SELECT key FROM jobs);
 DROP TABLE artifacts;
 ALTER TABLE artifacts8 RENAME TO artifacts;
 CREATE INDEX artifacts_plain ON artifacts(format) WHERE dict_id IS NULL;
@@ -72,7 +78,8 @@ CREATE INDEX artifacts_plain ON artifacts(format) WHERE dict_id IS NULL;
 CREATE TABLE job_refs8 (job_key BLOB NOT NULL REFERENCES jobs(key) ON DELETE CASCADE,
   symbol TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (job_key, symbol)) WITHOUT ROWID;
 INSERT OR IGNORE INTO job_refs8(job_key, symbol, entry)
-  SELECT kiln_unhex(job_key), symbol, entry FROM job_refs WHERE kiln_unhex(job_key) IS NOT NULL;
+  SELECT kiln_unhex(job_key), symbol, entry FROM job_refs
+  WHERE kiln_unhex(job_key) IN (SELECT key FROM jobs);
 DROP TABLE job_refs;
 ALTER TABLE job_refs8 RENAME TO job_refs;
 
@@ -86,13 +93,13 @@ INSERT OR IGNORE INTO closures8(key, root_job, target, member_set, created_at, l
          CASE WHEN (SELECT count(*) FROM member_sets m WHERE m.set_key = c.member_set) = 1
                    AND EXISTS (SELECT 1 FROM member_sets m JOIN jobs j
                                  ON j.key = kiln_unhex(m.job_key) AND j.symbol = m.symbol
-                               WHERE m.set_key = c.member_set AND m.job_key = c.root_job)
-              AND NOT EXISTS (SELECT 1 FROM libraries l WHERE l.closure_key = c.key)
+                               WHERE m.set_key = c.member_set AND m.job_key = c.root_job
+                                 AND kiln_unhex(c.key) = kiln_lone_key(j.key, j.symbol))
               THEN NULL ELSE kiln_unhex(c.member_set) END,
          c.created_at, c.last_used
   FROM closures c
-  WHERE kiln_unhex(c.key) IS NOT NULL AND kiln_unhex(c.root_job) IS NOT NULL
-    AND kiln_unhex(c.member_set) IS NOT NULL;
+  WHERE kiln_unhex(c.key) IS NOT NULL AND kiln_unhex(c.member_set) IS NOT NULL
+    AND kiln_unhex(c.root_job) IN (SELECT key FROM jobs);
 DROP TABLE closures;
 ALTER TABLE closures8 RENAME TO closures;
 CREATE INDEX closures_by_member_set ON closures(member_set) WHERE member_set IS NOT NULL;
@@ -101,7 +108,7 @@ CREATE TABLE member_sets8 (set_key BLOB NOT NULL, symbol TEXT NOT NULL,
   job_key BLOB NOT NULL REFERENCES jobs(key), PRIMARY KEY (set_key, symbol)) WITHOUT ROWID;
 INSERT OR IGNORE INTO member_sets8(set_key, symbol, job_key)
   SELECT kiln_unhex(set_key), symbol, kiln_unhex(job_key) FROM member_sets m
-  WHERE kiln_unhex(set_key) IS NOT NULL AND kiln_unhex(job_key) IS NOT NULL
+  WHERE kiln_unhex(set_key) IS NOT NULL AND kiln_unhex(job_key) IN (SELECT key FROM jobs)
     AND EXISTS (SELECT 1 FROM closures c WHERE c.member_set = kiln_unhex(m.set_key));
 DROP TABLE member_sets;
 ALTER TABLE member_sets8 RENAME TO member_sets;
@@ -120,7 +127,8 @@ CREATE TABLE images8 (closure_key BLOB NOT NULL REFERENCES closures(key) ON DELE
 INSERT OR IGNORE INTO images8(rowid, closure_key, arch, linker, format, raw_size, checksum, data,
                     created_at, dict_id)
   SELECT rowid, kiln_unhex(closure_key), arch, linker, format, raw_size, checksum, data,
-         created_at, dict_id FROM images WHERE kiln_unhex(closure_key) IS NOT NULL;
+         created_at, dict_id FROM images
+  WHERE kiln_unhex(closure_key) IN (SELECT key FROM closures);
 DROP TABLE images;
 ALTER TABLE images8 RENAME TO images;
 CREATE INDEX images_plain ON images(format) WHERE dict_id IS NULL;
@@ -133,7 +141,7 @@ CREATE TABLE names8 (name TEXT NOT NULL, target TEXT NOT NULL,
 INSERT OR IGNORE INTO names8(name, target, closure_key, updated_at, unit_id)
   SELECT n.name, n.target, kiln_unhex(n.closure_key), n.updated_at, u.id
   FROM names n LEFT JOIN units u ON u.path = n.unit
-  WHERE kiln_unhex(n.closure_key) IS NOT NULL;
+  WHERE kiln_unhex(n.closure_key) IN (SELECT key FROM closures);
 DROP TABLE names;
 ALTER TABLE names8 RENAME TO names;
 
@@ -142,7 +150,7 @@ CREATE TABLE libraries8 (name TEXT NOT NULL, target TEXT NOT NULL,
   PRIMARY KEY (name, target)) WITHOUT ROWID;
 INSERT OR IGNORE INTO libraries8(name, target, closure_key, updated_at)
   SELECT name, target, kiln_unhex(closure_key), updated_at FROM libraries
-  WHERE kiln_unhex(closure_key) IS NOT NULL;
+  WHERE kiln_unhex(closure_key) IN (SELECT key FROM closures);
 
 -- A library's root names in order, from the netstrings of migration 6
 -- ("<byte length>:<bytes>," each), read byte by byte as BLOBs; a damaged
@@ -163,7 +171,9 @@ INSERT OR IGNORE INTO library_roots(name, target, position, root)
       WHERE length(rest) > 0 AND instr(rest, x'3A') > 1 AND position < 1000000
         AND substr(rest, instr(rest, x'3A') + CAST(substr(rest, 1, instr(rest, x'3A') - 1)
                                                    AS INTEGER) + 1, 1) = x'2C')
-  SELECT name, target, position, root FROM split WHERE root IS NOT NULL;
+  SELECT s.name, s.target, s.position, s.root FROM split s
+  WHERE s.root IS NOT NULL
+    AND EXISTS (SELECT 1 FROM libraries8 l WHERE l.name = s.name AND l.target = s.target);
 DROP TABLE libraries;
 ALTER TABLE libraries8 RENAME TO libraries;
 

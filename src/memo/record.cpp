@@ -18,7 +18,10 @@ void report_image(RootReport& rr, const Status& image) {
 Status point_root(storage::Store& store, RootReport& rr, const Hash128& closure,
                   const std::string& unit) {
   rr.unit = unit;
-  if (auto same = store.names_already(rr.name, rr.target, closure, unit); same && *same)
+  // Written only when it would change; a read-only cache whose name already
+  // names the closure answers as it is (the unit it records may differ).
+  if (auto now = store.read_name(rr.name, rr.target); now && *now && (*now)->first == closure &&
+                                                      ((*now)->second == unit || store.read_only()))
     return Status::ok();
   KILN_TRY_ASSIGN(auto moved, store.point_name({rr.name, rr.target, closure}, unit));
   if (moved) {

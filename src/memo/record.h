@@ -21,10 +21,10 @@ void report_image(RootReport& rr, const Status& image);
 /// Points the root's name (rr.name for rr.target) at `closure`, recording
 /// `unit` (the request's input file names), and reports it: rr.unit always,
 /// and a move from another closure (previous_closure, previous_unit). A name
-/// that already points there from the same unit is not written again. A
-/// closure gone since it was found (another process's gc) is `not_found`;
-/// a read-only cache is `unavailable` unless the name is already as it would
-/// be left.
+/// that already points there from the same unit is not written again, nor on
+/// a read-only cache one that points there from another. A closure gone since
+/// it was found (another process's gc) is `not_found`; a read-only cache is
+/// `unavailable` when the name would move.
 Status point_root(storage::Store& store, RootReport& rr, const Hash128& closure,
                   const std::string& unit);
 

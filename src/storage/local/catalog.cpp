@@ -17,8 +17,10 @@ Result<std::vector<ClosureRecord>> Store::list_closures() {
     std::lock_guard lock(mu_);
     KILN_TRY_ASSIGN(auto s, prepare("SELECT key FROM closures ORDER BY key"));
     Bound b(s);
+    // A row whose key is not a key names no closure: verify reports it.
     while (b.step() == SQLITE_ROW)
-      keys.push_back(b.col_key(0));
+      if (auto k = b.col_key_opt(0))
+        keys.push_back(*k);
   }
   std::vector<ClosureRecord> out;
   for (const Hash128& k : keys) {

@@ -42,15 +42,20 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
   // A closure whose one member is its root under the job's own symbol (no
   // deferred reference) names no set: closure_members gives that member
   // from the job's row (schema/0008_binary_keys.sql).
+  // Its key must be the one core::closure_key gives that member: gc finds
+  // a lone root's closure from its job by that key.
   bool lone = closure.members.size() == 1 && closure.members[0].job == closure.root_job &&
-              closure.members[0].symbol == root_symbol;
+              closure.members[0].symbol == root_symbol &&
+              closure.key == core::closure_key(closure.root_job, {{root_symbol, closure.root_job}});
   // Otherwise the members, as a set shared with every closure that has the
   // same ones: a set already stored has its jobs (its rows refer to them),
   // so only a new one is checked and written.
-  Hash128 set = core::member_set_key(closure.members);
-  KILN_TRY_ASSIGN(auto has_set, prepare("SELECT 1 FROM member_sets WHERE set_key = ?1 LIMIT 1"));
+  Hash128 set;
   int found = SQLITE_ROW;
   if (!lone) {
+    set = core::member_set_key(closure.members);
+    KILN_TRY_ASSIGN(auto has_set,
+                    prepare("SELECT 1 FROM member_sets WHERE set_key = ?1 LIMIT 1"));
     Bound b(has_set);
     b.key(1, set);
     found = b.step();
@@ -181,10 +186,11 @@ Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
   return moved;
 }
 
-Result<bool> Store::names_already(const std::string& name, const std::string& target,
-                                  const Hash128& closure, const std::string& unit) {
+Result<std::optional<std::pair<Hash128, std::string>>>
+Store::read_name(const std::string& name, const std::string& target) {
+  using None = std::optional<std::pair<Hash128, std::string>>;
   if (is_hash128_hex(name))
-    return false; // a key-form string is never a name (resolve_name)
+    return None(); // a key-form string is never a name (resolve_name)
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s, prepare("SELECT n.closure_key, coalesce(u.path, '') FROM names n LEFT "
                                   "JOIN units u ON u.id = n.unit_id WHERE n.name = ?1 AND "
@@ -193,10 +199,15 @@ Result<bool> Store::names_already(const std::string& name, const std::string& ta
   b.text(1, name).text(2, target);
   int rc = b.step();
   if (rc == SQLITE_DONE)
-    return false;
+    return None();
   if (rc != SQLITE_ROW)
     return db_error("cannot resolve name " + name);
-  return b.col_key_opt(0) == closure && b.col_text(1) == unit;
+  auto key = b.col_key_opt(0);
+  if (!key)
+    return make_error(Code::corrupt, "name '" + name + "' (" + target +
+                                         ") names a malformed closure key in cache '" + path() +
+                                         "'");
+  return None(std::pair{*key, b.col_text(1)});
 }
 
 Result<std::string> Store::name_unit(const std::string& name, const std::string& target) {

@@ -6,6 +6,8 @@
 
 #include "storage/local/statement.h"
 
+#include "core/keys.h"
+
 #include "support/fault.h"
 #include "support/files.h"
 
@@ -728,11 +730,29 @@ void sql_unhex(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_blob(ctx, bytes.data(), 16, SQLITE_TRANSIENT);
 }
 
+// kiln_lone_key(job, symbol), for migration 8: the key of the closure whose
+// one member is `job` (16 bytes) under `symbol`, as core::closure_key gives
+// it; NULL for a job that is not 16 bytes. Only a closure with this key is
+// stored as a lone root.
+void sql_lone_key(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  auto job = key_from_bytes(sqlite3_value_blob(argv[0]), size_t(sqlite3_value_bytes(argv[0])));
+  const unsigned char* symbol = sqlite3_value_text(argv[1]);
+  if (!job || !symbol) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  std::string sym(reinterpret_cast<const char*>(symbol), size_t(sqlite3_value_bytes(argv[1])));
+  std::string bytes = key_bytes(core::closure_key(*job, {{sym, *job}}));
+  sqlite3_result_blob(ctx, bytes.data(), 16, SQLITE_TRANSIENT);
+}
+
 } // namespace
 
 Status Database::migrate() {
   if (sqlite3_create_function(db_, "kiln_unhex", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
-                              sql_unhex, nullptr, nullptr) != SQLITE_OK)
+                              sql_unhex, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_create_function(db_, "kiln_lone_key", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                              nullptr, sql_lone_key, nullptr, nullptr) != SQLITE_OK)
     return db_error("cannot prepare the migrations");
   // Foreign keys are off while migrations rebuild tables (schema 5): a
   // dropped table must not cascade to the rows that refer to it. The pragma

@@ -35,7 +35,6 @@
 
 namespace kiln::storage {
 
-// Resets and clears a cached statement when it goes out of scope.
 /// A key as stored: its 16 bytes, big-endian (so byte order is hex order).
 inline std::string key_bytes(const Hash128& h) {
   std::string out(16, '\0');
@@ -59,6 +58,7 @@ inline std::optional<Hash128> key_from_bytes(const void* p, size_t n) {
   return h;
 }
 
+// Resets and clears a cached statement when it goes out of scope.
 class Bound {
 public:
   explicit Bound(sqlite3_stmt* s) : s_(s) {}

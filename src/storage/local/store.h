@@ -167,10 +167,10 @@ public:
   /// The unit the name's current closure came from; not_found if no such
   /// name, empty if unknown.
   Result<std::string> name_unit(const std::string& name, const std::string& target);
-  /// Whether (name, target) names `closure` from `unit` already: one read,
-  /// for a caller that points a name only when it would change.
-  Result<bool> names_already(const std::string& name, const std::string& target,
-                             const Hash128& closure, const std::string& unit);
+  /// The closure (name, target) names and the unit it came from, in one
+  /// read; nullopt if no such name (or a key-form string).
+  Result<std::optional<std::pair<Hash128, std::string>>> read_name(const std::string& name,
+                                                                   const std::string& target);
 
   /// What a load needs, read in one transaction so that a concurrent gc
   /// cannot remove a part between reads: the closure a 32-hex closure key

@@ -732,6 +732,34 @@ TEST_CASE("compile: a memo's answer reports each root's unit as the run it repla
   }
 }
 
+TEST_CASE("compile: a read-only cache answers a memo hit whose name came from another file "
+          "name, without writing") {
+  // The memo key is the bytes, not the file's name: the same unit under
+  // another name is a hit whose name already names its closure, from
+  // another unit. A read-only cache answers it as it is.
+  Fixture f;
+  const std::string path = cache_file(f.dir);
+  std::string ir = data_file("nested.ll");
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("first.ll", ir)};
+  req.entries = {"nest_a"};
+  auto run = compile(f.cache, req);
+  REQUIRE(run);
+  REQUIRE(run->ok());
+  req.inputs = {SourceInput::memory("renamed.ll", ir)};
+  kiln::test::EnvVar ro("KILN_READ_ONLY", "1");
+  auto again = compile(req, path);
+  INFO((again ? std::string() : again.error().message));
+  REQUIRE(again);
+  CHECK(again->memo_hit);
+  REQUIRE(again->roots.size() == 1);
+  CHECK(again->roots[0].closure == run->roots[0].closure);
+  CHECK(again->roots[0].image);
+  auto st = kiln::storage::Store::open(path, kiln::storage::OpenMode::read_only);
+  REQUIRE(st);
+  CHECK(*(*st)->name_unit("nest_a", "host") == "first.ll");
+}
+
 TEST_CASE("compile: a cache handle is compiled into through its own connection, read-only "
           "included") {
   Fixture f;

@@ -66,7 +66,6 @@ ClosureRecord put_root(Store& store, const std::string& name, size_t size = 64,
   JobRecord root = job(name);
   put_job(store, root, size);
   ClosureRecord c;
-  c.key = hash128("gc-test closure " + name);
   c.root_job = root.key;
   c.target = "host";
   c.members = {{root.symbol, root.key, ""}};
@@ -74,6 +73,10 @@ ClosureRecord put_root(Store& store, const std::string& name, size_t size = 64,
     c.members.push_back({s.symbol, s.key, ""});
   std::sort(c.members.begin(), c.members.end(),
             [](const ClosureMember& a, const ClosureMember& b) { return a.symbol < b.symbol; });
+  kiln::core::ClosureMap map;
+  for (const ClosureMember& m : c.members)
+    map.emplace_back(m.symbol, m.job);
+  c.key = kiln::core::closure_key(root.key, map); // as the driver keys it
   REQUIRE(store.put_closure(c, {{name, "host", c.key}}));
   return c;
 }
@@ -314,6 +317,62 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
   CHECK(all.evicted_closures.size() == 2);
   CHECK(rows("SELECT count(*) FROM member_sets") == 0);
   CHECK(rows("SELECT count(*) FROM jobs") == 0);
+}
+
+TEST_CASE("member sets: a one-member closure keyed otherwise keeps its set; gc takes both "
+          "kinds, and a job a planted row still names stays") {
+  TestCache c = open_cache();
+  Store& st = *c.store;
+  ClosureRecord lone = put_root(st, "lone");
+  JobRecord j = job("other");
+  put_job(st, j);
+  ClosureRecord odd;
+  odd.key = hash128("a closure key no member gives");
+  odd.root_job = j.key;
+  odd.target = "host";
+  odd.members = {{j.symbol, j.key, ""}};
+  REQUIRE(st.put_closure(odd, {{"other", "host", odd.key}}));
+  auto count = [&](const std::string& sql) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open_v2(c.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+  };
+  CHECK(count("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
+  CHECK(count("SELECT count(*) FROM member_sets") == 1);
+  for (const ClosureRecord& cl : {lone, odd}) {
+    auto back = st.get_closure(cl.key);
+    REQUIRE(back);
+    REQUIRE(back->members.size() == 1);
+    CHECK(back->members[0].job == cl.root_job);
+  }
+  // A row planted behind the store's back: a lone closure under a key no
+  // member gives, rooted at the lone root's job. gc cannot see it from the
+  // job, the foreign key keeps the job, and gc finishes.
+  c.store.reset();
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(c.path().c_str(), &db) == SQLITE_OK);
+    std::string sql = "INSERT INTO closures VALUES (x'" + hash128("planted").hex() + "', x'" +
+                      lone.root_job.hex() + "', 'host', NULL, 0, 0)";
+    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  c.open();
+  GcOptions all;
+  all.max_size = 0;
+  all.keep = {hash128("planted")};
+  auto rep = c.store->gc(all);
+  REQUIRE_MESSAGE(rep, (rep ? std::string() : rep.error().message));
+  CHECK(rep->evicted_closures.size() == 2);
+  CHECK(count("SELECT count(*) FROM member_sets") == 0);
+  CHECK(count("SELECT count(*) FROM jobs") == 1); // the planted row's root
+  CHECK(count("SELECT count(*) FROM closures") == 1);
 }
 
 TEST_CASE("gc: a policy without limits evicts nothing, not even orphans") {

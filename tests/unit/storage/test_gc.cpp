@@ -61,6 +61,20 @@ void put_job(Store& store, const JobRecord& j, size_t size = 64) {
 }
 
 /// A root named `name` whose closure holds its own job and `shared`.
+// The first column of a one-row query on the cache file at `path`, read
+// through a connection of its own.
+int64_t scalar_in(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  int64_t n = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return n;
+}
+
 ClosureRecord put_root(Store& store, const std::string& name, size_t size = 64,
                        const std::vector<JobRecord>& shared = {}) {
   JobRecord root = job(name);
@@ -220,17 +234,7 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
   }
   // A lone root (its one member is its root job): no set at all.
   ClosureRecord alone = put_root(st, "alone");
-  auto rows = [&](const char* sql) {
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open_v2(c.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
-    sqlite3_stmt* s = nullptr;
-    REQUIRE(sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK);
-    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
-    int64_t n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return n;
-  };
+  auto rows = [&](const std::string& sql) { return scalar_in(c.path(), sql); };
   CHECK(rows("SELECT count(*) FROM member_sets") == 3);
   CHECK(rows("SELECT count(DISTINCT member_set) FROM closures") == 1);
   CHECK(rows("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
@@ -332,17 +336,7 @@ TEST_CASE("member sets: a one-member closure keyed otherwise keeps its set; gc t
   odd.target = "host";
   odd.members = {{j.symbol, j.key, ""}};
   REQUIRE(st.put_closure(odd, {{"other", "host", odd.key}}));
-  auto count = [&](const std::string& sql) {
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open_v2(c.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
-    sqlite3_stmt* s = nullptr;
-    REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
-    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
-    int64_t n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return n;
-  };
+  auto count = [&](const std::string& sql) { return scalar_in(c.path(), sql); };
   CHECK(count("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
   CHECK(count("SELECT count(*) FROM member_sets") == 1);
   for (const ClosureRecord& cl : {lone, odd}) {

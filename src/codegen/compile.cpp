@@ -5,6 +5,7 @@
 #include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
 #include "ir/diagnostics.h"
+#include "link/lld/object_stream.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -23,6 +24,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
 
+#include <map>
 #include <unordered_set>
 
 namespace kiln::codegen {
@@ -170,15 +172,68 @@ std::vector<std::string> artifact_formats(const TargetDesc& target) {
 
 namespace {
 
-Result<std::string> emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType type,
+// A thread's backend for one target and optimization level: the target
+// machine (which optimization uses too) and the codegen pipeline with its
+// output stream, built on the first emit (AMD jobs keep bitcode and emit
+// nothing). They are kept for the process: building them per job cost as
+// much as compiling a small job (the subtarget's register tables, thousands
+// of registers on AMD, the pipeline's passes, the register allocator's
+// tables sized by register units), and one pipeline runs module after
+// module as llc runs it over the functions of one module. Each job's
+// file depends only on its module (tests/unit/codegen/test_compile.cpp
+// compares against new ones). NVIDIA's backend numbers call sequences per
+// target machine, so the PTX of a job would depend on the jobs before it:
+// there each job gets its own.
+struct Backend {
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<link::ObjectStream> out;
+  std::unique_ptr<llvm::legacy::PassManager> passes;
+};
+
+bool keeps_backend(const TargetDesc& target) { return target.kind != TargetKind::nvptx; }
+
+std::map<std::string, Backend>& backends() {
+  thread_local std::map<std::string, Backend> kept;
+  return kept;
+}
+
+std::string backend_key(const TargetDesc& target, const CodegenOptions& options) {
+  return target.triple + '\n' + target.cpu + '\n' + target.features + '\n' +
+         std::to_string(options.opt_level);
+}
+
+// The backend for a job: the thread's kept one, else `own` made anew.
+Result<Backend*> backend_for(const TargetDesc& target, const CodegenOptions& options,
+                             Backend& own) {
+  Backend& b = keeps_backend(target) ? backends()[backend_key(target, options)] : own;
+  if (!b.machine) {
+    KILN_TRY_ASSIGN(auto tm, create_target_machine(target, options));
+    b.machine = std::move(tm);
+  }
+  return &b;
+}
+
+// After a job failed, its backend is rebuilt for the next: nothing of a
+// failed module's state reaches another job.
+void drop_backend(const TargetDesc& target, const CodegenOptions& options) {
+  if (keeps_backend(target))
+    backends().erase(backend_key(target, options));
+}
+
+// The module's file of `type` (one type per target: objects for the host,
+// assembly for NVIDIA), through the backend's kept pipeline.
+Result<std::string> emit(llvm::Module& m, Backend& b, llvm::CodeGenFileType type,
                          const std::string& where) {
-  llvm::SmallVector<char, 0> buf;
-  llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
-    return make_error(Code::unavailable, where + ": the backend cannot emit this file type");
-  pm.run(m);
-  return std::string(buf.data(), buf.size());
+  if (!b.passes) {
+    auto out = std::make_unique<link::ObjectStream>();
+    auto passes = std::make_unique<llvm::legacy::PassManager>();
+    if (b.machine->addPassesToEmitFile(*passes, *out, nullptr, type))
+      return make_error(Code::unavailable, where + ": the backend cannot emit this file type");
+    b.out = std::move(out);
+    b.passes = std::move(passes);
+  }
+  b.passes->run(m);
+  return b.out->take();
 }
 
 Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const TargetDesc& target,
@@ -197,10 +252,12 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
     return s.error().context(where);
   KILN_TRY(finish(*m, job, target));
 
-  auto tm = create_target_machine(target, options);
-  if (!tm)
-    return tm.error().context(where);
-  optimize(*m, **tm, options.opt_level);
+  Backend own;
+  auto backend = backend_for(target, options, own);
+  if (!backend)
+    return backend.error().context(where);
+  Backend& b = **backend;
+  optimize(*m, *b.machine, options.opt_level);
 
   std::string verify;
   llvm::raw_string_ostream vos(verify);
@@ -210,12 +267,12 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
   std::vector<CompiledArtifact> out;
   switch (target.kind) {
   case TargetKind::host: {
-    KILN_TRY_ASSIGN(auto obj, emit(*m, **tm, llvm::CodeGenFileType::ObjectFile, where));
+    KILN_TRY_ASSIGN(auto obj, emit(*m, b, llvm::CodeGenFileType::ObjectFile, where));
     out.push_back({"obj", std::move(obj)});
     break;
   }
   case TargetKind::nvptx: {
-    KILN_TRY_ASSIGN(auto ptx, emit(*m, **tm, llvm::CodeGenFileType::AssemblyFile, where));
+    KILN_TRY_ASSIGN(auto ptx, emit(*m, b, llvm::CodeGenFileType::AssemblyFile, where));
     if (ptx_assembler() == PtxAssembler::program || ptx_assembler() == PtxAssembler::library) {
       KILN_TRY_ASSIGN(auto cubin, assemble_ptx(ptx, target.cpu, where));
       out.push_back({"cubin", std::move(cubin)});
@@ -233,6 +290,7 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
   }
   }
   if (!diagnostics.empty()) {
+    drop_backend(target, options);
     while (diagnostics.back() == '\n')
       diagnostics.pop_back();
     return make_error(Code::invalid_argument, where + ": code generation failed: " + diagnostics);

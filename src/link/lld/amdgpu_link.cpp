@@ -3,6 +3,7 @@
 // objects instead would leave calls across jobs unable to size registers,
 // scratch and LDS; one module lets the backend see the whole call graph.
 #include "link/link_abi.h"
+#include "link/lld/object_stream.h"
 
 #include "support/files.h"
 
@@ -56,19 +57,57 @@ struct CollectDiagnostics : llvm::DiagnosticHandler {
   }
 };
 
-// One target machine per thread and (cpu, features), kept for the process:
-// creating one builds the subtarget's register tables (thousands of AMDGPU
-// registers, their alias lists sorted), which cost as much as compiling a
-// small kernel. A machine is used by one thread at a time, one module after
-// another, as llc would; its output does not depend on what it compiled before.
-llvm::TargetMachine* target_machine(const llvm::Target* t, const llvm::Triple& triple,
-                                    const std::string& cpu, const std::string& features) {
-  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
-  std::unique_ptr<llvm::TargetMachine>& tm = machines[cpu + '\n' + features];
-  if (!tm)
-    tm.reset(t->createTargetMachine(triple, cpu, features, llvm::TargetOptions(), std::nullopt,
-                                    std::nullopt, llvm::CodeGenOptLevel::Default));
-  return tm.get();
+// One code generator per thread and (cpu, features), kept for the process:
+// the target machine (creating one builds the subtarget's register tables,
+// thousands of AMDGPU registers with their alias lists sorted) and the
+// codegen pass pipeline with its output stream. Building the pipeline and
+// its first run on a module cost more than compiling a small kernel: the
+// register allocator sizes its tables by register units, and AMDGPU has
+// thousands, allocated and faulted in anew by every new pipeline. A
+// pipeline is used by one thread, one module after another, as llc runs it
+// over the functions of one module; each module's object depends only on
+// that module (tests/unit/link/test_amdgpu_link.cpp checks it against new
+// pipelines, after a failed module too).
+struct CodeGenerator {
+  std::unique_ptr<llvm::TargetMachine> machine;
+  kiln::link::ObjectStream out;
+  llvm::legacy::PassManager passes;
+};
+
+std::map<std::string, std::unique_ptr<CodeGenerator>>& code_generators() {
+  thread_local std::map<std::string, std::unique_ptr<CodeGenerator>> generators;
+  return generators;
+}
+
+// The thread's code generator for (cpu, features), built on first use;
+// nullptr with `error` set if the target machine or its pipeline cannot be.
+CodeGenerator* code_generator(const llvm::Target* t, const llvm::Triple& triple,
+                              const std::string& cpu, const std::string& features,
+                              std::string& error) {
+  std::unique_ptr<CodeGenerator>& g = code_generators()[cpu + '\n' + features];
+  if (g)
+    return g.get();
+  auto fresh = std::make_unique<CodeGenerator>();
+  fresh->machine.reset(t->createTargetMachine(triple, cpu, features, llvm::TargetOptions(),
+                                              std::nullopt, std::nullopt,
+                                              llvm::CodeGenOptLevel::Default));
+  if (!fresh->machine) {
+    error = "cannot create a target machine";
+    return nullptr;
+  }
+  if (fresh->machine->addPassesToEmitFile(fresh->passes, fresh->out, nullptr,
+                                          llvm::CodeGenFileType::ObjectFile)) {
+    error = "the backend cannot emit an object";
+    return nullptr;
+  }
+  g = std::move(fresh);
+  return g.get();
+}
+
+// Drops the thread's code generator for (cpu, features): after a module
+// failed, nothing of its state is carried to the next.
+void drop_code_generator(const std::string& cpu, const std::string& features) {
+  code_generators().erase(cpu + '\n' + features);
 }
 
 } // namespace
@@ -117,30 +156,29 @@ extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, co
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!t)
     return fail("no AMDGPU backend: " + err);
-  llvm::TargetMachine* tm = target_machine(t, triple, cpu, features ? features : "");
-  if (!tm)
-    return fail("cannot create a target machine");
-  linked->setDataLayout(tm->createDataLayout());
-
-  llvm::SmallVector<char, 0> obj;
-  {
-    llvm::raw_svector_ostream os(obj);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      return fail("the backend cannot emit an object");
-    pm.run(*linked);
-  }
-  if (!diagnostics.empty())
+  const std::string feature_string = features ? features : "";
+  std::string generator_error;
+  CodeGenerator* gen = code_generator(t, triple, cpu, feature_string, generator_error);
+  if (!gen)
+    return fail(generator_error);
+  linked->setDataLayout(gen->machine->createDataLayout());
+  gen->passes.run(*linked);
+  std::string obj = gen->out.take();
+  if (!diagnostics.empty()) {
+    drop_code_generator(cpu, feature_string);
     return fail("code generation failed: " + diagnostics);
+  }
 
   auto dir = kiln::TempDir::create("kiln-hsaco");
   if (!dir)
     return fail(dir.error().message);
   std::string in = dir->path() + "/closure.o", output = dir->path() + "/image.hsaco";
-  if (kiln::Status s = kiln::write_scratch_file(in, std::string_view(obj.data(), obj.size())); !s)
+  if (kiln::Status s = kiln::write_scratch_file(in, obj); !s)
     return fail(s.error().message);
-  std::vector<const char*> args = {"ld.lld", "-shared", "--no-undefined", "--build-id=none",
-                                   "-o", output.c_str(), in.c_str()};
+  // One object: lld's thread pool would only hand it from thread to thread.
+  std::vector<const char*> args = {"ld.lld",         "-shared",  "--no-undefined",
+                                   "--build-id=none", "--threads=1", "-o",
+                                   output.c_str(),    in.c_str()};
   std::string diag;
   llvm::raw_string_ostream diag_os(diag);
   int rc;

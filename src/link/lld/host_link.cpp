@@ -36,6 +36,11 @@ std::mutex& lld_mutex() {
 
 using kiln::link_detail::dup_string;
 
+namespace {
+// Inputs from which a host link uses lld's thread pool (a kernel library).
+constexpr size_t kParallelLinkInputs = 64;
+} // namespace
+
 extern "C" int kiln_link_host_shared(const kiln_link_input* inputs, size_t count, char** out,
                                      size_t* out_size, char** error) {
   *out = nullptr;
@@ -70,6 +75,11 @@ extern "C" int kiln_link_host_shared(const kiln_link_input* inputs, size_t count
                                    // to a same-named symbol elsewhere in the process.
                                    "-Bsymbolic", "-z", "noexecstack", "-z", "relro", "-z", "now",
                                    "-soname", "kiln-image", "--no-undefined-version"};
+  // lld spreads its work over a thread pool by input; a link of a few
+  // objects (a root's closure) has nothing to spread and pays only the
+  // hand-offs. The output does not depend on the thread count.
+  if (count < kParallelLinkInputs)
+    args.push_back("--threads=1");
   for (const std::string& p : paths)
     args.push_back(p.c_str());
 

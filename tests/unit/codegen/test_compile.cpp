@@ -9,8 +9,11 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
 
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace kiln;
@@ -299,4 +302,58 @@ define void @bad_asm() {
   CHECK(r.error().target == "host");
   CHECK(r.error().message.rfind("job 'bad_asm' (host): code generation failed: ", 0) == 0);
   CHECK(r.error().message.find("this_is_no_instruction") != std::string::npos);
+}
+
+TEST_CASE("compile_job: a thread's kept backend gives each job the bytes a new one does") {
+  // Each thread keeps its target machine and codegen pipeline and runs them
+  // job after job; what it compiled before, a failed job included, must not
+  // show in the next job's file.
+  const std::string bad = R"(
+define void @bad_asm() {
+  call void asm sideeffect "this_is_no_instruction", ""()
+  ret void
+}
+)";
+  core::CodegenOptions plain, dbg, o0;
+  dbg.debug = true;
+  o0.opt_level = 0;
+  for (const char* spec : {"host", "sm_90", "gfx942"}) {
+    CAPTURE(spec);
+    core::TargetDesc t = resolved(spec);
+    std::string format = codegen::artifact_formats(t).back();
+    struct Case {
+      codegen::JobInput job;
+      core::CodegenOptions options;
+    };
+    std::vector<Case> cases = {{job_for(kWithOthers, "k", t, plain), plain},
+                               {job_for(kBase, "f", t, plain), plain},
+                               {job_for(kWithDebug, "f", t, dbg), dbg},
+                               {job_for(kWithOthers, "k", t, o0), o0}, // a call, not inlined
+                               {job_for(kWithOthers, "k", t, plain), plain},
+                               {job_for(kWithOthers, "k", t, o0), o0}};
+    auto compile = [&](const Case& c) {
+      return artifact(must_compile(c.job, t, c.options), format);
+    };
+    std::vector<std::string> alone;
+    for (const Case& c : cases) {
+      std::optional<std::string> bytes;
+      std::thread([&] { bytes = compile(c); }).join();
+      REQUIRE(bytes);
+      alone.push_back(*bytes);
+    }
+    // One after another on this thread, then each after a failed job (on
+    // the host, the one target that assembles inline assembly per job).
+    for (size_t i = 0; i < cases.size(); ++i) {
+      CAPTURE(i);
+      CHECK(compile(cases[i]) == alone[i]);
+    }
+    if (t.kind != core::TargetKind::host)
+      continue;
+    codegen::JobInput failing = job_for(bad, "bad_asm", t, {});
+    for (size_t i = 0; i < cases.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE_FALSE(codegen::compile_job(failing, t, {}));
+      CHECK(compile(cases[i]) == alone[i]);
+    }
+  }
 }

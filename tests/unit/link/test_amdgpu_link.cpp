@@ -7,10 +7,18 @@
 #include "link/plugin.h"
 #include "support/fault.h"
 
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
 
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -86,6 +94,83 @@ TEST_CASE("AMDGPU link: inputs that are not bitcode or do not link fail naming t
   INFO(alone.error().message);
   CHECK(alone.error().message.rfind("AMDGPU link for gfx942: lld failed: ", 0) == 0);
   CHECK(alone.error().message.find("undefined symbol: __kiln_deferred_") != std::string::npos);
+}
+
+namespace {
+
+// `ir` as bitcode, as a precompile stores a finished AMDGPU job.
+std::string bitcode_of(const std::string& ir) {
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic err;
+  auto m = llvm::parseAssemblyString(ir, err, ctx);
+  REQUIRE_MESSAGE(m, err.getMessage().str());
+  std::string bc;
+  llvm::raw_string_ostream os(bc);
+  llvm::WriteBitcodeToFile(*m, os);
+  os.flush();
+  return bc;
+}
+
+// Links on a thread of its own: a code generator that has compiled nothing.
+Result<std::string> link_on_new_thread(const std::vector<std::string>& blobs,
+                                       const std::vector<std::string>& names,
+                                       const core::TargetDesc& t) {
+  std::optional<Result<std::string>> out;
+  std::thread([&] { out.emplace(link::link_amdgpu_image(blobs, names, t.cpu, t.features)); })
+      .join();
+  return std::move(*out);
+}
+
+// A kernel whose LDS use the device cannot hold: code generation reports an
+// error after part of the pipeline ran on it.
+const std::string kTooMuchLds = R"(
+target triple = "amdgcn-amd-amdhsa"
+@big = internal addrspace(3) global [1048576 x i32] poison, align 4
+define amdgpu_kernel void @k_lds(ptr addrspace(1) %out, i32 %i) {
+  %p = getelementptr [1048576 x i32], ptr addrspace(3) @big, i32 0, i32 %i
+  store i32 %i, ptr addrspace(3) %p, align 4
+  %v = load i32, ptr addrspace(3) %p, align 4
+  store i32 %v, ptr addrspace(1) %out, align 4
+  ret void
+}
+)";
+
+} // namespace
+
+TEST_CASE("AMDGPU link: a thread's code generator gives each closure the bytes a new one does") {
+  // The pipeline is kept per thread and runs module after module; what it
+  // compiled before, or a module that failed, must not show in the next.
+  core::TargetDesc t = resolved("gfx942");
+  std::vector<ClosureArtifacts> closures;
+  std::vector<std::string> alone;
+  TempDir dir = temp_dir("kiln-amdgpu-link-test");
+  for (const char* root : {"k_nested", "k_fact", "k_cycle"}) {
+    closures.push_back(compile_closure(dir, "gpu_amdgpu.ll", root, "gfx942", "bc"));
+    auto image = link_on_new_thread(closures.back().blobs, closures.back().names, t);
+    INFO((image ? std::string() : image.error().message));
+    REQUIRE(image);
+    alone.push_back(*image);
+  }
+  std::string lds = bitcode_of(kTooMuchLds);
+  auto check_closure = [&](size_t i) {
+    CAPTURE(i);
+    auto image = link::link_amdgpu_image(closures[i].blobs, closures[i].names, t.cpu, t.features);
+    REQUIRE(image);
+    CHECK(*image == alone[i]);
+  };
+  auto check_failure = [&] {
+    auto failed = link::link_amdgpu_image({lds}, {"lds"}, t.cpu, t.features);
+    REQUIRE_FALSE(failed);
+    INFO(failed.error().message);
+    CHECK(failed.error().message.rfind("AMDGPU link for gfx942: code generation failed: ", 0) == 0);
+  };
+  // One after another on this thread, then each after a failed module.
+  for (size_t i = 0; i < closures.size(); ++i)
+    check_closure(i);
+  for (size_t i = 0; i < closures.size(); ++i) {
+    check_failure();
+    check_closure(i);
+  }
 }
 
 TEST_CASE("AMDGPU link: an injected link failure names its point") {

@@ -708,7 +708,9 @@ private:
     auto link_all = [&](const std::vector<size_t>& libs, const std::vector<size_t>& roots) {
       parallel_for(libs.size() + roots.size(), parallel, [&](size_t t) {
         if (t < libs.size()) {
-          auto image = image::fetch_or_link(cache, libraries[libs[t]]);
+          // The library is the longest link, and usually the only one: its
+          // code generation may use every thread asked for.
+          auto image = image::fetch_or_link(cache, libraries[libs[t]], nullptr, parallel);
           library_image[libs[t]] = image ? Status::ok() : Status(image.error());
           return;
         }

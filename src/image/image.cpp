@@ -26,7 +26,9 @@ Result<std::string> linker_fingerprint(const std::string& target) {
     return fp + "; PTX merged; " + link::cuda_device_runtime_fingerprint();
   }
   case TargetKind::amdgpu:
-    return std::string(link::lld_fingerprint()) + " amdgpu-irlink";
+    // "parts": a module of many kernels is compiled in parts (libkiln-link),
+    // which gives other bytes than one code generation.
+    return std::string(link::lld_fingerprint()) + " amdgpu-irlink parts";
   }
   return make_error(Code::internal, "unknown target kind");
 }
@@ -101,7 +103,8 @@ bool needs_device_runtime(const std::vector<link::NvInput>& inputs) {
 
 } // namespace
 
-Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure) {
+Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure,
+                                 unsigned threads) {
   std::string what = "linking closure " + closure.key.hex() + " (" + closure.target + ")";
   std::vector<std::string> blobs, names;
   TargetKind kind = core::target_kind(closure.target);
@@ -141,7 +144,7 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
     auto root = store.get_job(closure.root_job);
     if (!root)
       return root.error().context(what);
-    image = link::link_amdgpu_image(blobs, names, root->cpu, root->features);
+    image = link::link_amdgpu_image(blobs, names, root->cpu, root->features, threads);
   }
   if (!image)
     return image.error().context(what);
@@ -150,7 +153,7 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
 }
 
 Result<std::string> fetch_or_link(storage::Storage& storage, const core::ClosureRecord& closure,
-                                  bool* linked) {
+                                  bool* linked, unsigned threads) {
   std::string arch = core::image_arch(closure.target);
   // Stored here, else another machine's, checked like a stored one: no
   // linker needed.
@@ -161,7 +164,7 @@ Result<std::string> fetch_or_link(storage::Storage& storage, const core::Closure
   core::ImageKey key = core::image_key(closure.key, arch, fp);
   if (linked)
     *linked = true;
-  KILN_TRY_ASSIGN(auto image, link_closure(storage.local(), closure));
+  KILN_TRY_ASSIGN(auto image, link_closure(storage.local(), closure, threads));
   // A store failure (read-only cache, disk full) costs the next process a
   // relink; it does not fail this load.
   (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), image);

@@ -23,15 +23,17 @@ Result<std::string> linker_fingerprint(const std::string& target);
 
 /// Links the closure's artifacts (host objects via lld, cubins or PTX via
 /// nvJitLink, AMDGPU bitcode via IR link + codegen + lld) and checks the
-/// result.
-Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure);
+/// result. `threads`: how many threads the link may use (AMDGPU code
+/// generation of a module of many kernels); the bytes do not depend on it.
+Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure,
+                                 unsigned threads = 1);
 
 /// The whole "get me the image bytes" path: from storage (the local cache,
 /// else the remote, if any), else linked, stored and published. A damaged
 /// stored image counts as absent. `linked`, if given, says whether the image
-/// had to be linked.
+/// had to be linked. `threads`: link_closure's.
 Result<std::string> fetch_or_link(storage::Storage& storage, const core::ClosureRecord& closure,
-                                  bool* linked = nullptr);
+                                  bool* linked = nullptr, unsigned threads = 1);
 
 /// How a device makes an image the usual linkers cannot: the CUDA driver's
 /// JIT from PTX, say. `make` produces the bytes; `fingerprint` names the

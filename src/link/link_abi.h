@@ -25,9 +25,13 @@ int kiln_link_host_shared(const kiln_link_input* inputs, size_t count, char** ou
 
 /* Links a closure's finished AMDGPU bitcode into one HSACO: IR-level link
  * (AMDGPU cannot size registers and stack across separately compiled
- * objects), codegen for cpu/features, then lld. Same conventions as above. */
-int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, const char* cpu,
-                     const char* features, char** out, size_t* out_size, char** error);
+ * objects), codegen for cpu/features (a module of many kernels in parts
+ * that keep each kernel's call graph whole, compiled on up to `threads`
+ * threads; the bytes do not depend on `threads`), then lld. Same
+ * conventions as above. */
+int kiln_link_amdgpu_image(const kiln_link_input* bitcode, size_t count, const char* cpu,
+                           const char* features, unsigned threads, char** out,
+                           size_t* out_size, char** error);
 
 /* Linker fingerprint, part of every image key (e.g. "lld 22.1.8"). */
 const char* kiln_link_fingerprint(void);

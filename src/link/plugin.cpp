@@ -19,7 +19,7 @@ namespace {
 
 struct LinkApi {
   decltype(&kiln_link_host_shared) link_host_shared = nullptr;
-  decltype(&kiln_link_amdgpu) link_amdgpu = nullptr;
+  decltype(&kiln_link_amdgpu_image) link_amdgpu = nullptr;
   decltype(&kiln_link_fingerprint) fingerprint = nullptr;
   decltype(&kiln_link_free) free = nullptr;
   std::string error;
@@ -55,7 +55,8 @@ const LinkApi& link_api() {
     }
     api.link_host_shared =
         reinterpret_cast<decltype(api.link_host_shared)>(dlsym(h, "kiln_link_host_shared"));
-    api.link_amdgpu = reinterpret_cast<decltype(api.link_amdgpu)>(dlsym(h, "kiln_link_amdgpu"));
+    api.link_amdgpu =
+        reinterpret_cast<decltype(api.link_amdgpu)>(dlsym(h, "kiln_link_amdgpu_image"));
     api.fingerprint = reinterpret_cast<decltype(api.fingerprint)>(dlsym(h, "kiln_link_fingerprint"));
     api.free = reinterpret_cast<decltype(api.free)>(dlsym(h, "kiln_link_free"));
     if (!api.link_host_shared || !api.link_amdgpu || !api.fingerprint || !api.free)
@@ -112,12 +113,13 @@ Result<std::string> link_host_image(const std::vector<std::string>& objects,
 
 Result<std::string> link_amdgpu_image(const std::vector<std::string>& bitcode,
                                       const std::vector<std::string>& names,
-                                      const std::string& cpu, const std::string& features) {
+                                      const std::string& cpu, const std::string& features,
+                                      unsigned threads) {
   return call_linker("link:amdgpu", bitcode, names,
                      [&](const LinkApi& api, const std::vector<kiln_link_input>& in, char** out,
                          size_t* size, char** err) {
                        return api.link_amdgpu(in.data(), in.size(), cpu.c_str(), features.c_str(),
-                                              out, size, err);
+                                              threads, out, size, err);
                      });
 }
 

@@ -9,6 +9,7 @@
 
 #include <lld/Common/Driver.h>
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
@@ -23,12 +24,17 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 namespace kiln::link_detail {
 std::mutex& lld_mutex();
@@ -110,10 +116,63 @@ void drop_code_generator(const std::string& cpu, const std::string& features) {
   code_generators().erase(cpu + '\n' + features);
 }
 
+// A closure's module with many kernels is split for code generation, as
+// LTO's partitions are (the AMDGPU backend's own splitter keeps each
+// kernel's call graph in its part, so no call crosses two objects), and the
+// parts are compiled in parallel and linked by lld. The number of parts
+// follows from the module alone, never from the threads, so an image has
+// the same bytes at any -j.
+constexpr unsigned kKernelsPerPart = 16;
+constexpr unsigned kMaxParts = 8;
+
+unsigned parts_for(const llvm::Module& m) {
+  unsigned kernels = 0;
+  for (const llvm::Function& f : m)
+    if (!f.isDeclaration() && f.getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL)
+      ++kernels;
+  return std::clamp(kernels / kKernelsPerPart, 1u, kMaxParts);
+}
+
+// The object of `m`, whose context reports its errors into `diagnostics`,
+// from this thread's code generator; empty with `error` set if it fails.
+std::string emit_object(const llvm::Target* t, const llvm::Triple& triple, const std::string& cpu,
+                        const std::string& features, llvm::Module& m,
+                        const std::string& diagnostics, std::string& error) {
+  CodeGenerator* gen = code_generator(t, triple, cpu, features, error);
+  if (!gen)
+    return {};
+  m.setDataLayout(gen->machine->createDataLayout());
+  gen->passes.run(m);
+  std::string object = gen->out.take();
+  if (!diagnostics.empty()) {
+    drop_code_generator(cpu, features);
+    error = "code generation failed: " + diagnostics;
+    return {};
+  }
+  return object;
+}
+
+// The object of one part, given as bitcode: each thread compiles in its own
+// context.
+std::string emit_part(const llvm::Target* t, const llvm::Triple& triple, const std::string& cpu,
+                      const std::string& features, const std::string& bitcode,
+                      std::string& error) {
+  llvm::LLVMContext ctx;
+  std::string diagnostics;
+  ctx.setDiagnosticHandler(std::make_unique<CollectDiagnostics>(&diagnostics));
+  auto m = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "part"), ctx);
+  if (!m) {
+    error = "cannot read a part of the module: " + llvm::toString(m.takeError());
+    return {};
+  }
+  return emit_object(t, triple, cpu, features, **m, diagnostics, error);
+}
+
 } // namespace
 
-extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, const char* cpu,
-                                const char* features, char** out, size_t* out_size, char** error) {
+extern "C" int kiln_link_amdgpu_image(const kiln_link_input* bitcode, size_t count,
+                                      const char* cpu, const char* features, unsigned threads,
+                                      char** out, size_t* out_size, char** error) {
   *out = nullptr;
   *out_size = 0;
   *error = nullptr;
@@ -162,23 +221,68 @@ extern "C" int kiln_link_amdgpu(const kiln_link_input* bitcode, size_t count, co
   if (!gen)
     return fail(generator_error);
   linked->setDataLayout(gen->machine->createDataLayout());
-  gen->passes.run(*linked);
-  std::string obj = gen->out.take();
-  if (!diagnostics.empty()) {
-    drop_code_generator(cpu, feature_string);
-    return fail("code generation failed: " + diagnostics);
+  std::vector<std::string> parts;
+  if (unsigned n = parts_for(*linked); n > 1)
+    gen->machine->splitModule(*linked, n, [&](std::unique_ptr<llvm::Module> part) {
+      std::string bc;
+      llvm::raw_string_ostream os(bc);
+      llvm::WriteBitcodeToFile(*part, os);
+      os.flush();
+      parts.push_back(std::move(bc));
+    });
+  if (!diagnostics.empty())
+    return fail("splitting the module failed: " + diagnostics);
+
+  std::vector<std::string> objects;
+  if (parts.empty()) {
+    std::string e;
+    objects.push_back(emit_object(t, triple, cpu, feature_string, *linked, diagnostics, e));
+    if (!e.empty())
+      return fail(e);
+  } else {
+    // Each part on the next free thread, this one included; which thread
+    // compiles a part does not change its object.
+    objects.resize(parts.size());
+    std::vector<std::string> errors(parts.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < parts.size();)
+        objects[i] = emit_part(t, triple, cpu, feature_string, parts[i], errors[i]);
+    };
+    std::vector<std::thread> helpers;
+    for (size_t w = 1; w < std::min<size_t>(threads, parts.size()); ++w) {
+      try {
+        helpers.emplace_back(work);
+      } catch (const std::system_error&) {
+        break; // no more threads: the others take its parts
+      }
+    }
+    work();
+    for (std::thread& h : helpers)
+      h.join();
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (!errors[i].empty())
+        return fail(errors[i] + " (part " + std::to_string(i + 1) + " of " +
+                    std::to_string(parts.size()) + ")");
   }
 
   auto dir = kiln::TempDir::create("kiln-hsaco");
   if (!dir)
     return fail(dir.error().message);
-  std::string in = dir->path() + "/closure.o", output = dir->path() + "/image.hsaco";
-  if (kiln::Status s = kiln::write_scratch_file(in, obj); !s)
-    return fail(s.error().message);
-  // One object: lld's thread pool would only hand it from thread to thread.
-  std::vector<const char*> args = {"ld.lld",         "-shared",  "--no-undefined",
+  std::string output = dir->path() + "/image.hsaco";
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    inputs.push_back(dir->path() + "/part" + std::to_string(i) + ".o");
+    if (kiln::Status s = kiln::write_scratch_file(inputs.back(), objects[i]); !s)
+      return fail(s.error().message);
+  }
+  // A few objects: lld's thread pool would only hand them from thread to
+  // thread.
+  std::vector<const char*> args = {"ld.lld",          "-shared",     "--no-undefined",
                                    "--build-id=none", "--threads=1", "-o",
-                                   output.c_str(),    in.c_str()};
+                                   output.c_str()};
+  for (const std::string& in : inputs)
+    args.push_back(in.c_str());
   std::string diag;
   llvm::raw_string_ostream diag_os(diag);
   int rc;

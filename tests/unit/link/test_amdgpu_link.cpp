@@ -173,6 +173,68 @@ TEST_CASE("AMDGPU link: a thread's code generator gives each closure the bytes a
   }
 }
 
+namespace {
+
+// A module of `kernels` kernels, each calling one internal helper, and a
+// global they all write.
+std::string many_kernels(int kernels) {
+  std::string ir = R"(
+target triple = "amdgcn-amd-amdhsa"
+@shared = addrspace(1) global i32 0, align 4
+define internal i32 @helper(i32 %x) noinline {
+  %y = mul i32 %x, 3
+  %z = add i32 %y, 1
+  ret i32 %z
+}
+)";
+  for (int k = 0; k < kernels; ++k)
+    ir += "define amdgpu_kernel void @many" + std::to_string(k) +
+          "(ptr addrspace(1) %out) {\n"
+          "  %v = call i32 @helper(i32 " + std::to_string(k) + ")\n"
+          "  store i32 %v, ptr addrspace(1) %out, align 4\n"
+          "  store i32 %v, ptr addrspace(1) @shared, align 4\n"
+          "  ret void\n}\n";
+  return ir;
+}
+
+size_t count_defined(const ElfInfo& elf, const std::string& name) {
+  size_t n = 0;
+  for (const ElfSymbol& s : elf.symbols)
+    n += s.defined && s.name == name;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("AMDGPU link: a module of many kernels is compiled in parts, the same at any thread count") {
+  core::TargetDesc t = resolved("gfx942");
+  std::string bc = bitcode_of(many_kernels(40));
+  auto one = link::link_amdgpu_image({bc}, {"many"}, t.cpu, t.features, 1);
+  INFO((one ? std::string() : one.error().message));
+  REQUIRE(one);
+  auto elf = read_elf(*one);
+  REQUIRE(elf);
+  CHECK(elf->type == 3);
+  for (int k = 0; k < 40; ++k)
+    CHECK_MESSAGE(count_defined(*elf, "many" + std::to_string(k)) == 1, k);
+  // Each part has its own copy of the helper its kernels call: 40 kernels
+  // are 2 parts (16 kernels a part), so the code was split.
+  CHECK(count_defined(*elf, "helper") == 2);
+  CHECK(count_defined(*elf, "shared") == 1);
+  for (unsigned threads : {2u, 3u, 8u}) {
+    CAPTURE(threads);
+    auto again = link::link_amdgpu_image({bc}, {"many"}, t.cpu, t.features, threads);
+    REQUIRE(again);
+    CHECK(*again == *one);
+  }
+  // Fewer kernels than two parts' worth: one code generation, one helper.
+  auto few = link::link_amdgpu_image({bitcode_of(many_kernels(20))}, {"few"}, t.cpu, t.features, 4);
+  REQUIRE(few);
+  auto few_elf = read_elf(*few);
+  REQUIRE(few_elf);
+  CHECK(count_defined(*few_elf, "helper") == 1);
+}
+
 TEST_CASE("AMDGPU link: an injected link failure names its point") {
   fault::set_plan("link:amdgpu");
   std::string injected = fault::message("link:amdgpu");

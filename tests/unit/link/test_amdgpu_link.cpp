@@ -175,23 +175,37 @@ TEST_CASE("AMDGPU link: a thread's code generator gives each closure the bytes a
 
 namespace {
 
-// A module of `kernels` kernels, each calling one internal helper, and a
-// global they all write.
-std::string many_kernels(int kernels) {
+// A module of `kernels` kernels, each calling one internal helper, writing
+// a global they share and an LDS array and, if `indirect`, calling through
+// a pointer that any kernel may have stored (as a deferred reference is
+// called).
+std::string many_kernels(int kernels, bool indirect = false) {
   std::string ir = R"(
 target triple = "amdgcn-amd-amdhsa"
 @shared = addrspace(1) global i32 0, align 4
+@target = addrspace(1) global ptr @callee, align 8
+@lds = internal addrspace(3) global [64 x i32] poison, align 4
 define internal i32 @helper(i32 %x) noinline {
   %y = mul i32 %x, 3
   %z = add i32 %y, 1
   ret i32 %z
 }
+define hidden i32 @callee(i32 %x) noinline {
+  %y = xor i32 %x, 5
+  ret i32 %y
+}
 )";
   for (int k = 0; k < kernels; ++k)
     ir += "define amdgpu_kernel void @many" + std::to_string(k) +
-          "(ptr addrspace(1) %out) {\n"
+          "(ptr addrspace(1) %out, i32 %i) {\n"
           "  %v = call i32 @helper(i32 " + std::to_string(k) + ")\n"
-          "  store i32 %v, ptr addrspace(1) %out, align 4\n"
+          + (indirect ? "  %f = load ptr, ptr addrspace(1) @target, align 8\n"
+                        "  %w = call i32 %f(i32 %v)\n"
+                      : "  %w = add i32 %v, 7\n") +
+          "  %p = getelementptr [64 x i32], ptr addrspace(3) @lds, i32 0, i32 %i\n"
+          "  store i32 %w, ptr addrspace(3) %p, align 4\n"
+          "  %l = load i32, ptr addrspace(3) %p, align 4\n"
+          "  store i32 %l, ptr addrspace(1) %out, align 4\n"
           "  store i32 %v, ptr addrspace(1) @shared, align 4\n"
           "  ret void\n}\n";
   return ir;
@@ -218,7 +232,8 @@ TEST_CASE("AMDGPU link: a module of many kernels is compiled in parts, the same 
   for (int k = 0; k < 40; ++k)
     CHECK_MESSAGE(count_defined(*elf, "many" + std::to_string(k)) == 1, k);
   // Each part has its own copy of the helper its kernels call: 40 kernels
-  // are 2 parts (16 kernels a part), so the code was split.
+  // are 2 parts (16 kernels a part), so the code was split; the global
+  // they share is defined once.
   CHECK(count_defined(*elf, "helper") == 2);
   CHECK(count_defined(*elf, "shared") == 1);
   for (unsigned threads : {2u, 3u, 8u}) {
@@ -227,6 +242,23 @@ TEST_CASE("AMDGPU link: a module of many kernels is compiled in parts, the same 
     REQUIRE(again);
     CHECK(*again == *one);
   }
+  // Calls through a pointer: the splitter keeps every kernel that may make
+  // one with every function whose address is taken. The image still
+  // defines everything once and is the same at any thread count.
+  std::string indirect = bitcode_of(many_kernels(40, true));
+  auto ind = link::link_amdgpu_image({indirect}, {"indirect"}, t.cpu, t.features, 1);
+  INFO((ind ? std::string() : ind.error().message));
+  REQUIRE(ind);
+  auto ind_elf = read_elf(*ind);
+  REQUIRE(ind_elf);
+  for (int k = 0; k < 40; ++k)
+    CHECK_MESSAGE(count_defined(*ind_elf, "many" + std::to_string(k)) == 1, k);
+  CHECK(count_defined(*ind_elf, "callee") == 1);
+  CHECK(count_defined(*ind_elf, "target") == 1);
+  auto ind_again = link::link_amdgpu_image({indirect}, {"indirect"}, t.cpu, t.features, 4);
+  REQUIRE(ind_again);
+  CHECK(*ind_again == *ind);
+
   // Fewer kernels than two parts' worth: one code generation, one helper.
   auto few = link::link_amdgpu_image({bitcode_of(many_kernels(20))}, {"few"}, t.cpu, t.features, 4);
   REQUIRE(few);

@@ -799,21 +799,20 @@ Result<std::string> codegen_worker_path() {
                         "in this process instead, where a crash of LLVM ends the process)");
 }
 
-Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
-                                                           const TargetDesc& target,
-                                                           const CodegenOptions& options,
-                                                           std::vector<std::string>* warnings) {
-  if (!codegen_isolation_enabled())
-    return compile_job(job, target, options, warnings);
-  std::string where = "job '" + job.entry + "' (" + target.spec + ")";
-  auto failed = [&](Error e) {
-    return std::move(e).context(where).with_entry(job.entry).with_target(target.spec);
-  };
+namespace {
+
+// One request to a worker: the message `make` writes for the toolchain in
+// force, and the worker's decoded response. A worker that dies or breaks the
+// protocol is an internal error saying that `what` crashed (or failed), with
+// the end of what it printed; the caller adds where.
+Result<Result<std::vector<CompiledArtifact>>>
+exchange(const std::function<std::string(const worker::Toolchain&)>& make, const char* what,
+         std::vector<std::string>* warnings) {
   Pool& pool = the_pool();
   worker::Toolchain toolchain = toolchain_settings();
   auto acquired = pool.acquire();
   if (!acquired)
-    return failed(acquired.error());
+    return acquired.error();
   // A worker takes its toolchain from its first job and keeps it: one given
   // another (this process's environment changed since) is replaced.
   while ((*acquired)->toolchain && *(*acquired)->toolchain != toolchain) {
@@ -821,43 +820,81 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
     stale.lose(true);
     acquired = pool.acquire();
     if (!acquired)
-      return failed(acquired.error());
+      return acquired.error();
   }
   Lease w(pool, acquired.take());
   (*w).toolchain = toolchain;
   std::string reply;
   Io io;
   {
-    std::string request = worker::encode_request(job, target, options, toolchain);
+    std::string request = make(toolchain);
     io = transfer(*w, &request, &reply, std::nullopt);
   }
   if (io != Io::ok) {
     pid_t pid = (*w).pid;
     Ending end = w.lose(io != Io::closed);
     if (io == Io::bad_frame)
-      return failed(make_error(Code::internal, "the code generation worker (pid " +
-                                                   std::to_string(pid) +
-                                                   ") broke the protocol and was killed"));
-    return failed(make_error(Code::internal,
-                             "code generation crashed: its worker process (pid " +
-                                 std::to_string(pid) + ") " + end.how +
-                                 (end.said.empty() ? ", printing nothing"
-                                                   : "; it printed:\n" + end.said)));
+      return make_error(Code::internal, "the code generation worker (pid " +
+                                            std::to_string(pid) +
+                                            ") broke the protocol and was killed");
+    return make_error(Code::internal,
+                      std::string(what) + " crashed: its worker process (pid " +
+                          std::to_string(pid) + ") " + end.how +
+                          (end.said.empty() ? ", printing nothing"
+                                            : "; it printed:\n" + end.said));
   }
   std::string why;
   auto result = worker::decode_response(reply, &why, warnings);
   if (!result) {
     pid_t pid = (*w).pid;
     w.lose(true);
-    return failed(make_error(Code::internal, "the code generation worker (pid " +
-                                                 std::to_string(pid) +
-                                                 ") sent a malformed response (" + why +
-                                                 ") and was killed"));
+    return make_error(Code::internal, "the code generation worker (pid " + std::to_string(pid) +
+                                          ") sent a malformed response (" + why +
+                                          ") and was killed");
   }
   w.release();
+  return std::move(*result);
+}
+
+} // namespace
+
+Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
+                                                           const TargetDesc& target,
+                                                           const CodegenOptions& options,
+                                                           std::vector<std::string>* warnings) {
+  if (!codegen_isolation_enabled())
+    return compile_job(job, target, options, warnings);
+  auto result = exchange(
+      [&](const worker::Toolchain& toolchain) {
+        return worker::encode_request(job, target, options, toolchain);
+      },
+      "code generation", warnings);
+  if (!result)
+    return std::move(result.error())
+        .context("job '" + job.entry + "' (" + target.spec + ")")
+        .with_entry(job.entry)
+        .with_target(target.spec);
   if (!*result)
     return result->error().with_entry(job.entry).with_target(target.spec);
-  return std::move(*result);
+  return std::move(**result);
+}
+
+Status check_bitcode_isolated(const std::string& name, const std::string& bytes) {
+  if (!codegen_isolation_enabled())
+    return Status::ok();
+  auto result = exchange(
+      [&](const worker::Toolchain& toolchain) {
+        return worker::encode_read_request(name, bytes, toolchain);
+      },
+      "LLVM's bitcode reader", nullptr);
+  if (!result) {
+    Error e = std::move(result.error());
+    // The input, not Kiln, is at fault when the reader dies on it.
+    if (e.code == Code::internal && e.message.rfind("LLVM's bitcode reader crashed", 0) == 0)
+      e.code = Code::invalid_argument;
+    return std::move(e).context("reading '" + name + "'").at(name);
+  }
+  return Status::ok();
 }
 
 void prestart_workers(unsigned n) {

@@ -44,6 +44,15 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
                                                            std::vector<std::string>* warnings =
                                                                nullptr);
 
+/// Reads a front end's bitcode (`bytes`, from the input `name`) with LLVM's
+/// bitcode reader in a worker, as ir::ingest will read it in this process.
+/// LLVM's reader trusts the stream and crashes on some hostile bitcode; a
+/// crash here is an invalid_argument error naming the input, and this
+/// process never reads bytes that crashed it. The reader's own errors are
+/// not reported here (ingest reports them, with their position). Ok, doing
+/// nothing, when isolation is off.
+Status check_bitcode_isolated(const std::string& name, const std::string& bytes);
+
 /// Whether compile_job_isolated uses workers (KILN_CODEGEN_ISOLATION is not
 /// "0", "off", "false" or "no"). Read at each call.
 bool codegen_isolation_enabled();

@@ -9,6 +9,9 @@
 #include "codegen/worker_protocol.h"
 
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 #include <llvm/Support/PrettyStackTrace.h>
 #include <llvm/Support/Signals.h>
 
@@ -94,6 +97,16 @@ int main(int argc, char** argv) {
     if (request && request->toolchain != *toolchain) {
       response = worker::encode_response(kiln::make_error(
           kiln::Code::internal, "the toolchain changed between two jobs of one worker"));
+    } else if (request && request->read_only) {
+      // Read as ir::ingest reads it (every function materialised); only
+      // whether the reader returns matters: its own errors are reported
+      // when the caller reads it.
+      llvm::LLVMContext ctx;
+      auto m = llvm::parseBitcodeFile(
+          llvm::MemoryBufferRef(request->job.bitcode, request->job.entry), ctx);
+      if (!m)
+        llvm::consumeError(m.takeError());
+      response = worker::encode_response(std::vector<kiln::codegen::CompiledArtifact>{});
     } else if (request) {
       std::vector<std::string> warnings;
       auto result = kiln::codegen::compile_job(request->job, request->target, request->options,

@@ -20,7 +20,8 @@ namespace kiln::codegen::worker {
 namespace {
 
 // Bumped whenever a message changes form.
-constexpr uint32_t kProtocolVersion = 3; // 2: warnings in responses; 3: the toolchain in requests
+constexpr uint32_t kProtocolVersion = 4; // 2: warnings in responses; 3: the toolchain in requests;
+                                          // 4: requests that only read an input's bitcode
 constexpr uint32_t kMagic = 0x4b434757; // "KCGW"
 
 struct WireHello {
@@ -39,9 +40,10 @@ struct WireRequest {
   int opt_level = 2;
   bool debug = false;
   std::vector<std::pair<std::string, std::string>> toolchain;
+  bool read_only = false;
   template <class A> void serialize(A& ar) {
     ar(entry, symbol, bitcode, renames, spec, kind, triple, cpu, features, opt_level, debug,
-       toolchain);
+       toolchain, read_only);
   }
 };
 
@@ -120,6 +122,18 @@ std::string encode_request(const JobInput& job, const TargetDesc& target,
   return encode(r);
 }
 
+std::string encode_read_request(const std::string& name, const std::string& bitcode,
+                                const Toolchain& toolchain) {
+  WireRequest r;
+  r.entry = name;
+  r.bitcode = bitcode;
+  r.spec = "host";
+  r.kind = int(TargetKind::host);
+  r.toolchain = toolchain;
+  r.read_only = true;
+  return encode(r);
+}
+
 Result<Request> decode_request(const std::string& message) {
   WireRequest r;
   std::string why;
@@ -135,6 +149,7 @@ Result<Request> decode_request(const std::string& message) {
   out.options.opt_level = r.opt_level;
   out.options.debug = r.debug;
   out.toolchain = std::move(r.toolchain);
+  out.read_only = r.read_only;
   return out;
 }
 

@@ -42,11 +42,19 @@ using Toolchain = std::vector<std::pair<std::string, std::string>>;
 std::string encode_request(const JobInput& job, const TargetDesc& target,
                            const CodegenOptions& options, const Toolchain& toolchain);
 
+/// A request that only reads a front end's bitcode (`name`, for messages)
+/// with LLVM's bitcode reader, the way ir::ingest will: a reader crash on
+/// hostile bitcode then ends the worker, not the caller
+/// (check_bitcode_isolated).
+std::string encode_read_request(const std::string& name, const std::string& bitcode,
+                                const Toolchain& toolchain);
+
 struct Request {
   JobInput job;
   TargetDesc target;
   CodegenOptions options;
   Toolchain toolchain;
+  bool read_only = false; ///< read job.bitcode (named job.entry) and compile nothing
 };
 
 /// A request, or an internal error when the message is malformed.

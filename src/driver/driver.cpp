@@ -26,6 +26,7 @@
 #include "ir/unit.h"
 #include "storage/storage.h"
 #include "support/fault.h"
+#include "support/files.h"
 #include "support/parallel.h"
 #include "image/image.h"
 
@@ -305,6 +306,21 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   for (const SourceInput& s : request.inputs) {
     inputs.push_back({s.name, s.bytes, s.in_memory});
     source += (source.empty() ? "" : ", ") + s.name;
+  }
+  // Bitcode is read in a worker first: LLVM's reader crashes on some hostile
+  // streams, and that must end the worker, not this process.
+  for (ir::Input& in : inputs) {
+    if (!in.in_memory) {
+      auto bytes = read_file(in.name);
+      if (!bytes)
+        continue; // ingest says why it cannot be read
+      in.bytes = bytes.take();
+      in.in_memory = true;
+    }
+    if (ir::is_bitcode(in.bytes)) {
+      KILN_TRY(ir::check_input(in.name, in.bytes));
+      KILN_TRY(codegen::check_bitcode_isolated(in.name, in.bytes));
+    }
   }
   KILN_TRY_ASSIGN(auto unit, ir::ingest(ctx, inputs));
   // No targets: the one the IR was built for (GPU IR is never compiled for
@@ -854,9 +870,8 @@ Result<CompileReport> run_plan(Plan::Impl& impl, storage::Store& store,
     return store.read_only_error("compile into it");
   // Whoever compiles into a cache writes to it: it closes as a writer.
   store.end_deferral();
-  KILN_TRY_ASSIGN(auto signing, storage::Storage::signing_of(store, remote));
-  storage::Storage cache(store, std::move(remote), std::move(signing));
-  auto report = impl.run(cache);
+  KILN_TRY_ASSIGN(auto cache, storage::Storage::over(store, std::move(remote)));
+  auto report = impl.run(*cache);
   if (report && memo) // an optimisation
     (void)memo::memo_record(store, *memo, *report, toolchain_files);
   return report;

@@ -142,8 +142,7 @@ Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const In
   }
   // Source, PTX or a binary: say what it is and how to make IR of it, not
   // what the IR parser thinks of it.
-  KILN_TRY(check_input_kind(in.name, buf->getBuffer()));
-  KILN_TRY(check_bitcode_counts(in.name, buf->getBuffer()));
+  KILN_TRY(check_input(in.name, std::string_view(buf->getBufferStart(), buf->getBufferSize())));
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
   if (!m) {
@@ -165,6 +164,17 @@ Result<std::unique_ptr<llvm::Module>> parse_one(llvm::LLVMContext& ctx, const In
 }
 
 } // namespace
+
+Status check_input(const std::string& name, std::string_view bytes) {
+  KILN_TRY(check_input_kind(name, bytes));
+  return check_bitcode_counts(name, llvm::StringRef(bytes.data(), bytes.size()));
+}
+
+bool is_bitcode(std::string_view bytes) {
+  auto* begin = reinterpret_cast<const unsigned char*>(bytes.data());
+  auto* end = begin + bytes.size();
+  return llvm::isBitcode(begin, end);
+}
 
 Result<std::unique_ptr<llvm::Module>> ingest(llvm::LLVMContext& ctx,
                                              const std::vector<Input>& inputs) {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llvm {
@@ -21,6 +22,16 @@ struct Input {
   std::string bytes; ///< empty: read `name` from disk
   bool in_memory = false;
 };
+
+/// Whether `bytes` are LLVM bitcode (raw, or in the wrapper Apple's tools
+/// write), which LLVM's bitcode reader would read.
+bool is_bitcode(std::string_view bytes);
+
+/// The checks ingest makes of an input before LLVM reads it: what kind of
+/// file it is (source, PTX, a binary: named, with how to make IR of it) and,
+/// for bitcode, that no block or type count claims more than the bytes
+/// hold. Cheap, and in this process: run before a worker reads the bitcode.
+Status check_input(const std::string& name, std::string_view bytes);
 
 /// The name of the deferred-reference marker function in IR.
 inline constexpr const char* kDeferredMarker = "kiln_deferred";

@@ -34,6 +34,11 @@ Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,
   return std::make_unique<Storage>(std::move(store), std::move(remote), std::move(signing));
 }
 
+Result<std::unique_ptr<Storage>> Storage::over(Store& local, remote::Remote remote) {
+  KILN_TRY_ASSIGN(auto signing, signing_of(local, remote));
+  return std::make_unique<Storage>(local, std::move(remote), std::move(signing));
+}
+
 Result<Signing> Storage::signing_of(Store& local, const remote::Remote& remote) {
   if (!remote.backend)
     return Signing{};

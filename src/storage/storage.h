@@ -42,7 +42,10 @@ public:
   explicit Storage(Store& local);
   /// Over a local cache someone else owns, with `remote` and `signing`.
   Storage(Store& local, remote::Remote remote, Signing signing);
-  ~Storage();
+  /// Virtual: a Storage is made in libkiln and may be deleted in
+  /// libkiln-compiler, which calls no destructor of libkiln's by name
+  /// (bridge/bridge.h).
+  virtual ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
@@ -55,6 +58,10 @@ public:
                                                const std::string& remote_url = "",
                                                bool remote_read_only = false,
                                                OpenMode mode = OpenMode::automatic);
+
+  /// Over a local cache someone else owns, with `remote` and the signing
+  /// signing_of gives them.
+  static Result<std::unique_ptr<Storage>> over(Store& local, remote::Remote remote);
 
   /// The signing for a Storage over `local` and `remote`: signing_for(local)
   /// with a backend (a malformed $KILN_SIGNING_KEY is an error), none

@@ -4,11 +4,14 @@
 libkiln's dynamic symbols must be its public API under KILN_0 (C functions
 named kiln_*, and C++ symbols of kiln::Cache, kiln::Image, kiln::admin and
 the compiler.hpp functions libkiln defines) and, under KILN_PRIVATE_<release>,
-only calls libkiln-compiler makes into it. No symbol of the bundled C++
-runtime or of an internal namespace may be public, and libkiln-link exports
-its C entry points alone. Prints the counts.
+one symbol: kiln_private_bridge, the table libkiln-compiler calls libkiln's
+internals through (src/bridge/bridge.h). No symbol of the bundled C++
+runtime or of an internal namespace may be exported. libkiln-link exports
+its C entry points alone, and libkiln-compiler (when given) no symbol of
+namespace kiln beyond its public API (src/libkiln-compiler.map). Prints the
+counts.
 
-    check_exports.py LIBKILN LIBKILN_LINK RELEASE
+    check_exports.py LIBKILN LIBKILN_LINK RELEASE [LIBKILN_COMPILER]
 """
 import re
 import subprocess
@@ -17,8 +20,13 @@ import sys
 PUBLIC_CXX = re.compile(r'^(kiln::(Cache|Image)::|kiln::admin::|kiln::compile_on_demand\(|'
                         r'kiln::job_status_name\(|kiln::must_hit_from_environment\(|'
                         r'kiln::CompileReport::ok\()')
-# The most the private node may grow to before someone asks why.
-PRIVATE_LIMIT = 120
+# libkiln-compiler's public C++ API (src/libkiln-compiler.map).
+COMPILER_CXX = re.compile(r'^kiln::((compile|compile_or_load|error_info|stats|present_target)|'
+                          r'CompileReport::\S+|Plan::(Plan|~Plan|operator=|create|run|describe|'
+                          r'job_count|toolchain_files))(\[abi:cxx11\])?\(')
+# Its own symbols: namespace kiln, and Kiln's C types' members.
+KILN_SYMBOL = re.compile(r'^(kiln::|kiln_[a-z_]+::)')
+BRIDGE = 'kiln_private_bridge'
 
 
 def dynamic_symbols(lib):
@@ -51,19 +59,29 @@ def main():
                 problems.append(f'libkiln exports {shown} as public API (KILN_0)')
         elif version == f'KILN_PRIVATE_{release}':
             private += 1
-            if not shown.startswith(('kiln::', 'kiln_cache::')):
-                problems.append(f'libkiln exports {shown} for libkiln-compiler')
+            if name != BRIDGE:
+                problems.append(f'libkiln exports {shown} for libkiln-compiler (only {BRIDGE} '
+                                f'crosses: add a call to src/bridge/calls.inc instead)')
         else:
             problems.append(f'libkiln exports {shown} under version "{version or "(none)"}"')
-    if private > PRIVATE_LIMIT:
-        problems.append(f'libkiln exports {private} symbols for libkiln-compiler (limit '
-                        f'{PRIVATE_LIMIT}): the boundary between the libraries is growing')
+    if private != 1:
+        problems.append(f'libkiln exports {private} symbols for libkiln-compiler, not 1 '
+                        f'({BRIDGE})')
     link_syms = [s for n, s, v in dynamic_symbols(link) if n != v]
     for shown in link_syms:
         if not shown.startswith('kiln_link_'):
             problems.append(f'libkiln-link exports {shown}')
+    compiler_api = 0
+    if len(sys.argv) > 4:
+        for name, shown, _ in dynamic_symbols(sys.argv[4]):
+            if KILN_SYMBOL.match(shown):
+                if COMPILER_CXX.match(shown) or False:
+                    compiler_api += 1
+                else:
+                    problems.append(f'libkiln-compiler exports {shown}')
     print(f'libkiln: {public} public symbols (KILN_0), {private} for libkiln-compiler '
-          f'(KILN_PRIVATE_{release}); libkiln-link: {len(link_syms)}')
+          f'(KILN_PRIVATE_{release}); libkiln-link: {len(link_syms)}; libkiln-compiler: '
+          f'{compiler_api} of namespace kiln')
     for p in problems:
         print(p)
     return 1 if problems else 0

@@ -120,6 +120,19 @@ TEST_CASE("fuzz finding: bitcode whose blocks claim more bytes than it holds is 
   // write is checked by the suites that compile it.
 }
 
+TEST_CASE("fuzz finding: bitcode that crashes LLVM's reader is an input error, not a crash") {
+  // 2,568 bytes on which LLVM 22's reader dereferences a null GEP index
+  // while it materialises the module (SIGSEGV in StructType::getTypeAtIndex).
+  // A worker reads bitcode first; its death is this input's error.
+  Cache cache;
+  fs::path input = fs::path(KILN_FUZZ_REGRESSIONS) / "ir_ingest-gep-index-reader-crash.bc";
+  RunResult r = precompile(cache, {input.string()});
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("LLVM's bitcode reader crashed") != std::string::npos);
+  CHECK(r.err.find(input.filename().string()) != std::string::npos);
+}
+
 TEST_CASE("a bundle whose lengths claim more than it holds is refused without allocating them") {
   TempDir dir;
   // PortableBinary: an endianness byte, then the jobs vector's length, and

@@ -73,7 +73,9 @@ public:
   /// and reopened as soon as a writer appears or the file changes.
   static Result<std::unique_ptr<Store>> open(const std::string& path,
                                              OpenMode mode = OpenMode::automatic);
-  ~Store();
+  /// Virtual: a Store opened through libkiln may be deleted in
+  /// libkiln-compiler (bridge/bridge.h).
+  virtual ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 

@@ -73,6 +73,16 @@ def main():
             problems.append(f'libkiln-link exports {shown}')
     compiler_api = 0
     if len(sys.argv) > 4:
+        # What libkiln-compiler imports from libkiln: the public API and the
+        # bridge, nothing else of libkiln's (its private node holds the
+        # bridge alone, so a second import could only be a public one).
+        out = subprocess.run(['nm', '-D', '--undefined-only', '--with-symbol-versions',
+                              sys.argv[4]], check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            sym = line.split()[-1]
+            name, _, version = sym.partition('@')
+            if version.lstrip('@').startswith('KILN_PRIVATE') and name != BRIDGE:
+                problems.append(f'libkiln-compiler imports {name} from libkiln\'s private node')
         for name, shown, _ in dynamic_symbols(sys.argv[4]):
             if KILN_SYMBOL.match(shown):
                 if COMPILER_CXX.match(shown) or False:

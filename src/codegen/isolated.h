@@ -50,7 +50,7 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
 /// crash here is an invalid_argument error naming the input, and this
 /// process never reads bytes that crashed it. The reader's own errors are
 /// not reported here (ingest reports them, with their position). Ok, doing
-/// nothing, when isolation is off.
+/// nothing, when isolation is off; Code::unavailable when no worker starts.
 Status check_bitcode_isolated(const std::string& name, const std::string& bytes);
 
 /// Whether compile_job_isolated uses workers (KILN_CODEGEN_ISOLATION is not

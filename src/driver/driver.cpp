@@ -319,7 +319,12 @@ Result<Plan> Plan::create(const CompileRequest& request) {
     }
     if (ir::is_bitcode(in.bytes)) {
       KILN_TRY(ir::check_input(in.name, in.bytes));
-      KILN_TRY(codegen::check_bitcode_isolated(in.name, in.bytes));
+      // Without a worker (none installed, none can start), bitcode is read
+      // here as it always was: a plan whose jobs are all cached needs no
+      // worker, and one that compiles fails for want of one anyway.
+      if (Status read = codegen::check_bitcode_isolated(in.name, in.bytes);
+          !read && read.error().code != Code::unavailable)
+        return read.error();
     }
   }
   KILN_TRY_ASSIGN(auto unit, ir::ingest(ctx, inputs));

@@ -3,7 +3,9 @@
 // the fields of what Plan::create reports (those of where an error arose, and
 // the entry and target it was planning).
 #include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
 #include "fixtures/ir.hpp"
+#include "codegen/isolated.h"
 
 #include "support/fault.h"
 #include "support/files.h"
@@ -383,4 +385,11 @@ TEST_CASE("bitcode that crashes LLVM's reader is an input error, and the caller 
   os.flush();
   Plan p = must_plan(request_for("nested.bc", bc, {"nest_a"}));
   CHECK(p.job_count() == 3);
+  // Without a worker, bitcode is read here as before: a plan needs none.
+  codegen::stop_idle_workers();
+  {
+    EnvVar nowhere("KILN_CODEGEN_WORKER", "/nonexistent/kiln-codegen-worker");
+    Plan q = must_plan(request_for("nested.bc", bc, {"nest_a"}));
+    CHECK(q.job_count() == 3);
+  }
 }

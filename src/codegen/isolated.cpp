@@ -879,6 +879,24 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
   return std::move(**result);
 }
 
+Result<std::string> nvlink_isolated(const std::vector<link::NvInput>& inputs,
+                                    const std::string& arch, bool device_runtime) {
+  if (!codegen_isolation_enabled())
+    return link::nvjitlink_cubin(inputs, arch, device_runtime);
+  auto result = exchange(
+      [&](const worker::Toolchain& toolchain) {
+        return worker::encode_nvlink_request(inputs, arch, device_runtime, toolchain);
+      },
+      "nvJitLink", nullptr);
+  if (!result)
+    return std::move(result.error()).context("linking an image for " + arch).with_target(arch);
+  if (!*result)
+    return result->error();
+  if ((*result)->size() != 1 || (**result)[0].format != "cubin")
+    return make_error(Code::internal, "the code generation worker linked no image for " + arch);
+  return std::move((**result)[0].bytes);
+}
+
 Status check_bitcode_isolated(const std::string& name, const std::string& bytes) {
   if (!codegen_isolation_enabled())
     return Status::ok();

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "codegen/compile.h"
+#include "link/nvjitlink.h"
 
 #include <kiln/result.hpp>
 
@@ -52,6 +53,14 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
 /// not reported here (ingest reports them, with their position). Ok, doing
 /// nothing, when isolation is off; Code::unavailable when no worker starts.
 Status check_bitcode_isolated(const std::string& name, const std::string& bytes);
+
+/// link::nvjitlink_cubin, run in a worker: nvJitLink crashing on an input
+/// ends the worker and is this link's internal error, and its buffers (a
+/// megabyte and more per image) come and go in the worker's heap, whose
+/// malloc keeps them, not in the caller's. In this process when isolation
+/// is off.
+Result<std::string> nvlink_isolated(const std::vector<link::NvInput>& inputs,
+                                    const std::string& arch, bool device_runtime);
 
 /// Whether compile_job_isolated uses workers (KILN_CODEGEN_ISOLATION is not
 /// "0", "off", "false" or "no"). Read at each call.

@@ -7,6 +7,7 @@
 #include "codegen/compile.h"
 #include "codegen/target.h"
 #include "codegen/worker_protocol.h"
+#include "link/nvjitlink.h"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Bitcode/BitcodeReader.h>
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <optional>
 #include <fcntl.h>
+#include <malloc.h>
 #include <string>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -73,6 +75,12 @@ int main(int argc, char** argv) {
   llvm::sys::PrintStackTraceOnErrorSignal(argv[0], /*DisableCrashReporting=*/true);
   llvm::EnablePrettyStackTrace();
 
+  // nvJitLink allocates tables of a megabyte or more for every image it
+  // links: kept in the heap between images rather than mapped and faulted
+  // in again for each (as kiln-precompile does for itself).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+
   // Initialise LLVM's targets once, before saying hello.
   if (auto host = kiln::codegen::resolve_target("host"); !host) {
     std::fprintf(stderr, "kiln-codegen-worker: %s\n", host.error().message.c_str());
@@ -97,7 +105,15 @@ int main(int argc, char** argv) {
     if (request && request->toolchain != *toolchain) {
       response = worker::encode_response(kiln::make_error(
           kiln::Code::internal, "the toolchain changed between two jobs of one worker"));
-    } else if (request && request->read_only) {
+    } else if (request && request->op == worker::Op::nvlink) {
+      auto image = kiln::link::nvjitlink_cubin(request->nv_inputs, request->target.spec,
+                                               request->device_runtime);
+      if (image)
+        response = worker::encode_response(
+            std::vector<kiln::codegen::CompiledArtifact>{{"cubin", image.take()}});
+      else
+        response = worker::encode_response(image.error());
+    } else if (request && request->op == worker::Op::read_bitcode) {
       // Read as ir::ingest reads it (every function materialised); only
       // whether the reader returns matters: its own errors are reported
       // when the caller reads it.

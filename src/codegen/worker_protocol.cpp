@@ -20,8 +20,9 @@ namespace kiln::codegen::worker {
 namespace {
 
 // Bumped whenever a message changes form.
-constexpr uint32_t kProtocolVersion = 4; // 2: warnings in responses; 3: the toolchain in requests;
-                                          // 4: requests that only read an input's bitcode
+constexpr uint32_t kProtocolVersion = 5; // 2: warnings in responses; 3: the toolchain in requests;
+                                          // 4: requests that only read an input's bitcode;
+                                          // 5: requests that link an NVIDIA image
 constexpr uint32_t kMagic = 0x4b434757; // "KCGW"
 
 struct WireHello {
@@ -40,10 +41,13 @@ struct WireRequest {
   int opt_level = 2;
   bool debug = false;
   std::vector<std::pair<std::string, std::string>> toolchain;
-  bool read_only = false;
+  int op = 0; // Op
+  std::vector<std::pair<std::string, std::string>> nv_inputs; // name, bytes
+  std::vector<uint8_t> nv_ptx;                                 // per input: PTX text
+  bool device_runtime = false;
   template <class A> void serialize(A& ar) {
     ar(entry, symbol, bitcode, renames, spec, kind, triple, cpu, features, opt_level, debug,
-       toolchain, read_only);
+       toolchain, op, nv_inputs, nv_ptx, device_runtime);
   }
 };
 
@@ -116,9 +120,19 @@ Status check_hello(const std::string& message, const std::string& worker) {
 
 std::string encode_request(const JobInput& job, const TargetDesc& target,
                            const CodegenOptions& options, const Toolchain& toolchain) {
-  WireRequest r{job.entry,   job.symbol,     job.bitcode,        job.renames,
-                target.spec, int(target.kind), target.triple,    target.cpu,
-                target.features, options.opt_level, options.debug, toolchain};
+  WireRequest r;
+  r.entry = job.entry;
+  r.symbol = job.symbol;
+  r.bitcode = job.bitcode;
+  r.renames = job.renames;
+  r.spec = target.spec;
+  r.kind = int(target.kind);
+  r.triple = target.triple;
+  r.cpu = target.cpu;
+  r.features = target.features;
+  r.opt_level = options.opt_level;
+  r.debug = options.debug;
+  r.toolchain = toolchain;
   return encode(r);
 }
 
@@ -130,7 +144,23 @@ std::string encode_read_request(const std::string& name, const std::string& bitc
   r.spec = "host";
   r.kind = int(TargetKind::host);
   r.toolchain = toolchain;
-  r.read_only = true;
+  r.op = int(Op::read_bitcode);
+  return encode(r);
+}
+
+std::string encode_nvlink_request(const std::vector<link::NvInput>& inputs,
+                                  const std::string& arch, bool device_runtime,
+                                  const Toolchain& toolchain) {
+  WireRequest r;
+  r.spec = arch;
+  r.kind = int(TargetKind::nvptx);
+  r.toolchain = toolchain;
+  r.op = int(Op::nvlink);
+  for (const link::NvInput& in : inputs) {
+    r.nv_inputs.emplace_back(in.name, in.bytes);
+    r.nv_ptx.push_back(in.ptx ? 1 : 0);
+  }
+  r.device_runtime = device_runtime;
   return encode(r);
 }
 
@@ -149,7 +179,14 @@ Result<Request> decode_request(const std::string& message) {
   out.options.opt_level = r.opt_level;
   out.options.debug = r.debug;
   out.toolchain = std::move(r.toolchain);
-  out.read_only = r.read_only;
+  if (r.op < int(Op::compile) || r.op > int(Op::nvlink) || r.nv_ptx.size() != r.nv_inputs.size())
+    return make_error(Code::internal, "malformed code generation request: operation " +
+                                          std::to_string(r.op));
+  out.op = Op(r.op);
+  for (size_t i = 0; i < r.nv_inputs.size(); ++i)
+    out.nv_inputs.push_back({std::move(r.nv_inputs[i].first), std::move(r.nv_inputs[i].second),
+                             r.nv_ptx[i] != 0});
+  out.device_runtime = r.device_runtime;
   return out;
 }
 

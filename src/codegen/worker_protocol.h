@@ -7,6 +7,7 @@
 #pragma once
 
 #include "codegen/compile.h"
+#include "link/nvjitlink.h"
 
 #include <kiln/result.hpp>
 
@@ -49,12 +50,28 @@ std::string encode_request(const JobInput& job, const TargetDesc& target,
 std::string encode_read_request(const std::string& name, const std::string& bitcode,
                                 const Toolchain& toolchain);
 
+/// A request that links an NVIDIA image with nvJitLink
+/// (link::nvjitlink_cubin's arguments): its bytes come back as one artifact,
+/// "cubin" (nvlink_isolated).
+std::string encode_nvlink_request(const std::vector<link::NvInput>& inputs,
+                                  const std::string& arch, bool device_runtime,
+                                  const Toolchain& toolchain);
+
+/// What a request asks.
+enum class Op {
+  compile,      ///< compile job for target
+  read_bitcode, ///< read job.bitcode (named job.entry) and compile nothing
+  nvlink,       ///< link nv_inputs for target.spec (the arch)
+};
+
 struct Request {
   JobInput job;
   TargetDesc target;
   CodegenOptions options;
   Toolchain toolchain;
-  bool read_only = false; ///< read job.bitcode (named job.entry) and compile nothing
+  Op op = Op::compile;
+  std::vector<link::NvInput> nv_inputs; ///< Op::nvlink
+  bool device_runtime = false;          ///< Op::nvlink
 };
 
 /// A request, or an internal error when the message is malformed.

@@ -726,12 +726,20 @@ private:
     // on as many threads as asked. The library goes first: it is the longest
     // link, and the other linkers take the roots meanwhile.
     std::vector<Status> library_image(libraries.size(), Status::ok());
+    // NVIDIA images are linked in the code generation workers: a toolkit
+    // crash is that image's error, and nvJitLink's large buffers live in a
+    // worker's heap (tuned for them) instead of the caller's.
+    const image::NvLinker nv_link = [](const std::vector<link::NvInput>& inputs,
+                                       const std::string& arch, bool device_runtime) {
+      return codegen::nvlink_isolated(inputs, arch, device_runtime);
+    };
     auto link_all = [&](const std::vector<size_t>& libs, const std::vector<size_t>& roots) {
       parallel_for(libs.size() + roots.size(), parallel, [&](size_t t) {
         if (t < libs.size()) {
           // The library is the longest link, and usually the only one: its
           // code generation may use every thread asked for.
-          auto image = image::fetch_or_link(cache, libraries[libs[t]], nullptr, parallel);
+          auto image =
+              image::fetch_or_link(cache, libraries[libs[t]], nullptr, parallel, &nv_link);
           library_image[libs[t]] = image ? Status::ok() : Status(image.error());
           return;
         }
@@ -741,7 +749,7 @@ private:
           pr.image = Status(stored.error());
           return;
         }
-        auto image = image::fetch_or_link(cache, *stored);
+        auto image = image::fetch_or_link(cache, *stored, nullptr, 1, &nv_link);
         pr.image = image ? Status::ok() : Status(image.error());
       });
     };

@@ -105,6 +105,11 @@ bool needs_device_runtime(const std::vector<link::NvInput>& inputs) {
 
 Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure,
                                  unsigned threads) {
+  return link_closure_with(store, closure, threads, nullptr);
+}
+
+Result<std::string> link_closure_with(storage::Store& store, const core::ClosureRecord& closure,
+                                      unsigned threads, const NvLinker* nv_linker) {
   std::string what = "linking closure " + closure.key.hex() + " (" + closure.target + ")";
   std::vector<std::string> blobs, names;
   TargetKind kind = core::target_kind(closure.target);
@@ -137,7 +142,9 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
 
   Result<std::string> image = make_error(Code::internal, "no linker");
   if (kind == TargetKind::nvptx) {
-    image = link::nvjitlink_cubin(nv, closure.target, needs_device_runtime(nv));
+    bool runtime = needs_device_runtime(nv);
+    image = nv_linker ? (*nv_linker)(nv, closure.target, runtime)
+                      : link::nvjitlink_cubin(nv, closure.target, runtime);
   } else if (kind == TargetKind::host) {
     image = link::link_host_image(blobs, names);
   } else {
@@ -153,7 +160,7 @@ Result<std::string> link_closure(storage::Store& store, const core::ClosureRecor
 }
 
 Result<std::string> fetch_or_link(storage::Storage& storage, const core::ClosureRecord& closure,
-                                  bool* linked, unsigned threads) {
+                                  bool* linked, unsigned threads, const NvLinker* nv) {
   std::string arch = core::image_arch(closure.target);
   // Stored here, else another machine's, checked like a stored one: no
   // linker needed.
@@ -164,7 +171,7 @@ Result<std::string> fetch_or_link(storage::Storage& storage, const core::Closure
   core::ImageKey key = core::image_key(closure.key, arch, fp);
   if (linked)
     *linked = true;
-  KILN_TRY_ASSIGN(auto image, link_closure(storage.local(), closure, threads));
+  KILN_TRY_ASSIGN(auto image, link_closure_with(storage.local(), closure, threads, nv));
   // A store failure (read-only cache, disk full) costs the next process a
   // relink; it does not fail this load.
   (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), image);

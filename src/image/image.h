@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/records.h"
+#include "link/nvjitlink.h"
 #include "storage/local/store.h"
 #include "storage/storage.h"
 
@@ -28,12 +29,25 @@ Result<std::string> linker_fingerprint(const std::string& target);
 Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure,
                                  unsigned threads = 1);
 
+/// How an NVIDIA image is linked: link::nvjitlink_cubin's contract (the
+/// inputs, the arch, whether the CUDA device runtime is linked), run
+/// somewhere else, such as a worker process (codegen::nvlink_isolated).
+using NvLinker = std::function<Result<std::string>(const std::vector<link::NvInput>& inputs,
+                                                   const std::string& arch,
+                                                   bool device_runtime)>;
+
+/// link_closure, with NVIDIA images linked by `nv` where given (else in
+/// this process).
+Result<std::string> link_closure_with(storage::Store& store, const core::ClosureRecord& closure,
+                                      unsigned threads, const NvLinker* nv);
+
 /// The whole "get me the image bytes" path: from storage (the local cache,
 /// else the remote, if any), else linked, stored and published. A damaged
 /// stored image counts as absent. `linked`, if given, says whether the image
-/// had to be linked. `threads`: link_closure's.
+/// had to be linked. `threads`: link_closure's. `nv`: link_closure_with's.
 Result<std::string> fetch_or_link(storage::Storage& storage, const core::ClosureRecord& closure,
-                                  bool* linked = nullptr, unsigned threads = 1);
+                                  bool* linked = nullptr, unsigned threads = 1,
+                                  const NvLinker* nv = nullptr);
 
 /// How a device makes an image the usual linkers cannot: the CUDA driver's
 /// JIT from PTX, say. `make` produces the bytes; `fingerprint` names the

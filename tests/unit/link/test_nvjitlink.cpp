@@ -1,6 +1,7 @@
 // Unit tests for nvJitLink, dlopen'd (src/link/nvjitlink.cpp): a closure's
 // NVIDIA pieces (PTX or relocatable cubins) linked into one cubin defining
 // every member, errors naming the architecture, or a clear reason why not.
+#include "codegen/isolated.h"
 #include "codegen/ptxas.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/process.hpp"
@@ -141,4 +142,33 @@ TEST_CASE("nvJitLink: an empty KILN_NVJITLINK switches it off") {
   REQUIRE_FALSE(cubin);
   CHECK(cubin.error().code == Code::unavailable);
   CHECK(cubin.error().message == fp.error().message);
+}
+
+TEST_CASE("nvJitLink in a worker: the same cubin as in this process, and the same errors") {
+  if (!have_nvjitlink())
+    return;
+  TempDir dir = temp_dir("kiln-nvjitlink-test");
+  ClosureArtifacts c = compile_closure(dir, "gpu_nvptx.ll", "k_cycle", "sm_90", "ptx");
+  std::vector<link::NvInput> in;
+  for (size_t i = 0; i < c.blobs.size(); ++i)
+    in.push_back({c.names[i], c.blobs[i], true});
+  REQUIRE(codegen::codegen_isolation_enabled());
+  uint64_t started = codegen::worker_pool_stats().started;
+  auto here = link::nvjitlink_cubin(in, "sm_90");
+  REQUIRE(here);
+  for (int round = 0; round < 2; ++round) {
+    auto there = codegen::nvlink_isolated(in, "sm_90", false);
+    INFO((there ? std::string() : there.error().message));
+    REQUIRE(there);
+    CHECK(*there == *here); // byte for byte, on a new worker and a reused one
+  }
+  CHECK(codegen::worker_pool_stats().started <= started + 1);
+  // nvJitLink's own refusal comes back as it is given here.
+  std::vector<link::NvInput> broken = {{"broken", ".version 99.9\n garbage", true}};
+  auto bad_here = link::nvjitlink_cubin(broken, "sm_90");
+  auto bad_there = codegen::nvlink_isolated(broken, "sm_90", false);
+  REQUIRE_FALSE(bad_here);
+  REQUIRE_FALSE(bad_there);
+  CHECK(bad_there.error().code == bad_here.error().code);
+  CHECK(bad_there.error().message == bad_here.error().message);
 }

@@ -8,7 +8,12 @@
 #include "link/nvjitlink.h"
 #include "support/fault.h"
 
+#include <chrono>
+#include <optional>
 #include <set>
+#include <thread>
+
+#include <signal.h>
 #include <string>
 #include <vector>
 
@@ -171,4 +176,49 @@ TEST_CASE("nvJitLink in a worker: the same cubin as in this process, and the sam
   REQUIRE_FALSE(bad_there);
   CHECK(bad_there.error().code == bad_here.error().code);
   CHECK(bad_there.error().message == bad_here.error().message);
+}
+
+TEST_CASE("nvJitLink in a worker: a worker that dies during the link is that link's error") {
+  if (!have_nvjitlink())
+    return;
+  TempDir dir = temp_dir("kiln-nvjitlink-test");
+  ClosureArtifacts c = compile_closure(dir, "gpu_nvptx.ll", "k_cycle", "sm_90", "ptx");
+  std::vector<link::NvInput> in;
+  for (size_t i = 0; i < c.blobs.size(); ++i)
+    in.push_back({c.names[i], c.blobs[i], true});
+  auto here = link::nvjitlink_cubin(in, "sm_90");
+  REQUIRE(here);
+  std::optional<Result<std::string>> result;
+  int killed = -1;
+  // The link may finish before the kill lands: then try again.
+  for (int attempt = 0; attempt < 20 && !(result && !*result); ++attempt) {
+    result.reset();
+    std::thread t([&] { result = codegen::nvlink_isolated(in, "sm_90", false); });
+    std::vector<int> busy;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((busy = codegen::worker_pool_stats().busy_pids).empty() && !result &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    if (!busy.empty()) {
+      killed = busy.front();
+      ::kill(killed, SIGKILL);
+    }
+    t.join();
+    REQUIRE(result);
+  }
+  if (*result) {
+    MESSAGE("skipped: every link finished before its worker was killed");
+    return;
+  }
+  const Error& e = result->error();
+  INFO(e.message);
+  CHECK(e.code == Code::internal);
+  CHECK(e.target == "sm_90");
+  CHECK(e.message.find("linking an image for sm_90: nvJitLink crashed: its worker process (pid " +
+                       std::to_string(killed) + ") was killed by signal 9 (SIGKILL)") !=
+        std::string::npos);
+  // The next link takes a new worker and gives the same cubin.
+  auto again = codegen::nvlink_isolated(in, "sm_90", false);
+  REQUIRE(again);
+  CHECK(*again == *here);
 }

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -309,11 +310,21 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   }
   // Bitcode is read in a worker first: LLVM's reader crashes on some hostile
   // streams, and that must end the worker, not this process.
+  // A file is read here only when its first bytes say bitcode: text IR is
+  // left for ingest to map, not copied first.
   for (ir::Input& in : inputs) {
     if (!in.in_memory) {
+      std::string head(4, '\0');
+      std::FILE* f = std::fopen(in.name.c_str(), "rb");
+      size_t got = f ? std::fread(head.data(), 1, head.size(), f) : 0;
+      if (f)
+        std::fclose(f);
+      head.resize(got);
+      if (!ir::is_bitcode(head))
+        continue; // not bitcode, or unreadable: ingest says why
       auto bytes = read_file(in.name);
       if (!bytes)
-        continue; // ingest says why it cannot be read
+        continue;
       in.bytes = bytes.take();
       in.in_memory = true;
     }

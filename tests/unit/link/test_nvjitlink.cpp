@@ -149,14 +149,24 @@ TEST_CASE("nvJitLink: an empty KILN_NVJITLINK switches it off") {
   CHECK(cubin.error().message == fp.error().message);
 }
 
-TEST_CASE("nvJitLink in a worker: the same cubin as in this process, and the same errors") {
-  if (!have_nvjitlink())
-    return;
+namespace {
+
+// k_cycle's closure as nvJitLink inputs: the PTX of its four jobs.
+std::vector<link::NvInput> cycle_ptx() {
   TempDir dir = temp_dir("kiln-nvjitlink-test");
   ClosureArtifacts c = compile_closure(dir, "gpu_nvptx.ll", "k_cycle", "sm_90", "ptx");
   std::vector<link::NvInput> in;
   for (size_t i = 0; i < c.blobs.size(); ++i)
     in.push_back({c.names[i], c.blobs[i], true});
+  return in;
+}
+
+} // namespace
+
+TEST_CASE("nvJitLink in a worker: the same cubin as in this process, and the same errors") {
+  if (!have_nvjitlink())
+    return;
+  std::vector<link::NvInput> in = cycle_ptx();
   REQUIRE(codegen::codegen_isolation_enabled());
   uint64_t started = codegen::worker_pool_stats().started;
   auto here = link::nvjitlink_cubin(in, "sm_90");
@@ -181,11 +191,7 @@ TEST_CASE("nvJitLink in a worker: the same cubin as in this process, and the sam
 TEST_CASE("nvJitLink in a worker: a worker that dies during the link is that link's error") {
   if (!have_nvjitlink())
     return;
-  TempDir dir = temp_dir("kiln-nvjitlink-test");
-  ClosureArtifacts c = compile_closure(dir, "gpu_nvptx.ll", "k_cycle", "sm_90", "ptx");
-  std::vector<link::NvInput> in;
-  for (size_t i = 0; i < c.blobs.size(); ++i)
-    in.push_back({c.names[i], c.blobs[i], true});
+  std::vector<link::NvInput> in = cycle_ptx();
   auto here = link::nvjitlink_cubin(in, "sm_90");
   REQUIRE(here);
   std::optional<Result<std::string>> result;

@@ -804,10 +804,11 @@ namespace {
 // One request to a worker: the message `make` writes for the toolchain in
 // force, and the worker's decoded response. A worker that dies or breaks the
 // protocol is an internal error saying that `what` crashed (or failed), with
-// the end of what it printed; the caller adds where.
+// the end of what it printed, and `*died` (where given) is set; the caller
+// adds where.
 Result<Result<std::vector<CompiledArtifact>>>
 exchange(const std::function<std::string(const worker::Toolchain&)>& make, const char* what,
-         std::vector<std::string>* warnings) {
+         std::vector<std::string>* warnings, bool* died = nullptr) {
   Pool& pool = the_pool();
   worker::Toolchain toolchain = toolchain_settings();
   auto acquired = pool.acquire();
@@ -833,6 +834,8 @@ exchange(const std::function<std::string(const worker::Toolchain&)>& make, const
   if (io != Io::ok) {
     pid_t pid = (*w).pid;
     Ending end = w.lose(io != Io::closed);
+    if (died)
+      *died = io != Io::bad_frame;
     if (io == Io::bad_frame)
       return make_error(Code::internal, "the code generation worker (pid " +
                                             std::to_string(pid) +
@@ -900,15 +903,16 @@ Result<std::string> nvlink_isolated(const std::vector<link::NvInput>& inputs,
 Status check_bitcode_isolated(const std::string& name, const std::string& bytes) {
   if (!codegen_isolation_enabled())
     return Status::ok();
+  bool died = false;
   auto result = exchange(
       [&](const worker::Toolchain& toolchain) {
         return worker::encode_read_request(name, bytes, toolchain);
       },
-      "LLVM's bitcode reader", nullptr);
+      "LLVM's bitcode reader", nullptr, &died);
   if (!result) {
     Error e = std::move(result.error());
     // The input, not Kiln, is at fault when the reader dies on it.
-    if (e.code == Code::internal && e.message.rfind("LLVM's bitcode reader crashed", 0) == 0)
+    if (died)
       e.code = Code::invalid_argument;
     return std::move(e).context("reading '" + name + "'").at(name);
   }

@@ -23,7 +23,9 @@ Result<std::string> linker_fingerprint(const std::string& target) {
     KILN_TRY_ASSIGN(auto fp, link::nvjitlink_fingerprint());
     // "PTX merged": a closure's PTX is assembled as one module where it can
     // be (link/ptx_merge.h), which gives other bytes than one by one.
-    return fp + "; PTX merged; " + link::cuda_device_runtime_fingerprint();
+    // "parts per 16 kernels": ptxas splits a module of many kernels
+    // (link::nv_assembly_parts), which gives other bytes than one part.
+    return fp + "; PTX merged; parts per 16 kernels; " + link::cuda_device_runtime_fingerprint();
   }
   case TargetKind::amdgpu:
     // "parts": a module of many kernels is compiled in parts (libkiln-link),

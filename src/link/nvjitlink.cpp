@@ -10,7 +10,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <cstdlib>
 #include <mutex>
 
@@ -145,13 +147,49 @@ Result<std::string> nvjitlink_fingerprint() {
 
 namespace {
 
-// One nvJitLink call over `inputs`, as they are.
+// The number of kernel definitions in PTX text: statements that begin, past
+// ".visible"/".weak", with ".entry" (a kernel has no declaration form).
+size_t count_kernels(const std::string& ptx) {
+  size_t n = 0;
+  size_t at = 0;
+  while (at < ptx.size()) {
+    size_t end = ptx.find('\n', at);
+    if (end == std::string::npos)
+      end = ptx.size();
+    size_t i = at;
+    auto skip_space = [&] {
+      while (i < end && (ptx[i] == ' ' || ptx[i] == '\t' || ptx[i] == '\r'))
+        ++i;
+    };
+    auto word = [&](const char* w) {
+      size_t len = std::strlen(w);
+      if (end - i >= len && ptx.compare(i, len, w) == 0 &&
+          (i + len == end || ptx[i + len] == ' ' || ptx[i + len] == '\t')) {
+        i += len;
+        skip_space();
+        return true;
+      }
+      return false;
+    };
+    skip_space();
+    while (word(".visible") || word(".weak")) {
+    }
+    if (word(".entry"))
+      ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
+// One nvJitLink call over `inputs`, as they are, PTX assembled in `parts`.
 Result<std::string> link_inputs(const Api& a, const std::vector<NvInput>& inputs,
-                                const std::string& arch, bool with_device_runtime) {
+                                const std::string& arch, bool with_device_runtime, int parts) {
   std::string arch_opt = "-arch=" + arch;
-  const char* opts[] = {arch_opt.c_str()};
+  // ptxas's own split: the parts are assembled on threads of its own.
+  std::string split_opt = "-Xptxas=--split-compile=" + std::to_string(parts);
+  const char* opts[] = {arch_opt.c_str(), split_opt.c_str()};
   void* h = nullptr;
-  if (a.Create(&h, 1, opts) != 0)
+  if (a.Create(&h, parts > 1 ? 2 : 1, opts) != 0)
     return make_error(Code::internal, "nvJitLink could not start a link for " + arch)
         .with_target(arch);
   auto log = [&]() {
@@ -203,6 +241,16 @@ Result<std::string> link_inputs(const Api& a, const std::vector<NvInput>& inputs
 
 } // namespace
 
+int nv_assembly_parts(const std::vector<NvInput>& inputs) {
+  constexpr size_t kKernelsPerPart = 16;
+  constexpr size_t kMaxParts = 8;
+  size_t kernels = 0;
+  for (const NvInput& in : inputs)
+    if (in.ptx)
+      kernels += count_kernels(in.bytes);
+  return static_cast<int>(std::clamp<size_t>(kernels / kKernelsPerPart, 1, kMaxParts));
+}
+
 Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch,
                                     bool with_device_runtime, bool merge) {
   const Api& a = api();
@@ -215,6 +263,7 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   // (ptx_merge.h): nvJitLink assembles each input at a fixed cost. If the
   // merged module fails, the inputs are linked one by one, so that an error
   // names the job whose PTX it is in.
+  const int parts = nv_assembly_parts(inputs);
   std::vector<const std::string*> ptx;
   for (const NvInput& in : inputs)
     if (in.ptx)
@@ -231,11 +280,11 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
           one.push_back({std::to_string(ptx.size()) + " jobs' PTX, as one module",
                          std::move(*merged), true});
       }
-      if (auto cubin = link_inputs(a, one, arch, with_device_runtime))
+      if (auto cubin = link_inputs(a, one, arch, with_device_runtime, parts))
         return cubin;
     }
   }
-  return link_inputs(a, inputs, arch, with_device_runtime);
+  return link_inputs(a, inputs, arch, with_device_runtime, parts);
 }
 
 } // namespace kiln::link

@@ -29,11 +29,19 @@ std::string cuda_device_runtime_fingerprint();
 /// "nvJitLink 13.0", or unavailable if the library cannot be loaded.
 Result<std::string> nvjitlink_fingerprint();
 
+/// How many parts ptxas splits the assembly of `inputs` into
+/// (`--split-compile`, each part on a thread of its own): one per 16 kernels
+/// (`.entry` definitions) of their PTX, at most 8. ptxas's output depends on
+/// that count, so it follows from the inputs and never from a thread count:
+/// the same inputs give the same cubin at any -j, on any machine.
+int nv_assembly_parts(const std::vector<NvInput>& inputs);
+
 /// Links the inputs for `arch` ("sm_90"), and the CUDA device runtime as a
 /// library (only its members the inputs call) with `device_runtime` where it
 /// is installed; nvJitLink's error log is in the error message. With
 /// `merge`, several PTX inputs are assembled as one module where that is the
-/// same program (merge_ptx, link/ptx_merge.h), else one by one.
+/// same program (merge_ptx, link/ptx_merge.h), else one by one. PTX is
+/// assembled in nv_assembly_parts(inputs) parts.
 Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const std::string& arch,
                                     bool device_runtime = false, bool merge = true);
 

@@ -228,3 +228,68 @@ TEST_CASE("nvJitLink in a worker: a worker that dies during the link is that lin
   REQUIRE(again);
   CHECK(*again == *here);
 }
+
+namespace {
+
+// A PTX module of `kernels` small kernels, k<first>.., each storing its index.
+std::string many_kernels_ptx(int first, int kernels) {
+  std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\n";
+  for (int i = first; i < first + kernels; ++i)
+    ptx += (i % 2 ? "  .visible .entry k" : ".visible\t.entry k") + std::to_string(i) +
+           "(.param .u64 p)\n{\n  .reg .b64 %rd<2>;\n  .reg .b32 %r<2>;\n"
+           "  ld.param.u64 %rd1, [p];\n  cvta.to.global.u64 %rd1, %rd1;\n"
+           "  mov.u32 %r1, " +
+           std::to_string(i) + ";\n  st.global.u32 [%rd1], %r1;\n  ret;\n}\n\n";
+  return ptx;
+}
+
+} // namespace
+
+TEST_CASE("nvJitLink: a module of many kernels is assembled in parts that follow from it") {
+  using link::nv_assembly_parts;
+  auto parts = [](int kernels) { return nv_assembly_parts({{"m", many_kernels_ptx(0, kernels), true}}); };
+  CHECK(parts(0) == 1);
+  CHECK(parts(1) == 1);
+  CHECK(parts(31) == 1);
+  CHECK(parts(32) == 2);
+  CHECK(parts(40) == 2);
+  CHECK(parts(1000) == 8);
+  // Counted over every PTX input; a relocatable cubin, a .func, a comment
+  // or a declaration-looking word elsewhere on a line is no kernel.
+  std::vector<link::NvInput> two = {{"a", many_kernels_ptx(0, 20), true},
+                                    {"b", many_kernels_ptx(20, 20), true}};
+  CHECK(nv_assembly_parts(two) == 2);
+  std::string others = many_kernels_ptx(0, 16) + ".func f()\n{\n ret;\n}\n// .entry k\n" +
+                       "\t// .visible .entry k\n.visible .entryx y\n";
+  CHECK(nv_assembly_parts({{"c", others, true}}) == 1);
+  CHECK(nv_assembly_parts({{"cubin", many_kernels_ptx(0, 40), false}}) == 1);
+
+  if (!have_nvjitlink())
+    return;
+  // The parts give one cubin defining every kernel, the same bytes each
+  // time and on any number of threads at once, and the same from two inputs
+  // (merged into one module) as from one.
+  auto one = link::nvjitlink_cubin({{"m", many_kernels_ptx(0, 40), true}}, "sm_90");
+  INFO((one ? std::string() : one.error().message));
+  REQUIRE(one);
+  auto elf = read_elf(*one);
+  REQUIRE(elf);
+  std::set<std::string> defined = defined_symbols(*elf);
+  for (int i = 0; i < 40; ++i)
+    CHECK_MESSAGE(defined.count("k" + std::to_string(i)), i);
+  std::vector<Result<std::string>> again(3, make_error(Code::internal, "not run"));
+  std::vector<std::thread> threads;
+  for (auto& r : again)
+    threads.emplace_back([&r] { r = link::nvjitlink_cubin({{"m", many_kernels_ptx(0, 40), true}}, "sm_90"); });
+  for (auto& t : threads)
+    t.join();
+  for (const auto& r : again) {
+    REQUIRE(r);
+    CHECK(*r == *one);
+  }
+  auto merged = link::nvjitlink_cubin(two, "sm_90");
+  REQUIRE(merged);
+  auto merged_elf = read_elf(*merged);
+  REQUIRE(merged_elf);
+  CHECK(defined_symbols(*merged_elf) == defined);
+}

@@ -324,6 +324,12 @@ worker::Toolchain toolchain_settings() {
   amd.kind = TargetKind::amdgpu;
   if (std::vector<std::string> files = toolchain_files(amd); !files.empty())
     set.emplace_back("KILN_ROCM_DEVICE_LIBS", files.front().substr(0, files.front().rfind('/')));
+  // The nvJitLink and device runtime files this process links NVIDIA
+  // images with (and keys them by), not whatever the environment now names.
+  if (std::string nvjitlink = link::nvjitlink_path(); !nvjitlink.empty())
+    set.emplace_back("KILN_NVJITLINK", nvjitlink);
+  if (std::string devrt = link::cuda_device_runtime_path(); !devrt.empty())
+    set.emplace_back("KILN_CUDADEVRT", devrt);
   return set;
 }
 
@@ -531,8 +537,12 @@ public:
     s.busy_pids.assign(busy_.begin(), busy_.end());
     s.started = started_;
     s.lost = lost_;
+    s.links_declined = links_declined.load();
     return s;
   }
+
+  /// NVIDIA links a worker declined (its tools were not this process's).
+  std::atomic<uint64_t> links_declined{0};
 
   /// Starts workers on the spawning thread, without waiting for them, until
   /// `n` are idle or starting: their start (mostly loading LLVM) overlaps
@@ -893,6 +903,13 @@ Result<std::string> nvlink_isolated(const std::vector<link::NvInput>& inputs,
       "nvJitLink", nullptr);
   if (!result)
     return std::move(result.error()).context("linking an image for " + arch).with_target(arch);
+  // A worker that would link with other tools than this process's (its
+  // files changed on disk since this process found them) declines: linked
+  // here instead, with the tools the image's key names.
+  if (!*result && result->error().code == Code::unavailable) {
+    ++the_pool().links_declined;
+    return link::nvjitlink_cubin(inputs, arch, device_runtime);
+  }
   if (!*result)
     return result->error();
   if ((*result)->size() != 1 || (**result)[0].format != "cubin")

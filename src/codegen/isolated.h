@@ -85,6 +85,7 @@ struct WorkerPoolStats {
   std::vector<int> busy_pids; ///< workers compiling a job
   uint64_t started = 0;       ///< workers started by this process
   uint64_t lost = 0;          ///< workers that died or were ended during a job
+  uint64_t links_declined = 0; ///< NVIDIA links a worker declined, made here instead
 };
 WorkerPoolStats worker_pool_stats();
 

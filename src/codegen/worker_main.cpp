@@ -105,6 +105,14 @@ int main(int argc, char** argv) {
     if (request && request->toolchain != *toolchain) {
       response = worker::encode_response(kiln::make_error(
           kiln::Code::internal, "the toolchain changed between two jobs of one worker"));
+    } else if (request && request->op == worker::Op::nvlink &&
+               request->nv_identity != kiln::link::nvlink_identity()) {
+      // Told the parent's nvJitLink and device runtime (the toolchain), a
+      // worker still finds others only if those files changed since: an
+      // image must come from the tools its key names, so the parent links.
+      response = worker::encode_response(kiln::make_error(
+          kiln::Code::unavailable, "this worker links with " + kiln::link::nvlink_identity() +
+                                       ", not " + request->nv_identity));
     } else if (request && request->op == worker::Op::nvlink) {
       auto image = kiln::link::nvjitlink_cubin(request->nv_inputs, request->target.spec,
                                                request->device_runtime);

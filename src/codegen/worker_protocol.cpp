@@ -20,9 +20,10 @@ namespace kiln::codegen::worker {
 namespace {
 
 // Bumped whenever a message changes form.
-constexpr uint32_t kProtocolVersion = 5; // 2: warnings in responses; 3: the toolchain in requests;
+constexpr uint32_t kProtocolVersion = 6; // 2: warnings in responses; 3: the toolchain in requests;
                                           // 4: requests that only read an input's bitcode;
-                                          // 5: requests that link an NVIDIA image
+                                          // 5: requests that link an NVIDIA image;
+                                          // 6: the linker's identity in those
 constexpr uint32_t kMagic = 0x4b434757; // "KCGW"
 
 struct WireHello {
@@ -45,9 +46,10 @@ struct WireRequest {
   std::vector<std::pair<std::string, std::string>> nv_inputs; // name, bytes
   std::vector<uint8_t> nv_ptx;                                 // per input: PTX text
   bool device_runtime = false;
+  std::string nv_identity;
   template <class A> void serialize(A& ar) {
     ar(entry, symbol, bitcode, renames, spec, kind, triple, cpu, features, opt_level, debug,
-       toolchain, op, nv_inputs, nv_ptx, device_runtime);
+       toolchain, op, nv_inputs, nv_ptx, device_runtime, nv_identity);
   }
 };
 
@@ -161,6 +163,7 @@ std::string encode_nvlink_request(const std::vector<link::NvInput>& inputs,
     r.nv_ptx.push_back(in.ptx ? 1 : 0);
   }
   r.device_runtime = device_runtime;
+  r.nv_identity = link::nvlink_identity();
   return encode(r);
 }
 
@@ -187,6 +190,7 @@ Result<Request> decode_request(const std::string& message) {
     out.nv_inputs.push_back({std::move(r.nv_inputs[i].first), std::move(r.nv_inputs[i].second),
                              r.nv_ptx[i] != 0});
   out.device_runtime = r.device_runtime;
+  out.nv_identity = std::move(r.nv_identity);
   return out;
 }
 

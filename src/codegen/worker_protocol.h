@@ -52,7 +52,9 @@ std::string encode_read_request(const std::string& name, const std::string& bitc
 
 /// A request that links an NVIDIA image with nvJitLink
 /// (link::nvjitlink_cubin's arguments): its bytes come back as one artifact,
-/// "cubin" (nvlink_isolated).
+/// "cubin" (nvlink_isolated). It carries this process's
+/// link::nvlink_identity(): a worker whose own differs links nothing and
+/// answers unavailable.
 std::string encode_nvlink_request(const std::vector<link::NvInput>& inputs,
                                   const std::string& arch, bool device_runtime,
                                   const Toolchain& toolchain);
@@ -72,6 +74,7 @@ struct Request {
   Op op = Op::compile;
   std::vector<link::NvInput> nv_inputs; ///< Op::nvlink
   bool device_runtime = false;          ///< Op::nvlink
+  std::string nv_identity;              ///< Op::nvlink: the parent's link::nvlink_identity()
 };
 
 /// A request, or an internal error when the message is malformed.

@@ -8,6 +8,7 @@
 #include "support/hash.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@ struct Api {
 #undef KILN_NVJITLINK
   int (*Version)(unsigned*, unsigned*) = nullptr;
   std::string fingerprint;
+  std::string path; ///< the file loaded, as the dynamic linker found it
   std::string error;
 };
 
@@ -65,6 +67,8 @@ const Api& api() {
                 "/usr/local/cuda/lib64 and the library path)";
       return;
     }
+    if (link_map* lm = nullptr; dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
+      a.path = lm->l_name;
     a.Version = reinterpret_cast<int (*)(unsigned*, unsigned*)>(dlsym(h, "nvJitLinkVersion"));
     unsigned major = 0, minor = 0;
     if (!a.Version || a.Version(&major, &minor) != 0) {
@@ -91,6 +95,36 @@ const Api& api() {
   return a;
 }
 
+// Where the CUDA device runtime is: resolved once per process, before (and
+// apart from) reading it, so that a worker can be told the same file.
+struct DeviceRuntimePath {
+  std::string path; ///< empty: none found
+  std::string error;
+};
+
+const DeviceRuntimePath& device_runtime_path() {
+  static DeviceRuntimePath rt;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> cands;
+    if (const char* p = std::getenv("KILN_CUDADEVRT"); p && *p)
+      cands.push_back(p);
+    if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+      cands.push_back(std::string(home) + "/lib64/libcudadevrt.a");
+    cands.push_back("/usr/local/cuda/lib64/libcudadevrt.a");
+    cands.push_back("/usr/lib/x86_64-linux-gnu/libcudadevrt.a");
+    for (const std::string& c : cands)
+      if (::access(c.c_str(), R_OK) == 0) {
+        rt.path = c;
+        return;
+      }
+    rt.error = "the CUDA device runtime is not installed (looked for libcudadevrt.a in "
+               "$KILN_CUDADEVRT, $CUDA_HOME/lib64, /usr/local/cuda/lib64, "
+               "/usr/lib/x86_64-linux-gnu)";
+  });
+  return rt;
+}
+
 struct DeviceRuntime {
   std::string bytes;
   std::string fingerprint = "no libcudadevrt";
@@ -101,28 +135,18 @@ const DeviceRuntime& device_runtime() {
   static DeviceRuntime rt;
   static std::once_flag once;
   std::call_once(once, [] {
-    std::vector<std::string> cands;
-    if (const char* p = std::getenv("KILN_CUDADEVRT"); p && *p)
-      cands.push_back(p);
-    if (const char* home = std::getenv("CUDA_HOME"); home && *home)
-      cands.push_back(std::string(home) + "/lib64/libcudadevrt.a");
-    cands.push_back("/usr/local/cuda/lib64/libcudadevrt.a");
-    cands.push_back("/usr/lib/x86_64-linux-gnu/libcudadevrt.a");
-    for (const std::string& c : cands) {
-      if (::access(c.c_str(), R_OK) != 0)
-        continue;
-      auto bytes = read_file(c);
-      if (!bytes) {
-        rt.error = bytes.error().message;
-        return;
-      }
-      rt.fingerprint = "libcudadevrt " + hash128(*bytes).short_hex(16);
-      rt.bytes = bytes.take();
+    const DeviceRuntimePath& where = device_runtime_path();
+    if (where.path.empty()) {
+      rt.error = where.error;
       return;
     }
-    rt.error = "the CUDA device runtime is not installed (looked for libcudadevrt.a in "
-               "$KILN_CUDADEVRT, $CUDA_HOME/lib64, /usr/local/cuda/lib64, "
-               "/usr/lib/x86_64-linux-gnu)";
+    auto bytes = read_file(where.path);
+    if (!bytes) {
+      rt.error = bytes.error().message;
+      return;
+    }
+    rt.fingerprint = "libcudadevrt " + hash128(*bytes).short_hex(16);
+    rt.bytes = bytes.take();
   });
   return rt;
 }
@@ -137,6 +161,16 @@ Status cuda_device_runtime() {
 }
 
 std::string cuda_device_runtime_fingerprint() { return device_runtime().fingerprint; }
+
+std::string cuda_device_runtime_path() { return device_runtime_path().path; }
+
+std::string nvjitlink_path() { return api().path; }
+
+std::string nvlink_identity() {
+  const Api& a = api();
+  return (a.error.empty() ? a.fingerprint + " (" + a.path + ")" : "no nvJitLink: " + a.error) +
+         "; " + cuda_device_runtime_fingerprint();
+}
 
 Result<std::string> nvjitlink_fingerprint() {
   const Api& a = api();

@@ -26,8 +26,24 @@ Status cuda_device_runtime();
 /// NVIDIA image key, since the images that need it embed its code.
 std::string cuda_device_runtime_fingerprint();
 
+/// The libcudadevrt.a file cuda_device_runtime reads, as found once per
+/// process; empty if none is installed.
+std::string cuda_device_runtime_path();
+
 /// "nvJitLink 13.0", or unavailable if the library cannot be loaded.
 Result<std::string> nvjitlink_fingerprint();
+
+/// The nvJitLink library this process loaded, as the dynamic linker found
+/// it; empty if none could be loaded. Read once per process: later changes
+/// to $KILN_NVJITLINK or $CUDA_HOME do not move it.
+std::string nvjitlink_path();
+
+/// What links an NVIDIA image in this process, in one string: nvJitLink's
+/// version and file (or why there is none) and the device runtime's
+/// fingerprint. A process that links on another's behalf (a code
+/// generation worker) links only when its identity is the same, so that an
+/// image is made by exactly the tools its key names.
+std::string nvlink_identity();
 
 /// How many parts ptxas splits the assembly of `inputs` into
 /// (`--split-compile`, each part on a thread of its own): one per 16 kernels

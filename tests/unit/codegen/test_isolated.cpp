@@ -11,6 +11,7 @@
 #include "fixtures/env.hpp"
 #include "fixtures/files.hpp"
 #include "fixtures/jobs.hpp"
+#include "fixtures/worker.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -23,8 +24,6 @@
 #include <thread>
 #include <vector>
 
-#include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -425,26 +424,12 @@ TEST_CASE("compile_job_isolated: no worker executable, or one that is no worker,
 
 TEST_CASE("kiln-codegen-worker: says hello, answers a malformed request with an error, and exits "
           "at end of file") {
-  auto path = codegen::codegen_worker_path();
-  REQUIRE(path);
-  int sv[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-  std::string parent = std::to_string(::getpid());
-  std::vector<char*> argv = {path->data(), const_cast<char*>("--parent"), parent.data(), nullptr};
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, path->c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(sv[1]);
-  REQUIRE(rc == 0);
-
+  RawWorker w = start_raw_worker();
   std::string hello, reply;
-  REQUIRE(codegen::worker::read_message(sv[0], &hello));
-  CHECK(codegen::worker::check_hello(hello, *path));
-  REQUIRE(codegen::worker::write_message(sv[0], "not a request"));
-  REQUIRE(codegen::worker::read_message(sv[0], &reply));
+  REQUIRE(codegen::worker::read_message(w.socket, &hello));
+  CHECK(codegen::worker::check_hello(hello, w.path));
+  REQUIRE(codegen::worker::write_message(w.socket, "not a request"));
+  REQUIRE(codegen::worker::read_message(w.socket, &reply));
   std::string why;
   auto r = codegen::worker::decode_response(reply, &why);
   REQUIRE(r);
@@ -452,9 +437,7 @@ TEST_CASE("kiln-codegen-worker: says hello, answers a malformed request with an 
   CHECK(r->error().code == Code::internal);
   CHECK(contains(r->error().message, "malformed code generation request"));
 
-  ::close(sv[0]);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  int status = w.finish();
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }

@@ -2,9 +2,12 @@
 // NVIDIA pieces (PTX or relocatable cubins) linked into one cubin defining
 // every member, errors naming the architecture, or a clear reason why not.
 #include "codegen/isolated.h"
+#include "codegen/worker_protocol.h"
 #include "codegen/ptxas.h"
 #include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
 #include "fixtures/process.hpp"
+#include "fixtures/worker.hpp"
 #include "link/nvjitlink.h"
 #include "support/fault.h"
 
@@ -292,4 +295,66 @@ TEST_CASE("nvJitLink: a module of many kernels is assembled in parts that follow
   auto merged_elf = read_elf(*merged);
   REQUIRE(merged_elf);
   CHECK(defined_symbols(*merged_elf) == defined);
+}
+
+TEST_CASE("nvJitLink in a worker: links with this process's nvJitLink, whatever the environment "
+          "says later") {
+  if (!have_nvjitlink())
+    return;
+  std::vector<link::NvInput> in = cycle_ptx();
+  auto here = link::nvjitlink_cubin(in, "sm_90"); // this process's nvJitLink, found once
+  REQUIRE(here);
+  REQUIRE_FALSE(link::nvjitlink_path().empty());
+  codegen::stop_idle_workers();
+  // A new worker starts with this environment, which names no nvJitLink
+  // and no device runtime: it must still link with this process's.
+  EnvVar no_nvjitlink("KILN_NVJITLINK", "");
+  EnvVar no_home("CUDA_HOME", "/nonexistent");
+  EnvVar no_devrt("KILN_CUDADEVRT", "/nonexistent/libcudadevrt.a");
+  codegen::WorkerPoolStats before = codegen::worker_pool_stats();
+  auto there = codegen::nvlink_isolated(in, "sm_90", false);
+  INFO((there ? std::string() : there.error().message));
+  REQUIRE(there);
+  CHECK(*there == *here);
+  codegen::WorkerPoolStats after = codegen::worker_pool_stats();
+  CHECK(after.started > before.started);
+  CHECK(after.links_declined == before.links_declined); // linked there, not here
+  codegen::stop_idle_workers();
+}
+
+TEST_CASE("kiln-codegen-worker: links an NVIDIA image only with the nvJitLink its parent names") {
+  if (!have_nvjitlink())
+    return;
+  std::vector<link::NvInput> in = cycle_ptx();
+  auto here = link::nvjitlink_cubin(in, "sm_90");
+  REQUIRE(here);
+  std::string request = codegen::worker::encode_nvlink_request(in, "sm_90", false, {});
+  // One that finds the same nvJitLink links, byte for byte; one that finds
+  // none (its environment switches it off, and the request names no
+  // toolchain) refuses, naming both, and links nothing.
+  for (bool same : {true, false}) {
+    CAPTURE(same);
+    RawWorker w = start_raw_worker(same ? std::vector<std::string>{}
+                                        : std::vector<std::string>{"KILN_NVJITLINK="});
+    std::string hello, reply, why;
+    REQUIRE(codegen::worker::read_message(w.socket, &hello));
+    REQUIRE(codegen::worker::write_message(w.socket, request));
+    REQUIRE(codegen::worker::read_message(w.socket, &reply));
+    auto r = codegen::worker::decode_response(reply, &why);
+    INFO(why);
+    REQUIRE(r);
+    if (same) {
+      REQUIRE(*r);
+      REQUIRE((*r)->size() == 1);
+      CHECK((**r)[0].bytes == *here);
+    } else {
+      REQUIRE_FALSE(*r);
+      CHECK(r->error().code == Code::unavailable);
+      CHECK(r->error().message == "this worker links with no nvJitLink: nvJitLink is disabled "
+                                  "(KILN_NVJITLINK is empty); " +
+                                      link::cuda_device_runtime_fingerprint() + ", not " +
+                                      link::nvlink_identity());
+    }
+    w.finish();
+  }
 }

@@ -309,8 +309,18 @@ Io transfer(Worker& w, const std::string* request, std::string* reply,
 // links exactly the libraries the job's key was computed for, even if the
 // environment changed since. Sent with each request (worker_protocol.h).
 worker::Toolchain toolchain_settings() {
-  // The assembler too, unless it is the in-process library (no KILN_PTXAS).
   worker::Toolchain set;
+  TargetDesc amd;
+  amd.kind = TargetKind::amdgpu;
+  if (std::vector<std::string> files = toolchain_files(amd); !files.empty())
+    set.emplace_back("KILN_ROCM_DEVICE_LIBS", files.front().substr(0, files.front().rfind('/')));
+  // NVIDIA's, once this process has resolved them (an NVIDIA job's key
+  // does): resolving them loads nvJitLink, some 25 ms of CPU that a host or
+  // AMD precompile does not pay. A worker adopts them when they first come
+  // (worker::toolchain_extends).
+  if (!ptx_assembler_resolved())
+    return set;
+  // The assembler too, unless it is the in-process library (no KILN_PTXAS).
   if (ptx_assembler() == PtxAssembler::link)
     set.emplace_back("KILN_PTXAS", kAssembleAtLink);
   else if (ptx_assembler() != PtxAssembler::library)
@@ -320,10 +330,6 @@ worker::Toolchain toolchain_settings() {
   for (const std::string& f : toolchain_files(nv))
     if (f != ptxas_path())
       set.emplace_back("KILN_LIBDEVICE", f);
-  TargetDesc amd;
-  amd.kind = TargetKind::amdgpu;
-  if (std::vector<std::string> files = toolchain_files(amd); !files.empty())
-    set.emplace_back("KILN_ROCM_DEVICE_LIBS", files.front().substr(0, files.front().rfind('/')));
   // The nvJitLink and device runtime files this process links NVIDIA
   // images with (and keys them by), not whatever the environment now names.
   if (std::string nvjitlink = link::nvjitlink_path(); !nvjitlink.empty())
@@ -824,9 +830,10 @@ exchange(const std::function<std::string(const worker::Toolchain&)>& make, const
   auto acquired = pool.acquire();
   if (!acquired)
     return acquired.error();
-  // A worker takes its toolchain from its first job and keeps it: one given
-  // another (this process's environment changed since) is replaced.
-  while ((*acquired)->toolchain && *(*acquired)->toolchain != toolchain) {
+  // A worker takes its toolchain from its first job and keeps it, adding
+  // NVIDIA's when they first come: one given another is replaced.
+  while ((*acquired)->toolchain &&
+         !worker::toolchain_extends(*(*acquired)->toolchain, toolchain)) {
     Lease stale(pool, acquired.take());
     stale.lose(true);
     acquired = pool.acquire();

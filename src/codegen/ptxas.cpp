@@ -4,6 +4,7 @@
 #include "support/files.h"
 #include "support/process.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <unistd.h>
 #include <vector>
@@ -38,6 +39,12 @@ const std::string& ptxas_path() {
   return path;
 }
 
+namespace {
+std::atomic<bool> g_assembler_resolved{false};
+} // namespace
+
+bool ptx_assembler_resolved() { return g_assembler_resolved.load(std::memory_order_acquire); }
+
 PtxAssembler ptx_assembler() {
   static const PtxAssembler assembler = [] {
     if (const char* p = std::getenv("KILN_PTXAS")) {
@@ -57,6 +64,7 @@ PtxAssembler ptx_assembler() {
       return PtxAssembler::link;
     return ptxas_path().empty() ? PtxAssembler::none : PtxAssembler::program;
   }();
+  g_assembler_resolved.store(true, std::memory_order_release);
   return assembler;
 }
 

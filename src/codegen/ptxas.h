@@ -30,6 +30,10 @@ inline constexpr const char* kAssembleAtLink = "nvjitlink";
 /// program ptxas_path() finds, else link where nvJitLink loads, else none.
 PtxAssembler ptx_assembler();
 
+/// Whether ptx_assembler() has run in this process: until it has, nothing
+/// of NVIDIA's toolchain is resolved (nor nvJitLink loaded).
+bool ptx_assembler_resolved();
+
 /// Whether the PTX compiler library was linked at build time.
 bool ptx_compiler_linked();
 

@@ -95,9 +95,11 @@ int main(int argc, char** argv) {
   while (worker::read_message(chan, &message)) {
     auto request = worker::decode_request(message);
     std::string response;
-    if (request && !toolchain) {
+    if (request && (!toolchain || (request->toolchain != *toolchain &&
+                                   worker::toolchain_extends(*toolchain, request->toolchain)))) {
       // Before anything reads them (the assembler and device libraries are
-      // resolved at the first job that needs them, once).
+      // resolved at the first job that needs them, once; NVIDIA's may come
+      // after a host or AMD job, before the first NVIDIA one).
       for (const auto& [name, value] : request->toolchain)
         ::setenv(name.c_str(), value.c_str(), 1);
       toolchain = request->toolchain;

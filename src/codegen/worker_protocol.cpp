@@ -3,6 +3,8 @@
 // serialization concerns.
 #include "codegen/worker_protocol.h"
 
+#include <algorithm>
+
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/utility.hpp>
@@ -148,6 +150,12 @@ std::string encode_read_request(const std::string& name, const std::string& bitc
   r.toolchain = toolchain;
   r.op = int(Op::read_bitcode);
   return encode(r);
+}
+
+bool toolchain_extends(const Toolchain& base, const Toolchain& next) {
+  return std::all_of(base.begin(), base.end(), [&](const auto& setting) {
+    return std::find(next.begin(), next.end(), setting) != next.end();
+  });
 }
 
 std::string encode_nvlink_request(const std::vector<link::NvInput>& inputs,

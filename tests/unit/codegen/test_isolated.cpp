@@ -8,9 +8,11 @@
 #include "codegen/isolated.h"
 #include "codegen/worker_protocol.h"
 #include "codegen/device_libs.h"
+#include "codegen/ptxas.h"
 #include "fixtures/env.hpp"
 #include "fixtures/files.hpp"
 #include "fixtures/jobs.hpp"
+#include "fixtures/process.hpp"
 #include "fixtures/worker.hpp"
 
 #include <algorithm>
@@ -554,4 +556,37 @@ TEST_CASE("compile_job_isolated: a worker given another toolchain is replaced, n
   }
   codegen::stop_idle_workers();
   CHECK(zombie_children().empty());
+}
+
+// A host or AMD compile never resolves NVIDIA's toolchain (that loads
+// nvJitLink): a worker told only the others takes NVIDIA's with its first
+// NVIDIA job, and is kept. Run in a fresh process, where nothing has
+// resolved NVIDIA's toolchain yet.
+TEST_CASE("compile_job_isolated: a worker takes NVIDIA's toolchain when the first NVIDIA job "
+          "comes after a host job and is kept") {
+  if (child_role() != "unresolved-nvidia") {
+    check_child(run_child("compile_job_isolated: a worker takes NVIDIA's toolchain when the first "
+                          "NVIDIA job comes after a host job and is kept",
+                          "unresolved-nvidia", {}));
+    return;
+  }
+  child_ran();
+  core::TargetDesc host = resolved("host");
+  codegen::JobInput on_host = job_for(kGood, "triple_plus", host, {});
+  must_isolated(on_host, host);
+  CHECK_FALSE(codegen::ptx_assembler_resolved()); // nor nvJitLink loaded for it
+  codegen::WorkerPoolStats before = codegen::worker_pool_stats();
+  REQUIRE(before.idle_pids.size() == 1);
+  core::TargetDesc sm90 = resolved("sm_90");
+  std::vector<std::string> formats = codegen::artifact_formats(sm90); // resolves it here
+  CHECK(codegen::ptx_assembler_resolved());
+  codegen::JobInput on_nv = job_for(kGood, "triple_plus", sm90, {});
+  auto got = must_isolated(on_nv, sm90);
+  CHECK(got == must_in_process(on_nv, sm90));
+  CHECK(got.size() == formats.size());
+  codegen::WorkerPoolStats after = codegen::worker_pool_stats();
+  CHECK(after.started == before.started);
+  CHECK(after.lost == before.lost);
+  CHECK(after.idle_pids == before.idle_pids);
+  codegen::stop_idle_workers();
 }

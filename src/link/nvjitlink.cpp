@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 namespace kiln::link {
 
@@ -273,6 +275,44 @@ Result<std::string> link_inputs(const Api& a, const std::vector<NvInput>& inputs
   return cubin;
 }
 
+// A PTX module's leading lines: its .version, .target and .address_size,
+// with the blank and comment lines among them.
+std::string ptx_header(const std::string& ptx) {
+  size_t at = 0;
+  while (at < ptx.size()) {
+    size_t end = ptx.find('\n', at);
+    end = end == std::string::npos ? ptx.size() : end + 1;
+    size_t i = ptx.find_first_not_of(" \t\r", at);
+    std::string_view line(ptx.data() + std::min(i, end), end - std::min(i, end));
+    bool header = line.empty() || line[0] == '\n' || line.rfind("//", 0) == 0 ||
+                  line.rfind(".version", 0) == 0 || line.rfind(".target", 0) == 0 ||
+                  line.rfind(".address_size", 0) == 0;
+    if (!header)
+      break;
+    at = end;
+  }
+  return ptx.substr(0, at);
+}
+
+// Whether this nvJitLink's ptxas takes --split-compile, asked once per
+// process by assembling a one-kernel module under the header of the module
+// at hand, with and without it. Only a yes or a no is remembered (a header
+// this nvJitLink refuses says neither), so the answer, and with it every
+// image's bytes, depends on the toolkit alone, never on which link came first.
+bool splits(const Api& a, const std::string& arch, const std::string& some_ptx) {
+  static std::atomic<int> known{0}; // 1 yes, -1 no
+  if (int k = known.load(std::memory_order_acquire))
+    return k > 0;
+  std::string probe = ptx_header(some_ptx) + "\n.visible .entry kiln_split_probe()\n{\n\tret;\n}\n";
+  if (link_inputs(a, {{"split probe", probe, true}}, arch, false, 2)) {
+    known.store(1, std::memory_order_release);
+    return true;
+  }
+  if (link_inputs(a, {{"split probe", probe, true}}, arch, false, 1))
+    known.store(-1, std::memory_order_release);
+  return false;
+}
+
 } // namespace
 
 int nv_assembly_parts(const std::vector<NvInput>& inputs) {
@@ -297,11 +337,15 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   // (ptx_merge.h): nvJitLink assembles each input at a fixed cost. If the
   // merged module fails, the inputs are linked one by one, so that an error
   // names the job whose PTX it is in.
-  const int parts = nv_assembly_parts(inputs);
   std::vector<const std::string*> ptx;
   for (const NvInput& in : inputs)
     if (in.ptx)
       ptx.push_back(&in.bytes);
+  // In parts where this nvJitLink's ptxas can split (CUDA 13's can; an
+  // older one that cannot assembles in one).
+  int parts = nv_assembly_parts(inputs);
+  if (parts > 1 && !splits(a, arch, *ptx.front()))
+    parts = 1;
   if (merge && ptx.size() > 1) {
     if (auto merged = merge_ptx(ptx)) {
       // The merged module where the first PTX input was: the other inputs

@@ -49,7 +49,9 @@ std::string nvlink_identity();
 /// (`--split-compile`, each part on a thread of its own): one per 16 kernels
 /// (`.entry` definitions) of their PTX, at most 8. ptxas's output depends on
 /// that count, so it follows from the inputs and never from a thread count:
-/// the same inputs give the same cubin at any -j, on any machine.
+/// the same inputs give the same cubin at any -j, on any machine. An
+/// nvJitLink whose ptxas has no --split-compile (asked once per process, of
+/// a one-kernel module) assembles in one part.
 int nv_assembly_parts(const std::vector<NvInput>& inputs);
 
 /// Links the inputs for `arch` ("sm_90"), and the CUDA device runtime as a

@@ -153,9 +153,22 @@ std::string encode_read_request(const std::string& name, const std::string& bitc
 }
 
 bool toolchain_extends(const Toolchain& base, const Toolchain& next) {
-  return std::all_of(base.begin(), base.end(), [&](const auto& setting) {
-    return std::find(next.begin(), next.end(), setting) != next.end();
-  });
+  auto nvidia = [](const std::pair<std::string, std::string>& setting) {
+    for (const char* name : {"KILN_PTXAS", "KILN_LIBDEVICE", "KILN_NVJITLINK", "KILN_CUDADEVRT"})
+      if (setting.first == name)
+        return true;
+    return false;
+  };
+  auto in = [](const Toolchain& t, const std::pair<std::string, std::string>& setting) {
+    return std::find(t.begin(), t.end(), setting) != t.end();
+  };
+  if (base == next)
+    return true;
+  // NVIDIA's settings, all at once, to a worker that has none of them; the
+  // others as they were.
+  return std::none_of(base.begin(), base.end(), nvidia) &&
+         std::all_of(base.begin(), base.end(), [&](const auto& s) { return in(next, s); }) &&
+         std::all_of(next.begin(), next.end(), [&](const auto& s) { return in(base, s) || nvidia(s); });
 }
 
 std::string encode_nvlink_request(const std::vector<link::NvInput>& inputs,

@@ -40,11 +40,12 @@ Status check_hello(const std::string& message, const std::string& worker);
 /// resolved it (which loads nvJitLink).
 using Toolchain = std::vector<std::pair<std::string, std::string>>;
 
-/// Whether `next` keeps every setting of `base` (and may add others): a
-/// worker given `base` takes `next`'s additions. The parent adds NVIDIA's
-/// settings once it has resolved them, and no NVIDIA request reaches a
-/// worker before that, so a worker has not read those before it is told
-/// them.
+/// Whether `next` is `base`, or `base` with NVIDIA's settings (KILN_PTXAS,
+/// KILN_LIBDEVICE, KILN_NVJITLINK, KILN_CUDADEVRT) added to a `base` that has
+/// none of them: a worker given `base` takes `next`'s additions. The parent
+/// adds NVIDIA's settings, all at once, when it has resolved them, and no
+/// NVIDIA request reaches a worker before that, so a worker has not read
+/// those before it is told them. Any other difference replaces the worker.
 bool toolchain_extends(const Toolchain& base, const Toolchain& next);
 
 std::string encode_request(const JobInput& job, const TargetDesc& target,

@@ -24,7 +24,8 @@ Result<std::string> linker_fingerprint(const std::string& target) {
     // "PTX merged": a closure's PTX is assembled as one module where it can
     // be (link/ptx_merge.h), which gives other bytes than one by one.
     // "parts per 16 kernels": ptxas splits a module of many kernels
-    // (link::nv_assembly_parts), which gives other bytes than one part.
+    // (link::nv_assembly_parts; nvJitLink 13 and later, which the version
+    // above tells apart), which gives other bytes than one part.
     return fp + "; PTX merged; parts per 16 kernels; " + link::cuda_device_runtime_fingerprint();
   }
   case TargetKind::amdgpu:

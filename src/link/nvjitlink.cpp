@@ -8,16 +8,15 @@
 #include "support/hash.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <cstdlib>
 #include <mutex>
-#include <string_view>
 
 namespace kiln::link {
 
@@ -34,7 +33,9 @@ struct Api {
 #undef KILN_NVJITLINK
   int (*Version)(unsigned*, unsigned*) = nullptr;
   std::string fingerprint;
-  std::string path; ///< the file loaded, as the dynamic linker found it
+  std::string path;     ///< the file loaded, as the dynamic linker found it (made absolute)
+  std::string identity; ///< the file's size, modification time and inode: a patch in place
+  bool splits = false;  ///< its ptxas takes --split-compile (nvJitLink 13 and later)
   std::string error;
 };
 
@@ -69,8 +70,17 @@ const Api& api() {
                 "/usr/local/cuda/lib64 and the library path)";
       return;
     }
-    if (link_map* lm = nullptr; dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
+    if (link_map* lm = nullptr; dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name) {
       a.path = lm->l_name;
+      if (char* real = ::realpath(lm->l_name, nullptr)) {
+        a.path = real;
+        std::free(real);
+      }
+      if (struct stat st; ::stat(a.path.c_str(), &st) == 0)
+        a.identity = std::to_string(st.st_size) + " bytes, modified " +
+                     std::to_string(st.st_mtim.tv_sec) + "." +
+                     std::to_string(st.st_mtim.tv_nsec) + ", inode " + std::to_string(st.st_ino);
+    }
     a.Version = reinterpret_cast<int (*)(unsigned*, unsigned*)>(dlsym(h, "nvJitLinkVersion"));
     unsigned major = 0, minor = 0;
     if (!a.Version || a.Version(&major, &minor) != 0) {
@@ -89,6 +99,10 @@ const Api& api() {
 #undef KILN_NVJITLINK
       if (all) {
         a.fingerprint = "nvJitLink " + std::to_string(major) + "." + std::to_string(minor);
+        // ptxas's --split-compile, passed through nvJitLink, works in 13.0
+        // (tested); older releases assemble in one part rather than be
+        // asked, so that the answer depends on the release alone.
+        a.splits = major >= 13;
         return;
       }
     }
@@ -170,7 +184,8 @@ std::string nvjitlink_path() { return api().path; }
 
 std::string nvlink_identity() {
   const Api& a = api();
-  return (a.error.empty() ? a.fingerprint + " (" + a.path + ")" : "no nvJitLink: " + a.error) +
+  return (a.error.empty() ? a.fingerprint + " (" + a.path + ", " + a.identity + ")"
+                          : "no nvJitLink: " + a.error) +
          "; " + cuda_device_runtime_fingerprint();
 }
 
@@ -275,44 +290,6 @@ Result<std::string> link_inputs(const Api& a, const std::vector<NvInput>& inputs
   return cubin;
 }
 
-// A PTX module's leading lines: its .version, .target and .address_size,
-// with the blank and comment lines among them.
-std::string ptx_header(const std::string& ptx) {
-  size_t at = 0;
-  while (at < ptx.size()) {
-    size_t end = ptx.find('\n', at);
-    end = end == std::string::npos ? ptx.size() : end + 1;
-    size_t i = ptx.find_first_not_of(" \t\r", at);
-    std::string_view line(ptx.data() + std::min(i, end), end - std::min(i, end));
-    bool header = line.empty() || line[0] == '\n' || line.rfind("//", 0) == 0 ||
-                  line.rfind(".version", 0) == 0 || line.rfind(".target", 0) == 0 ||
-                  line.rfind(".address_size", 0) == 0;
-    if (!header)
-      break;
-    at = end;
-  }
-  return ptx.substr(0, at);
-}
-
-// Whether this nvJitLink's ptxas takes --split-compile, asked once per
-// process by assembling a one-kernel module under the header of the module
-// at hand, with and without it. Only a yes or a no is remembered (a header
-// this nvJitLink refuses says neither), so the answer, and with it every
-// image's bytes, depends on the toolkit alone, never on which link came first.
-bool splits(const Api& a, const std::string& arch, const std::string& some_ptx) {
-  static std::atomic<int> known{0}; // 1 yes, -1 no
-  if (int k = known.load(std::memory_order_acquire))
-    return k > 0;
-  std::string probe = ptx_header(some_ptx) + "\n.visible .entry kiln_split_probe()\n{\n\tret;\n}\n";
-  if (link_inputs(a, {{"split probe", probe, true}}, arch, false, 2)) {
-    known.store(1, std::memory_order_release);
-    return true;
-  }
-  if (link_inputs(a, {{"split probe", probe, true}}, arch, false, 1))
-    known.store(-1, std::memory_order_release);
-  return false;
-}
-
 } // namespace
 
 int nv_assembly_parts(const std::vector<NvInput>& inputs) {
@@ -341,11 +318,8 @@ Result<std::string> nvjitlink_cubin(const std::vector<NvInput>& inputs, const st
   for (const NvInput& in : inputs)
     if (in.ptx)
       ptx.push_back(&in.bytes);
-  // In parts where this nvJitLink's ptxas can split (CUDA 13's can; an
-  // older one that cannot assembles in one).
-  int parts = nv_assembly_parts(inputs);
-  if (parts > 1 && !splits(a, arch, *ptx.front()))
-    parts = 1;
+  // In parts where this nvJitLink's ptxas splits (13 and later).
+  const int parts = a.splits ? nv_assembly_parts(inputs) : 1;
   if (merge && ptx.size() > 1) {
     if (auto merged = merge_ptx(ptx)) {
       // The merged module where the first PTX input was: the other inputs

@@ -39,8 +39,9 @@ Result<std::string> nvjitlink_fingerprint();
 std::string nvjitlink_path();
 
 /// What links an NVIDIA image in this process, in one string: nvJitLink's
-/// version and file (or why there is none) and the device runtime's
-/// fingerprint. A process that links on another's behalf (a code
+/// version and file (its absolute path, size, modification time and inode,
+/// so that a library patched in place differs), or why there is none, and
+/// the device runtime's fingerprint (a hash of its bytes). A process that links on another's behalf (a code
 /// generation worker) links only when its identity is the same, so that an
 /// image is made by exactly the tools its key names.
 std::string nvlink_identity();
@@ -49,9 +50,9 @@ std::string nvlink_identity();
 /// (`--split-compile`, each part on a thread of its own): one per 16 kernels
 /// (`.entry` definitions) of their PTX, at most 8. ptxas's output depends on
 /// that count, so it follows from the inputs and never from a thread count:
-/// the same inputs give the same cubin at any -j, on any machine. An
-/// nvJitLink whose ptxas has no --split-compile (asked once per process, of
-/// a one-kernel module) assembles in one part.
+/// the same inputs give the same cubin at any -j, on any machine. Releases of
+/// nvJitLink before 13 (whose ptxas may lack the option) assemble in one
+/// part whatever this says.
 int nv_assembly_parts(const std::vector<NvInput>& inputs);
 
 /// Links the inputs for `arch` ("sm_90"), and the CUDA device runtime as a

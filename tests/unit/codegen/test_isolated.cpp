@@ -590,3 +590,25 @@ TEST_CASE("compile_job_isolated: a worker takes NVIDIA's toolchain when the firs
   CHECK(after.idle_pids == before.idle_pids);
   codegen::stop_idle_workers();
 }
+
+TEST_CASE("kiln-codegen-worker: a worker's toolchain grows only by NVIDIA's settings, all at once") {
+  using codegen::worker::toolchain_extends;
+  codegen::worker::Toolchain rocm = {{"KILN_ROCM_DEVICE_LIBS", "/opt/rocm/amdgcn/bitcode"}};
+  codegen::worker::Toolchain with_nv = rocm;
+  with_nv.push_back({"KILN_PTXAS", "nvjitlink"});
+  with_nv.push_back({"KILN_NVJITLINK", "/usr/local/cuda/lib64/libnvJitLink.so.13"});
+  CHECK(toolchain_extends(rocm, rocm));
+  CHECK(toolchain_extends({}, {}));
+  CHECK(toolchain_extends(rocm, with_nv));
+  CHECK(toolchain_extends({}, {{"KILN_PTXAS", "nvjitlink"}}));
+  // Anything else is another toolchain: the worker is replaced.
+  CHECK_FALSE(toolchain_extends(with_nv, rocm));
+  CHECK_FALSE(toolchain_extends({}, rocm));
+  CHECK_FALSE(toolchain_extends(rocm, {{"KILN_ROCM_DEVICE_LIBS", "/elsewhere"}}));
+  codegen::worker::Toolchain more_nv = with_nv;
+  more_nv.push_back({"KILN_CUDADEVRT", "/usr/local/cuda/lib64/libcudadevrt.a"});
+  CHECK_FALSE(toolchain_extends(with_nv, more_nv));
+  codegen::worker::Toolchain other_nv = rocm;
+  other_nv.push_back({"KILN_PTXAS", "/usr/local/cuda/bin/ptxas"});
+  CHECK_FALSE(toolchain_extends(with_nv, other_nv));
+}

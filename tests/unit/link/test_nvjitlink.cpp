@@ -6,12 +6,15 @@
 #include "codegen/ptxas.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"
+#include "fixtures/files.hpp"
 #include "fixtures/process.hpp"
 #include "fixtures/worker.hpp"
 #include "link/nvjitlink.h"
 #include "support/fault.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <thread>
@@ -262,7 +265,8 @@ TEST_CASE("nvJitLink: a module of many kernels is assembled in parts that follow
   std::vector<link::NvInput> two = {{"a", many_kernels_ptx(0, 20), true},
                                     {"b", many_kernels_ptx(20, 20), true}};
   CHECK(nv_assembly_parts(two) == 2);
-  std::string others = many_kernels_ptx(0, 16) + ".func f()\n{\n ret;\n}\n// .entry k\n" +
+  // 31 kernels: one more counted would make two parts.
+  std::string others = many_kernels_ptx(0, 31) + ".func f()\n{\n ret;\n}\n// .entry k\n" +
                        "\t// .visible .entry k\n.visible .entryx y\n";
   CHECK(nv_assembly_parts({{"c", others, true}}) == 1);
   CHECK(nv_assembly_parts({{"cubin", many_kernels_ptx(0, 40), false}}) == 1);
@@ -357,4 +361,47 @@ TEST_CASE("kiln-codegen-worker: links an NVIDIA image only with the nvJitLink it
     }
     w.finish();
   }
+}
+
+// Run in a child whose device runtime is a copy: the copy changes on disk
+// after this process read it, so a new worker, told the same file, reads
+// other bytes than the image's key names.
+TEST_CASE("nvJitLink in a worker: a worker that finds other tools declines and the link is made "
+          "here") {
+  if (!have_nvjitlink())
+    return;
+  const char* name = "nvJitLink in a worker: a worker that finds other tools declines and the "
+                     "link is made here";
+  if (child_role() != "changed-devrt") {
+    std::string devrt = link::cuda_device_runtime_path();
+    if (devrt.empty()) {
+      MESSAGE("skipped: no libcudadevrt to copy");
+      return;
+    }
+    TempDir dir = temp_dir("kiln-devrt-test");
+    std::string copy = dir.path() + "/libcudadevrt.a";
+    std::filesystem::copy_file(devrt, copy);
+    check_child(run_child(name, "changed-devrt", {"KILN_CUDADEVRT=" + copy}));
+    return;
+  }
+  child_ran();
+  std::string copy = std::getenv("KILN_CUDADEVRT");
+  REQUIRE(link::cuda_device_runtime_path() == copy);
+  std::vector<link::NvInput> in = cycle_ptx();
+  auto here = link::nvjitlink_cubin(in, "sm_90");
+  REQUIRE(here);
+  std::string identity = link::nvlink_identity(); // reads and hashes the copy
+  {
+    std::ofstream out(copy, std::ios::binary | std::ios::app);
+    out << "changed";
+  }
+  codegen::stop_idle_workers();
+  codegen::WorkerPoolStats before = codegen::worker_pool_stats();
+  auto there = codegen::nvlink_isolated(in, "sm_90", false);
+  INFO((there ? std::string() : there.error().message));
+  REQUIRE(there);
+  CHECK(*there == *here);
+  CHECK(codegen::worker_pool_stats().links_declined == before.links_declined + 1);
+  CHECK(link::nvlink_identity() == identity); // this process keeps what it read
+  codegen::stop_idle_workers();
 }

@@ -247,11 +247,13 @@ Result<std::optional<Hash128>> Store::read_closure_head(const Hash128& key, Clos
 
 Status Store::read_member_rows(const std::optional<Hash128>& set, const ClosureRecord& closure,
                                std::vector<ClosureMember>& out) {
-  KILN_TRY_ASSIGN(
-      auto s, prepare("SELECT m.symbol, m.job_key, j.entry FROM member_sets m JOIN jobs j ON "
-                      "j.key = m.job_key WHERE m.set_key = ?1 ORDER BY m.symbol"));
-  KILN_TRY_ASSIGN(auto lone, prepare("SELECT symbol, key, entry FROM jobs WHERE key = ?1"));
-  Bound b(set ? s : lone);
+  // Only the statement this closure needs is prepared: a fresh loading
+  // connection pays for each one it prepares.
+  KILN_TRY_ASSIGN(auto s, set ? prepare("SELECT m.symbol, m.job_key, j.entry FROM member_sets m "
+                                        "JOIN jobs j ON j.key = m.job_key WHERE m.set_key = ?1 "
+                                        "ORDER BY m.symbol")
+                              : prepare("SELECT symbol, key, entry FROM jobs WHERE key = ?1"));
+  Bound b(s);
   if (set)
     b.key(1, *set);
   else

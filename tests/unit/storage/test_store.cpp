@@ -7,6 +7,7 @@
 #include "storage/local/store.h"
 
 #include "fixtures/cache.hpp"
+#include "fixtures/process.hpp"
 #include "fixtures/zstd_bomb.hpp"
 #include "storage/bundle.h"
 #include "storage/local/transfer.h"
@@ -1830,4 +1831,40 @@ TEST_CASE("a stored blob whose raw_size and frame claim more than they hold is r
   }
   // The neighbours still read back.
   CHECK(*c.store->get_artifact(consistent_job("e2").key, "obj") == alike_blob(2));
+}
+
+// SQLite's memory statistics are a process setting: Kiln turns them off
+// where it starts SQLite, and leaves a program's own settings where the
+// program started SQLite first (README, "Embedding Kiln").
+TEST_CASE("SQLite memory statistics: off where Kiln starts SQLite and the program's own "
+          "where it started SQLite first") {
+  const char* name = "SQLite memory statistics: off where Kiln starts SQLite and the program's "
+                     "own where it started SQLite first";
+  std::string role = child_role();
+  if (role.empty()) {
+    check_child(run_child(name, "kiln-first"));
+    check_child(run_child(name, "program-first"));
+    return;
+  }
+  child_ran();
+  if (role == "program-first") {
+    REQUIRE(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 1) == SQLITE_OK);
+    REQUIRE(sqlite3_initialize() == SQLITE_OK);
+  }
+  TempDir dir = temp_dir("kiln-cache-test");
+  {
+    auto store = Store::open(cache_file(dir));
+    REQUIRE(store);
+    CHECK((*store)->stats());
+  }
+  // The program's own database, after Kiln's: counted only with statistics.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(":memory:", &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES (1)", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  if (role == "kiln-first")
+    CHECK(sqlite3_memory_used() == 0);
+  else
+    CHECK(sqlite3_memory_used() > 0);
+  sqlite3_close(db);
 }

@@ -231,6 +231,18 @@ class Harness:
                      f"cold {r['cold_ms']:.1f} ms, first load after open {first * 1e3:.0f} us; "
                      f"200 more: median {med * 1e3:.0f} us ({r['cold_ms'] / med:.0f}x), best "
                      f"{best * 1e3:.0f} us ({r['cold_ms'] / best:.0f}x)")
+        # A warm load beside the floor of any load: the same image dlopened
+        # from a file, as often, in the same process.
+        for name, r in res.items():
+            if not r.get("dlopen_ms"):
+                continue
+            ratio = r["warm_load_ms"] / r["dlopen_ms"]
+            self.row(1, f"warm load vs dlopen of the same image, in process: {name}", ratio,
+                     "x", "<= 1.5x", ratio <= 1.5,
+                     f"kiln_image_load median {r['warm_load_ms'] * 1e3:.0f} us (best "
+                     f"{r['warm_load_best_ms'] * 1e3:.0f}), dlopen of the image as a file median "
+                     f"{r['dlopen_ms'] * 1e3:.0f} us (best {r['dlopen_best_ms'] * 1e3:.0f}); "
+                     f"200 of each, every image released or closed before the next")
         for name, r in res.items():
             ratio = r["cold_proc_ms"] / r["warm_proc_ms"]
             self.row(1, f"warm load vs cold compile, fresh process: {name}", ratio, "x",

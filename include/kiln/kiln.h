@@ -53,7 +53,8 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
 /** 1 if the cache was opened read-only (asked for, or not writable). */
 int kiln_cache_read_only(kiln_cache* cache);
 
-/** Closes a cache. Images loaded from it stay valid after the close. */
+/** Closes a cache (and the memory files of the host images it kept for
+ *  loading again). Images loaded from it stay valid after the close. */
 void kiln_cache_close(kiln_cache* cache);
 
 /** Verifies the whole cache: every stored blob against its checksum, every
@@ -81,6 +82,10 @@ kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems);
  *  On CPUs: a name whose latest precompile was another machine's, for
  *  features this CPU lacks, loads this CPU's build of the same source where
  *  the cache holds one.
+ *  A handle keeps the host images it loaded last (at most 8, and 64 MiB, in
+ *  sealed memory files: one descriptor each) and loads one of them again
+ *  without reading the cache while nothing has changed the cache file since.
+ *  Every load is an object of its own, with its own globals.
  *  On success *out owns the image; release it with kiln_image_release. */
 kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
                             kiln_image** out);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/module.h"
+#include "runtime/warm.h"
 #include "storage/storage.h"
 
 #include <memory>
@@ -30,6 +31,10 @@ struct kiln_cache {
                    const kiln::Hash128* image_of = nullptr);
   void flush_usage();
   ~kiln_cache() { flush_usage(); }
+
+  /// The host images it loaded last, loaded again without a read while the
+  /// file is unchanged (runtime/warm.h).
+  kiln::runtime::WarmImages warm;
 };
 
 struct kiln_image {

@@ -4,7 +4,9 @@
 #include "core/target.h"
 #include "image/image.h"
 #include "runtime/backends.h"
+#include "runtime/host/host_loader.h"
 #include "runtime/host/host_select.h"
+#include "runtime/warm.h"
 #include "support/hash.h"
 
 #include <algorithm>
@@ -105,6 +107,26 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     return make_error(Code::invalid_argument, "empty root name");
   storage::Storage& storage = *cache.storage;
   storage::Store& store = storage.local();
+  // A host image this handle loaded last, while the file is as it was then:
+  // loaded again from its sealed memory file, with nothing read. The stamp
+  // is taken before any read, so an image kept below is tagged with a state
+  // no newer than the one it was read from.
+  std::string warm_name(name), warm_target(target_arg);
+  Result<storage::DataStamp> stamp = store.data_stamp();
+  if (stamp)
+    if (auto warm = cache.warm.find(warm_name, warm_target, *stamp)) {
+      auto img = std::make_unique<kiln_image>();
+      // Not loaded (an image of that file is still loaded): read as below.
+      if (auto mod = warm->file->load(warm->closure, img->symbols); mod && *mod) {
+        img->module = mod.take();
+        img->closure = warm->closure.key;
+        img->target = warm->target;
+        cache.warm.served();
+        cache.record_load(warm->closure.key, false,
+                          warm->served_by ? &*warm->served_by : nullptr);
+        return img;
+      }
+    }
   std::string target;
   if (target_arg.empty()) {
     KILN_TRY_ASSIGN(auto t, choose_target(store, name));
@@ -196,8 +218,25 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   auto img = std::make_unique<kiln_image>();
   img->closure = key;
   img->target = target;
-  KILN_TRY_ASSIGN(auto mod, backend.load(*bytes, *closure, img->symbols));
-  img->module = std::move(mod);
+  if (backend.kind == core::TargetKind::host) {
+    // The host backend's load, with its memory file kept for the next one.
+    KILN_TRY_ASSIGN(auto file, HostImageFile::make(*bytes, "image of closure " + key.hex()));
+    KILN_TRY_ASSIGN(auto mod, file->load(*closure, img->symbols));
+    if (!mod)
+      return make_error(Code::internal, "the dynamic loader took " + file->what() +
+                                            ", in a new memory file, for an object already "
+                                            "loaded");
+    img->module = std::move(mod);
+    if (stamp)
+      cache.warm.keep(warm_name, warm_target, *stamp,
+                      std::make_shared<const WarmImage>(WarmImage{
+                          target, *closure,
+                          served_by ? std::optional<Hash128>(*served_by) : std::nullopt,
+                          std::move(file)}));
+  } else {
+    KILN_TRY_ASSIGN(auto mod, backend.load(*bytes, *closure, img->symbols));
+    img->module = std::move(mod);
+  }
   cache.record_load(key, linked, served_by);
   return img;
 }

@@ -6,6 +6,8 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -44,7 +46,8 @@ private:
 // "/proc/self/fd/N" alone would alias once fd N is closed and reused. The
 // load number is spelled into the directory part ("/." for a 0 bit,
 // "/fd/.." for a 1 bit: both lead back to /proc/self), so the descriptor can
-// be closed as soon as the object is mapped: no descriptor per image.
+// be closed as soon as the object is mapped: no descriptor per image, except
+// the few a handle keeps for its warm images (runtime/warm.h).
 std::string unique_fd_path(int fd) {
   static std::atomic<uint64_t> loads{0};
   uint64_t n = loads.fetch_add(1) + 1;
@@ -75,42 +78,66 @@ Status validate_elf(const std::string& b, const std::string& what) {
 
 } // namespace
 
-Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
-                                                      const core::ClosureRecord& closure,
-                                                      SymbolMap& symbols) {
-  std::string what = "image of closure " + closure.key.hex();
+Result<std::shared_ptr<HostImageFile>> HostImageFile::make(const std::string& bytes,
+                                                           const std::string& what) {
   // check_image ran when the image was stored or linked; this guards dlopen itself.
   KILN_TRY(validate_elf(bytes, what));
-  int fd = ::memfd_create("kiln-image", MFD_CLOEXEC);
+  int fd = ::memfd_create("kiln-image", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     return make_error(Code::unavailable, "memfd_create failed: " + host_errno_text(errno));
+  std::shared_ptr<HostImageFile> file(new HostImageFile(fd, bytes.size(), what));
   size_t off = 0;
   while (off < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0) {
-      int err = errno; // before close() can change it
-      ::close(fd);
+    if (n <= 0)
       return make_error(Code::internal,
-                        "cannot write the image to memory: " + host_errno_text(err));
-    }
+                        "cannot write the image to memory: " + host_errno_text(errno));
     off += size_t(n);
   }
-  std::string path = unique_fd_path(fd);
+  if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+    return make_error(Code::internal, "cannot seal the image's memory file: " +
+                                          host_errno_text(errno));
+  return file;
+}
+
+HostImageFile::~HostImageFile() { ::close(fd_); }
+
+Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRecord& closure,
+                                                          SymbolMap& symbols) const {
+  std::string path = unique_fd_path(fd_);
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd); // mapped now (or failed): the mapping keeps the memory
   if (!handle)
-    return make_error(Code::corrupt, "dlopen of " + what + " failed: " + host_dl_error());
+    return make_error(Code::corrupt, "dlopen of " + what_ + " failed: " + host_dl_error());
   auto mod = std::make_unique<HostModule>(handle);
+  // The C library takes a file it has loaded already (the same device and
+  // inode) for the object loaded from it, under that object's path: an
+  // image of this file still loaded, or one its loader keeps.
+  link_map* lm = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name || path != lm->l_name)
+    return std::unique_ptr<LoadedModule>();
   for (const core::ClosureMember& m : closure.members) {
     void* p = ::dlsym(handle, m.symbol.c_str());
     if (!p)
-      return make_error(Code::corrupt, what + " lacks symbol " + m.symbol + " (entry " + m.entry +
-                                           ", job " + m.job.hex() + ")");
+      return make_error(Code::corrupt, what_ + " lacks symbol " + m.symbol + " (entry " +
+                                           m.entry + ", job " + m.job.hex() + ")");
     symbols.emplace(m.entry, p);
   }
   return std::unique_ptr<LoadedModule>(std::move(mod));
+}
+
+Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
+                                                      const core::ClosureRecord& closure,
+                                                      SymbolMap& symbols) {
+  KILN_TRY_ASSIGN(auto file,
+                  HostImageFile::make(bytes, "image of closure " + closure.key.hex()));
+  // A new file is no other object's: never taken for one.
+  KILN_TRY_ASSIGN(auto mod, file->load(closure, symbols));
+  if (!mod)
+    return make_error(Code::internal, "the dynamic loader took " + file->what() +
+                                          ", in a new memory file, for an object already loaded");
+  return mod; // the mapping keeps the memory; the descriptor closes with `file`
 }
 
 } // namespace kiln::runtime

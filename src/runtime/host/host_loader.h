@@ -18,10 +18,42 @@
 
 namespace kiln::runtime {
 
-/// Checks that `bytes` is a 64-bit little-endian ELF shared object for this
-/// machine (corrupt otherwise: the cache is not trusted), loads it from an
-/// anonymous memory file and fills `symbols` with every member's address
-/// by entry name.
+/// A checked host image in an anonymous memory file, sealed: its bytes can
+/// no longer change, through this descriptor or any other, so it can be
+/// loaded again without being written again. Owns the descriptor.
+class HostImageFile {
+public:
+  /// Checks that `bytes` is a 64-bit little-endian ELF shared object for
+  /// this machine (corrupt otherwise: the cache is not trusted) and writes
+  /// it to a new sealed memory file. `what` names the image in errors.
+  static Result<std::shared_ptr<HostImageFile>> make(const std::string& bytes,
+                                                     const std::string& what);
+  ~HostImageFile();
+  HostImageFile(const HostImageFile&) = delete;
+  HostImageFile& operator=(const HostImageFile&) = delete;
+  size_t size() const { return size_; }
+  const std::string& what() const { return what_; }
+  int fd() const { return fd_; }
+
+  /// Loads the image as a new object and fills `symbols` with every
+  /// member's address by entry name. nullptr, and nothing loaded, when the
+  /// dynamic loader would give back an object already loaded from this file
+  /// (an image still loaded from it): every load is an object of its own,
+  /// with its own globals, so the caller then writes the bytes to a new
+  /// file.
+  Result<std::unique_ptr<LoadedModule>> load(const core::ClosureRecord& closure,
+                                             SymbolMap& symbols) const;
+
+private:
+  HostImageFile(int fd, size_t size, std::string what)
+      : fd_(fd), size_(size), what_(std::move(what)) {}
+  int fd_;
+  size_t size_;
+  std::string what_;
+};
+
+/// Loads `bytes` (checked as HostImageFile::make checks them) from a memory
+/// file of its own, closed once the image is mapped, and fills `symbols`.
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
                                                       SymbolMap& symbols);

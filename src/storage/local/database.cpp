@@ -656,6 +656,7 @@ Result<bool> Database::refresh() {
   if (!network_fs_kind(path_).empty())
     KILN_TRY(exec("PRAGMA mmap_size=0"));
   KILN_TRY(exec("PRAGMA foreign_keys=ON"));
+  ++reconnects_;
   if (on_reconnect_)
     on_reconnect_();
   if (id != file_id_) {
@@ -858,6 +859,14 @@ Status Database::read_transaction(const std::function<Status()>& body) {
     if (auto again = refresh(); again && *again)
       return read_transaction(body);
   return s;
+}
+
+Result<DataStamp> Database::stamp() {
+  KILN_TRY(refresh());
+  // data_version is read in a read transaction of its own, which is where
+  // SQLite notices another connection's commit (the WAL index moved).
+  KILN_TRY_ASSIGN(int64_t version, count("PRAGMA data_version"));
+  return DataStamp{version, sqlite3_total_changes64(db_), reconnects_};
 }
 
 Result<int64_t> Database::count(const char* sql) {

@@ -37,6 +37,16 @@ enum class OpenMode {
   read_only,  ///< never writes, never creates
 };
 
+/// What a connection sees of the file, in three counters: equal stamps mean
+/// that nothing was committed to the file in between, by another connection
+/// or by this one, and that the connection was not reopened.
+struct DataStamp {
+  int64_t version = -1;  ///< PRAGMA data_version: other connections' commits
+  int64_t changes = -1;  ///< rows this connection inserted, changed or deleted
+  int64_t reconnects = -1;
+  bool operator==(const DataStamp&) const = default;
+};
+
 /// One connection. Not thread-safe: its owner (Store) serialises calls.
 class Database {
 public:
@@ -73,6 +83,9 @@ public:
   /// appeared, the file was replaced) reconnects, unless a statement is
   /// stepping; true if it did. Outside transactions.
   Result<bool> refresh();
+  /// The file as this connection sees it now (an immutable reader refreshed
+  /// first). Outside transactions.
+  Result<DataStamp> stamp();
   /// Called after refresh() reconnects: what was read through the old
   /// connection (dictionaries) is read again.
   void on_reconnect(std::function<void()> f) { on_reconnect_ = std::move(f); }
@@ -104,6 +117,7 @@ private:
   bool migrated_ = false;  ///< this connection created or migrated the schema
   bool wal_ = false;       ///< in WAL mode (not on a network file system)
   bool immutable_ = false; ///< read-only without locks: the file alone, watched
+  int64_t reconnects_ = 0; ///< refresh() reconnections, for stamp()
   FileStamp watch_[3];     ///< immutable: the file, -wal and -shm when connected
   std::string read_only_reason_;
   std::function<void()> on_reconnect_;

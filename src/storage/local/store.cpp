@@ -31,6 +31,11 @@ Store::~Store() {
 
 Error Store::read_only_error(const std::string& what) const { return db_->read_only_error(what); }
 
+Result<DataStamp> Store::data_stamp() {
+  std::lock_guard lock(mu_);
+  return db_->stamp();
+}
+
 void Store::defer_checkpoint() {
   std::lock_guard lock(mu_);
   db_->defer_checkpoint();

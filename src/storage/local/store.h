@@ -86,6 +86,10 @@ public:
   const std::string& read_only_reason() const { return db_->read_only_reason(); }
   /// The error a write to a read-only cache gets.
   Error read_only_error(const std::string& what) const;
+  /// The file as this connection sees it now: two equal stamps mean every
+  /// read made between them gives what it gave then (a handle's warm
+  /// images are kept while it holds: runtime/warm.h).
+  Result<DataStamp> data_stamp();
 
   /// For a process that mostly reads (the loader): closing does not
   /// checkpoint the WAL and pay its fsyncs; the next writer's checkpoint, or

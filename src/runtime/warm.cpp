@@ -24,7 +24,7 @@ void WarmImages::keep(const std::string& name, const std::string& target,
                       const storage::DataStamp& read_at, std::shared_ptr<const WarmImage> image) {
   size_t size = image->file->size();
   std::lock_guard lock(mu_);
-  if (!(stamp_ == read_at) || size > kMaxBytes)
+  if (!(stamp_ == read_at) || size > kMaxBytes || !image->file->sealed())
     return;
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
     if (it->name == name && it->target == target) {

@@ -9,9 +9,14 @@
 // connection's commit, one of the handle's own writes, a reconnection).
 // An image whose CPU check passed once passes again in this process.
 //
-// Bounded: at most kMaxImages files (one descriptor each) and kMaxBytes of
-// memory, the least recently loaded going first; all closed with the
-// handle.
+// Only sealed files are kept: bytes nothing can change. Bounded: at most
+// kMaxImages files (one descriptor each) and kMaxBytes of memory, the least
+// recently loaded going first; all closed with the handle.
+//
+// A reader that cannot write the WAL's -shm file (another user's cache,
+// read through its side files) sees data_version move at every read: its
+// set is emptied at each load and serves nothing, which is slower, never
+// wrong.
 #pragma once
 
 #include "core/records.h"

@@ -83,6 +83,8 @@ Result<std::shared_ptr<HostImageFile>> HostImageFile::make(const std::string& by
   // check_image ran when the image was stored or linked; this guards dlopen itself.
   KILN_TRY(validate_elf(bytes, what));
   int fd = ::memfd_create("kiln-image", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 && errno == EINVAL)
+    fd = ::memfd_create("kiln-image", MFD_CLOEXEC); // no sealing here: not kept
   if (fd < 0)
     return make_error(Code::unavailable, "memfd_create failed: " + host_errno_text(errno));
   std::shared_ptr<HostImageFile> file(new HostImageFile(fd, bytes.size(), what));
@@ -96,9 +98,10 @@ Result<std::shared_ptr<HostImageFile>> HostImageFile::make(const std::string& by
                         "cannot write the image to memory: " + host_errno_text(errno));
     off += size_t(n);
   }
-  if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-    return make_error(Code::internal, "cannot seal the image's memory file: " +
-                                          host_errno_text(errno));
+  // Unsealed (refused by the system), the file serves this load and is not
+  // kept: only bytes nothing can change are loaded again.
+  file->sealed_ =
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
   return file;
 }
 

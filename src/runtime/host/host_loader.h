@@ -25,7 +25,9 @@ class HostImageFile {
 public:
   /// Checks that `bytes` is a 64-bit little-endian ELF shared object for
   /// this machine (corrupt otherwise: the cache is not trusted) and writes
-  /// it to a new sealed memory file. `what` names the image in errors.
+  /// it to a new memory file, sealed where the system allows it (a sandbox
+  /// may refuse seals: the file then serves this load only). `what` names
+  /// the image in errors.
   static Result<std::shared_ptr<HostImageFile>> make(const std::string& bytes,
                                                      const std::string& what);
   ~HostImageFile();
@@ -34,6 +36,8 @@ public:
   size_t size() const { return size_; }
   const std::string& what() const { return what_; }
   int fd() const { return fd_; }
+  /// Whether its bytes can no longer change: only a sealed file is kept.
+  bool sealed() const { return sealed_; }
 
   /// Loads the image as a new object and fills `symbols` with every
   /// member's address by entry name. nullptr, and nothing loaded, when the
@@ -50,6 +54,7 @@ private:
   int fd_;
   size_t size_;
   std::string what_;
+  bool sealed_ = false;
 };
 
 /// Loads `bytes` (checked as HostImageFile::make checks them) from a memory

@@ -653,10 +653,10 @@ Result<bool> Database::refresh() {
     return c.error();
   }
   sqlite3_close_v2(old);
+  ++reconnects_; // counted even if a setting below fails: the file may be another one
   if (!network_fs_kind(path_).empty())
     KILN_TRY(exec("PRAGMA mmap_size=0"));
   KILN_TRY(exec("PRAGMA foreign_keys=ON"));
-  ++reconnects_;
   if (on_reconnect_)
     on_reconnect_();
   if (id != file_id_) {

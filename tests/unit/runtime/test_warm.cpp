@@ -11,11 +11,14 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <fcntl.h>
 #include <filesystem>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -173,6 +176,18 @@ TEST_CASE("warm images: at most kMaxImages memory files, all closed with the han
   CHECK_FALSE(set.find("root0", "", now));
   CHECK_FALSE(set.find("root1", "", now));
   CHECK(set.find("root2", "", now));
+  // Larger than the whole budget: not kept (the image's own bytes, then
+  // padding: still a well-formed header).
+  {
+    auto big = runtime::HostImageFile::make(elf + std::string(runtime::WarmImages::kMaxBytes, '\0'),
+                                            "big image");
+    REQUIRE(big);
+    set.keep("big", "", now,
+             std::make_shared<const runtime::WarmImage>(
+                 runtime::WarmImage{"host", {}, std::nullopt, big.take()}));
+    CHECK_FALSE(set.find("big", "", now));
+    CHECK(set.size() == runtime::WarmImages::kMaxImages);
+  }
   // Kept under an older stamp: dropped.
   set.keep("late", "", storage::DataStamp{0, 0, 0},
            std::make_shared<const runtime::WarmImage>(runtime::WarmImage{
@@ -197,8 +212,43 @@ TEST_CASE("warm images: a kept memory file is sealed") {
   REQUIRE(file);
   // No write, no resize reaches the bytes.
   int fd = (*file)->fd();
-  CHECK(::fcntl(fd, F_GET_SEALS) ==
-        (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
+  // (The kernel may add seals of its own, F_SEAL_EXEC with vm.memfd_noexec.)
+  int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+  CHECK((*file)->sealed());
+  CHECK((::fcntl(fd, F_GET_SEALS) & want) == want);
   CHECK(::pwrite(fd, "x", 1, 0) < 0);
   CHECK(::ftruncate(fd, 0) < 0);
+}
+
+TEST_CASE("warm images: threads loading one root at once each get an object of their own") {
+  TestCache c = nested_cache("kiln-warm-threads");
+  kiln_cache* cache = open_ok(c.path());
+  CHECK(call_once(cache, "nest_a", 1) == 333); // kept
+  constexpr int kThreads = 4, kLoads = 50;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kLoads; ++i) {
+        kiln_image* a = nullptr;
+        kiln_image* b = nullptr;
+        void* fa = nullptr;
+        void* fb = nullptr;
+        // Two held at once: whichever is served from the kept file, the
+        // other is a new object.
+        if (kiln_image_load(cache, "nest_a", "host", &a) != KILN_OK ||
+            kiln_image_load(cache, "nest_a", "host", &b) != KILN_OK ||
+            kiln_image_lookup(a, "nest_a", &fa) != KILN_OK ||
+            kiln_image_lookup(b, "nest_a", &fb) != KILN_OK || fa == fb ||
+            reinterpret_cast<IntFn>(fa)(1) != 333 || reinterpret_cast<IntFn>(fb)(1) != 333)
+          ++wrong;
+        kiln_image_release(a);
+        kiln_image_release(b);
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  CHECK(wrong == 0);
+  CHECK(cache->warm.hits() > 0);
+  kiln_cache_close(cache);
 }

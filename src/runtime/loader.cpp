@@ -220,12 +220,8 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   img->target = target;
   if (backend.kind == core::TargetKind::host) {
     // The host backend's load, with its memory file kept for the next one.
-    KILN_TRY_ASSIGN(auto file, HostImageFile::make(*bytes, "image of closure " + key.hex()));
-    KILN_TRY_ASSIGN(auto mod, file->load(*closure, img->symbols));
-    if (!mod)
-      return make_error(Code::internal, "the dynamic loader took " + file->what() +
-                                            ", in a new memory file, for an object already "
-                                            "loaded");
+    std::shared_ptr<HostImageFile> file;
+    KILN_TRY_ASSIGN(auto mod, load_host_image(*bytes, *closure, img->symbols, &file));
     img->module = std::move(mod);
     if (stamp)
       cache.warm.keep(warm_name, warm_target, *stamp,

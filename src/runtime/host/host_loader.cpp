@@ -132,7 +132,8 @@ Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRec
 
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
-                                                      SymbolMap& symbols) {
+                                                      SymbolMap& symbols,
+                                                      std::shared_ptr<HostImageFile>* kept) {
   KILN_TRY_ASSIGN(auto file,
                   HostImageFile::make(bytes, "image of closure " + closure.key.hex()));
   // A new file is no other object's: never taken for one.
@@ -140,7 +141,15 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
   if (!mod)
     return make_error(Code::internal, "the dynamic loader took " + file->what() +
                                           ", in a new memory file, for an object already loaded");
-  return mod; // the mapping keeps the memory; the descriptor closes with `file`
+  if (kept)
+    *kept = std::move(file);
+  return mod; // the mapping keeps the memory; an unkept descriptor closes with `file`
+}
+
+Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
+                                                      const core::ClosureRecord& closure,
+                                                      SymbolMap& symbols) {
+  return load_host_image(bytes, closure, symbols, nullptr);
 }
 
 } // namespace kiln::runtime

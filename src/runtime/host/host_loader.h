@@ -58,7 +58,14 @@ private:
 };
 
 /// Loads `bytes` (checked as HostImageFile::make checks them) from a memory
-/// file of its own, closed once the image is mapped, and fills `symbols`.
+/// file of its own and fills `symbols`. The file is given to `kept` where
+/// one is passed (runtime/warm.h), else closed once the image is mapped.
+Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
+                                                      const core::ClosureRecord& closure,
+                                                      SymbolMap& symbols,
+                                                      std::shared_ptr<HostImageFile>* kept);
+
+/// load_host_image keeping nothing: the host backend's load.
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
                                                       SymbolMap& symbols);

@@ -120,6 +120,11 @@ Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRec
   link_map* lm = nullptr;
   if (::dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name || path != lm->l_name)
     return std::unique_ptr<LoadedModule>();
+  if (!offsets_.empty()) {
+    for (const auto& [entry, offset] : offsets_)
+      symbols.emplace(entry, reinterpret_cast<void*>(lm->l_addr + offset));
+    return std::unique_ptr<LoadedModule>(std::move(mod));
+  }
   for (const core::ClosureMember& m : closure.members) {
     void* p = ::dlsym(handle, m.symbol.c_str());
     if (!p)
@@ -128,6 +133,21 @@ Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRec
     symbols.emplace(m.entry, p);
   }
   return std::unique_ptr<LoadedModule>(std::move(mod));
+}
+
+void HostImageFile::remember(const SymbolMap& symbols, const LoadedModule& module) {
+  link_map* lm = nullptr;
+  if (::dlinfo(module.handle(), RTLD_DI_LINKMAP, &lm) != 0 || !lm)
+    return;
+  std::vector<std::pair<std::string, uintptr_t>> out;
+  for (const auto& [entry, p] : symbols) {
+    Dl_info info{};
+    if (!p || !::dladdr(p, &info) || info.dli_fbase != reinterpret_cast<void*>(lm->l_addr) ||
+        reinterpret_cast<uintptr_t>(p) < lm->l_addr)
+      return;
+    out.emplace_back(entry, reinterpret_cast<uintptr_t>(p) - lm->l_addr);
+  }
+  offsets_ = std::move(out);
 }
 
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
@@ -141,8 +161,10 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
   if (!mod)
     return make_error(Code::internal, "the dynamic loader took " + file->what() +
                                           ", in a new memory file, for an object already loaded");
-  if (kept)
+  if (kept) {
+    file->remember(symbols, *mod);
     *kept = std::move(file);
+  }
   return mod; // the mapping keeps the memory; an unkept descriptor closes with `file`
 }
 

@@ -13,8 +13,11 @@
 
 #include <kiln/result.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -44,9 +47,16 @@ public:
   /// dynamic loader would give back an object already loaded from this file
   /// (an image still loaded from it): every load is an object of its own,
   /// with its own globals, so the caller then writes the bytes to a new
-  /// file.
+  /// file. Once remember() has run, the members are not looked up again:
+  /// each lies where it lay in the first object, from the object's base.
   Result<std::unique_ptr<LoadedModule>> load(const core::ClosureRecord& closure,
                                              SymbolMap& symbols) const;
+  /// Records where `symbols` (a load of this file, `module`) lie from the
+  /// object's base, if every one lies inside the object (an IFUNC may give
+  /// an address in another library: then nothing is recorded). Before the
+  /// file is shared: not thread-safe.
+  void remember(const SymbolMap& symbols, const LoadedModule& module);
+  bool remembered() const { return !offsets_.empty(); }
 
 private:
   HostImageFile(int fd, size_t size, std::string what)
@@ -55,6 +65,7 @@ private:
   size_t size_;
   std::string what_;
   bool sealed_ = false;
+  std::vector<std::pair<std::string, uintptr_t>> offsets_; ///< entry → offset from the base
 };
 
 /// Loads `bytes` (checked as HostImageFile::make checks them) from a memory

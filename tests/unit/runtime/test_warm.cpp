@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <iterator>
@@ -251,4 +252,41 @@ TEST_CASE("warm images: threads loading one root at once each get an object of t
   CHECK(wrong == 0);
   CHECK(cache->warm.hits() > 0);
   kiln_cache_close(cache);
+}
+
+TEST_CASE("warm images: a kept file's next load finds each member where the first found it") {
+  TestCache c = empty_cache("kiln-warm-offsets");
+  c.report = precompile(data_request("nested.ll", {"nest_a"}), c.path());
+  auto store = open_store(c.path());
+  auto closure = store->get_closure(*parse_hash128(c.report.roots[0].closure));
+  REQUIRE(closure);
+  REQUIRE(closure->members.size() == 3);
+  auto bytes = store->get_image_any_linker(closure->key, core::image_arch("host"));
+  REQUIRE(bytes);
+  std::shared_ptr<runtime::HostImageFile> file;
+  runtime::SymbolMap first;
+  auto mod = runtime::load_host_image(*bytes, *closure, first, &file);
+  REQUIRE(mod);
+  REQUIRE(file);
+  CHECK(file->remembered());
+  REQUIRE(first.size() == 3);
+  // The first object still loaded: the file gives no second one.
+  runtime::SymbolMap none;
+  auto aliased = file->load(*closure, none);
+  REQUIRE(aliased);
+  CHECK_FALSE(*aliased);
+  CHECK(none.empty());
+  mod->reset();
+  // Unloaded: the next object's members, from its base, are the ones
+  // dlsym finds in it, and they run.
+  runtime::SymbolMap next;
+  auto again = file->load(*closure, next);
+  REQUIRE(again);
+  REQUIRE(*again);
+  REQUIRE(next.size() == 3);
+  for (const core::ClosureMember& m : closure->members) {
+    CAPTURE(m.entry);
+    CHECK(next.at(m.entry) == ::dlsym((*again)->handle(), m.symbol.c_str()));
+  }
+  CHECK(reinterpret_cast<IntFn>(next.at("nest_a"))(1) == 333);
 }

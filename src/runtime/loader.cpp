@@ -111,8 +111,11 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   // loaded again from its sealed memory file, with nothing read. The stamp
   // is taken before any read, so an image kept below is tagged with a state
   // no newer than the one it was read from.
+  // Only host images are kept: a load for a GPU target takes no stamp.
   std::string warm_name(name), warm_target(target_arg);
-  Result<storage::DataStamp> stamp = store.data_stamp();
+  Result<storage::DataStamp> stamp = make_error(Code::unavailable, "no warm images for GPUs");
+  if (core::target_kind(target_arg) == core::TargetKind::host)
+    stamp = store.data_stamp();
   if (stamp)
     if (auto warm = cache.warm.find(warm_name, warm_target, *stamp)) {
       auto img = std::make_unique<kiln_image>();

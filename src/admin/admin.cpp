@@ -3,12 +3,12 @@
 #include "image/export.h"
 #include "runtime/handles.h"
 #include "runtime/portable.h"
-#include "storage/local/catalog.h"
-#include "storage/local/gc.h"
-#include "storage/local/store.h"
-#include "storage/local/transfer.h"
-#include "storage/local/usage.h"
-#include "storage/local/verify.h"
+#include "storage/catalog.h"
+#include "storage/gc.h"
+#include "storage/records.h"
+#include "storage/transfer.h"
+#include "storage/usage.h"
+#include "storage/verify.h"
 #include "storage/signing.h"
 #include "support/units.h"
 
@@ -18,14 +18,14 @@ namespace kiln::admin {
 
 namespace {
 
-using storage::Store;
+using storage::Records;
 
-Store& store_of(const Cache& cache) { return cache.raw()->storage->local(); }
+Records& store_of(const Cache& cache) { return cache.raw()->storage->records(); }
 
 /// The store of a call that writes (`what`, as a read-only refusal names
 /// it): refused on a read-only cache, else it closes as a writer does.
-Result<Store*> writable(const Cache& cache, const std::string& what) {
-  Store& s = store_of(cache);
+Result<Records*> writable(const Cache& cache, const std::string& what) {
+  Records& s = store_of(cache);
   if (s.read_only())
     return s.read_only_error(what);
   s.end_deferral();
@@ -34,8 +34,8 @@ Result<Store*> writable(const Cache& cache, const std::string& what) {
 
 /// The store of a call that may write (an image linked and stored): it
 /// closes as a writer does unless it is read-only.
-Store& may_write(const Cache& cache) {
-  Store& s = store_of(cache);
+Records& may_write(const Cache& cache) {
+  Records& s = store_of(cache);
   if (!s.read_only())
     s.end_deferral();
   return s;
@@ -100,7 +100,7 @@ Portability portability_of(const runtime::PortabilityReport& r) {
 }
 
 /// A library's target when none is given: its first.
-Result<std::string> library_target(Store& s, const std::string& name, const std::string& target) {
+Result<std::string> library_target(Records& s, const std::string& name, const std::string& target) {
   if (!target.empty())
     return target;
   KILN_TRY_ASSIGN(auto libs, s.list_libraries(name));
@@ -167,7 +167,7 @@ Result<std::vector<Library>> libraries(const Cache& cache) {
 }
 
 Result<Library> library(const Cache& cache, const std::string& name, const std::string& target) {
-  Store& s = store_of(cache);
+  Records& s = store_of(cache);
   KILN_TRY_ASSIGN(std::string t, library_target(s, name, target));
   KILN_TRY_ASSIGN(auto lib, s.get_library(name, t));
   auto closure = s.get_closure(lib.closure);
@@ -188,7 +188,7 @@ Result<ExportedImage> export_image(const Cache& cache, const std::string& what,
 
 Result<ExportedImage> export_library_image(const Cache& cache, const std::string& name,
                                            const std::string& target, const std::string& path) {
-  Store& s = may_write(cache);
+  Records& s = may_write(cache);
   KILN_TRY_ASSIGN(std::string t, library_target(s, name, target));
   KILN_TRY_ASSIGN(auto e, image::export_library_image(s, name, t, path));
   return exported_of(e, path);
@@ -201,7 +201,7 @@ Result<std::string> dump(const Cache& cache, const std::string& job_key,
 
 Result<Stats> stats(const Cache& cache, bool zero_first) {
   cache.raw()->flush_usage(); // this handle's own loads count too
-  Store* s = &store_of(cache);
+  Records* s = &store_of(cache);
   if (zero_first) {
     KILN_TRY_ASSIGN(s, writable(cache, "run stats --zero"));
   }
@@ -242,7 +242,7 @@ Result<GcReport> gc(const Cache& cache, const GcOptions& options) {
   // Refused on a read-only cache before its arguments are read, a dry run
   // too: what it reports is what gc would do to this cache, which a
   // read-only handle cannot.
-  KILN_TRY_ASSIGN(Store * s, writable(cache, "run gc"));
+  KILN_TRY_ASSIGN(Records * s, writable(cache, "run gc"));
   KILN_TRY_ASSIGN(auto policy, storage::parse_gc_policy(options.max_size, options.older_than));
   policy.dry_run = options.dry_run;
   KILN_TRY_ASSIGN(auto rep, storage::collect_garbage(*s, policy));
@@ -265,7 +265,7 @@ Result<BundleSummary> export_bundle(const Cache& cache, const std::string& file,
 }
 
 Result<BundleSummary> import_bundle(const Cache& cache, const std::string& file) {
-  KILN_TRY_ASSIGN(Store * s, writable(cache, "run import"));
+  KILN_TRY_ASSIGN(Records * s, writable(cache, "run import"));
   KILN_TRY_ASSIGN(auto sum, storage::import_bundle(*s, file));
   return BundleSummary{file, sum.closures, sum.jobs, sum.images, sum.names, 0, false};
 }
@@ -293,7 +293,7 @@ Result<Explanation> explain(const Cache& cache, const std::string& key_a,
 }
 
 Result<Settings> settings(const Cache& cache) {
-  Store& s = store_of(cache);
+  Records& s = store_of(cache);
   KILN_TRY_ASSIGN(auto limit, storage::size_limit(s));
   KILN_TRY_ASSIGN(auto required, storage::signatures_required(s));
   return Settings{limit.bytes, limit.source, required.required, required.source};
@@ -301,7 +301,7 @@ Result<Settings> settings(const Cache& cache) {
 
 Result<Settings> set_setting(const Cache& cache, const std::string& name,
                              const std::string& value) {
-  Store* s = &store_of(cache);
+  Records* s = &store_of(cache);
   if (!value.empty()) {
     KILN_TRY_ASSIGN(s, writable(cache, "run config set"));
   }

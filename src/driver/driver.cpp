@@ -8,7 +8,7 @@
 // compiles only its share of the jobs.
 #include "driver/driver.h"
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
 #include "codegen/isolated.h"
@@ -95,7 +95,7 @@ struct Plan::Impl {
   class Run; ///< one run's phases
   JobReport report_of(const PlannedJob& j) const;
   core::JobRecord record_of(const PlannedJob& j) const;
-  Error must_hit_miss(storage::Store& store, const PlannedJob& j) const;
+  Error must_hit_miss(storage::Records& store, const PlannedJob& j) const;
 };
 
 Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& target,
@@ -249,7 +249,7 @@ core::JobRecord Plan::Impl::record_of(const PlannedJob& j) const {
 }
 
 // Must-hit mode's refusal: the job, and why the cache's nearest one differs.
-Error Plan::Impl::must_hit_miss(storage::Store& store, const PlannedJob& j) const {
+Error Plan::Impl::must_hit_miss(storage::Records& store, const PlannedJob& j) const {
   core::JobRecord wanted = record_of(j);
   auto cached = store.list_jobs();
   std::string why = cached ? core::describe_miss(wanted, core::explain_miss(wanted, *cached))
@@ -457,7 +457,7 @@ struct PendingRoot {
 class Plan::Impl::Run {
 public:
   Run(Impl& plan, storage::Storage& cache)
-      : p(plan), cache(cache), store(cache.local()),
+      : p(plan), cache(cache), store(cache.records()),
         parallel(plan.request.jobs ? plan.request.jobs
                                    : std::max(1u, std::thread::hardware_concurrency())),
         unit(memo::unit_of(plan.request)) {}
@@ -860,7 +860,7 @@ private:
 
   Impl& p;
   storage::Storage& cache;
-  storage::Store& store;
+  storage::Records& store;
   const unsigned parallel; ///< compile workers and linkers at once
   const std::string unit;  ///< the request's input names, for its roots' names
   std::string holder;      ///< this run's leases
@@ -886,7 +886,7 @@ namespace {
 
 // A plan run over an open cache, with the request's remote tier; the
 // request memoised when it has a key.
-Result<CompileReport> run_plan(Plan::Impl& impl, storage::Store& store,
+Result<CompileReport> run_plan(Plan::Impl& impl, storage::Records& store,
                                storage::remote::Remote remote, const std::optional<Hash128>& memo,
                                const std::vector<std::string>& toolchain_files) {
   // Nothing is compiled for a cache that cannot take it.
@@ -903,7 +903,7 @@ Result<CompileReport> run_plan(Plan::Impl& impl, storage::Store& store,
 
 } // namespace
 
-Result<CompileReport> compile_in(const CompileRequest& request, storage::Store& store) {
+Result<CompileReport> compile_in(const CompileRequest& request, storage::Records& store) {
   KILN_TRY_ASSIGN(auto remote,
                   storage::remote::configured(request.remote, request.remote_read_only));
   std::optional<Hash128> memo = memo::memo_key(request);
@@ -920,7 +920,7 @@ Result<CompileReport> compile_in(const CompileRequest& request, storage::Store& 
   return run_plan(PlanAccess::of(plan), store, std::move(remote), memo, plan.toolchain_files());
 }
 
-Result<CompileReport> run_in(Plan& plan, storage::Store& store) {
+Result<CompileReport> run_in(Plan& plan, storage::Records& store) {
   const CompileRequest& request = PlanAccess::of(plan).request;
   KILN_TRY_ASSIGN(auto remote,
                   storage::remote::configured(request.remote, request.remote_read_only));
@@ -943,7 +943,7 @@ Result<CompileReport> compile(const CompileRequest& request, const std::string& 
   codegen::prestart_workers(1);
   // The plan before the cache: bad input creates no cache.
   KILN_TRY_ASSIGN(auto plan, Plan::create(request));
-  KILN_TRY_ASSIGN(auto store, storage::Store::open(cache_path));
+  KILN_TRY_ASSIGN(auto store, storage::open_records(cache_path));
   return driver::run_plan(*plan.impl_, *store, std::move(remote), memo, plan.toolchain_files());
 }
 

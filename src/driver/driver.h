@@ -3,7 +3,7 @@
 // kiln::compile(request, path) opens the cache itself and comes here too.
 #pragma once
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/compiler.hpp>
 
@@ -13,9 +13,9 @@ namespace kiln::driver {
 /// plan run against `store` (with the request's remote tier, if any), then
 /// the request is memoised. `store` is not closed; a store opened by a
 /// loading process (Store::defer_checkpoint) is a writer's from here on.
-Result<CompileReport> compile_in(const CompileRequest& request, storage::Store& store);
+Result<CompileReport> compile_in(const CompileRequest& request, storage::Records& store);
 
 /// Plan::run over the caller's open cache, without the request memo.
-Result<CompileReport> run_in(Plan& plan, storage::Store& store);
+Result<CompileReport> run_in(Plan& plan, storage::Records& store);
 
 } // namespace kiln::driver

@@ -9,7 +9,7 @@ namespace kiln::image {
 
 namespace {
 
-Result<ExportedImage> write_image(storage::Store& store, const Hash128& key,
+Result<ExportedImage> write_image(storage::Records& store, const Hash128& key,
                                   const std::string& path) {
   // Renaming an image over the cache, or over its WAL, would destroy it.
   KILN_TRY(refuse_database_file(path, store.path(), "image destination"));
@@ -22,7 +22,7 @@ Result<ExportedImage> write_image(storage::Store& store, const Hash128& key,
 
 } // namespace
 
-Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
+Result<ExportedImage> export_image(storage::Records& store, const std::string& what,
                                    const std::string& target, const std::string& path) {
   // A closure key names itself and is never read as a name (as the loader).
   Hash128 key;
@@ -34,7 +34,7 @@ Result<ExportedImage> export_image(storage::Store& store, const std::string& wha
   return write_image(store, key, path);
 }
 
-Result<ExportedImage> export_library_image(storage::Store& store, const std::string& name,
+Result<ExportedImage> export_library_image(storage::Records& store, const std::string& name,
                                            const std::string& target, const std::string& path) {
   KILN_TRY_ASSIGN(auto lib, store.get_library(name, target));
   return write_image(store, lib.closure, path);

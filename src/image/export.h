@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/records.h"
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/result.hpp>
 
@@ -20,12 +20,12 @@ struct ExportedImage {
 
 /// Writes the image of `what` (a 32-hex closure key, never read as a name;
 /// else a root name for `target`) to `path`, atomically.
-Result<ExportedImage> export_image(storage::Store& store, const std::string& what,
+Result<ExportedImage> export_image(storage::Records& store, const std::string& what,
                                    const std::string& target, const std::string& path);
 
 /// Writes the image of kernel library `name` for `target` (one image
 /// holding all its roots' kernels) to `path`, atomically.
-Result<ExportedImage> export_library_image(storage::Store& store, const std::string& name,
+Result<ExportedImage> export_library_image(storage::Records& store, const std::string& name,
                                            const std::string& target, const std::string& path);
 
 } // namespace kiln::image

@@ -106,12 +106,12 @@ bool needs_device_runtime(const std::vector<link::NvInput>& inputs) {
 
 } // namespace
 
-Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> link_closure(storage::Records& store, const core::ClosureRecord& closure,
                                  unsigned threads) {
   return link_closure_with(store, closure, threads, nullptr);
 }
 
-Result<std::string> link_closure_with(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> link_closure_with(storage::Records& store, const core::ClosureRecord& closure,
                                       unsigned threads, const NvLinker* nv_linker) {
   std::string what = "linking closure " + closure.key.hex() + " (" + closure.target + ")";
   std::vector<std::string> blobs, names;
@@ -174,14 +174,14 @@ Result<std::string> fetch_or_link(storage::Storage& storage, const core::Closure
   core::ImageKey key = core::image_key(closure.key, arch, fp);
   if (linked)
     *linked = true;
-  KILN_TRY_ASSIGN(auto image, link_closure_with(storage.local(), closure, threads, nv));
+  KILN_TRY_ASSIGN(auto image, link_closure_with(storage.records(), closure, threads, nv));
   // A store failure (read-only cache, disk full) costs the next process a
   // relink; it does not fail this load.
   (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), image);
   return image;
 }
 
-Result<std::string> fetch_or_make(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> fetch_or_make(storage::Records& store, const core::ClosureRecord& closure,
                                   const Maker& maker, bool* linked) {
   storage::Storage local(store);
   KILN_TRY_ASSIGN(auto have, local.get_image(closure, maker.arch));

@@ -8,7 +8,7 @@
 
 #include "core/records.h"
 #include "link/nvjitlink.h"
-#include "storage/local/store.h"
+#include "storage/records.h"
 #include "storage/storage.h"
 
 #include <kiln/result.hpp>
@@ -26,7 +26,7 @@ Result<std::string> linker_fingerprint(const std::string& target);
 /// nvJitLink, AMDGPU bitcode via IR link + codegen + lld) and checks the
 /// result. `threads`: how many threads the link may use (AMDGPU code
 /// generation of a module of many kernels); the bytes do not depend on it.
-Result<std::string> link_closure(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> link_closure(storage::Records& store, const core::ClosureRecord& closure,
                                  unsigned threads = 1);
 
 /// How an NVIDIA image is linked: link::nvjitlink_cubin's contract (the
@@ -38,7 +38,7 @@ using NvLinker = std::function<Result<std::string>(const std::vector<link::NvInp
 
 /// link_closure, with NVIDIA images linked by `nv` where given (else in
 /// this process).
-Result<std::string> link_closure_with(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> link_closure_with(storage::Records& store, const core::ClosureRecord& closure,
                                       unsigned threads, const NvLinker* nv);
 
 /// The whole "get me the image bytes" path: from storage (the local cache,
@@ -61,7 +61,7 @@ struct Maker {
 /// Same path with another maker, local only: stored under `maker.arch`,
 /// else made, checked and stored (not published: such an image is this
 /// device's).
-Result<std::string> fetch_or_make(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> fetch_or_make(storage::Records& store, const core::ClosureRecord& closure,
                                   const Maker& maker, bool* linked = nullptr);
 
 } // namespace kiln::image

@@ -118,11 +118,11 @@ std::optional<Hash128> memo_key(const CompileRequest& req) {
   return core::memo_key(parts);
 }
 
-Status memo_record(storage::Store& store, const Hash128& key, const CompileReport& report,
+Status memo_record(storage::Records& store, const Hash128& key, const CompileReport& report,
                    const std::vector<std::string>& toolchain_files) {
   if (!report.ok())
     return Status::ok();
-  storage::Store::Memo memo;
+  storage::Records::Memo memo;
   for (const RootReport& r : report.roots) {
     auto k = parse_hash128(r.closure);
     if (!k)
@@ -134,31 +134,31 @@ Status memo_record(storage::Store& store, const Hash128& key, const CompileRepor
   return store.put_memo(key, memo);
 }
 
-Result<std::optional<storage::Store::MemoRoot>> memo_single_root(storage::Store& store,
+Result<std::optional<storage::Records::MemoRoot>> memo_single_root(storage::Records& store,
                                                                 const Hash128& key) {
-  using Miss = std::optional<storage::Store::MemoRoot>;
+  using Miss = std::optional<storage::Records::MemoRoot>;
   auto memo = store.get_memo(key);
   if (!memo)
     return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
   if (memo->roots.size() != 1)
     return Miss();
-  for (const storage::Store::MemoDep& dep : memo->deps)
+  for (const storage::Records::MemoDep& dep : memo->deps)
     if (file_stamp(dep.path) != dep.stamp)
       return Miss(); // ptxas or a device library changed
   return Miss(std::move(memo->roots.front()));
 }
 
-Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128& key) {
+Result<std::optional<MemoHit>> memo_lookup(storage::Records& store, const Hash128& key) {
   using Miss = std::optional<MemoHit>;
   auto memo = store.get_memo(key);
   if (!memo)
     return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
-  for (const storage::Store::MemoDep& dep : memo->deps)
+  for (const storage::Records::MemoDep& dep : memo->deps)
     if (file_stamp(dep.path) != dep.stamp)
       return Miss(); // ptxas or a device library changed
 
   std::vector<Hash128> keys;
-  for (const storage::Store::MemoRoot& r : memo->roots)
+  for (const storage::Records::MemoRoot& r : memo->roots)
     keys.push_back(r.closure);
   auto batch = store.get_closures(keys);
   if (!batch)
@@ -264,7 +264,7 @@ std::vector<LibraryReport> record_libraries(storage::Storage& storage, const std
   return out;
 }
 
-Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Hash128& key,
+Result<std::optional<CompileReport>> memo_replay(storage::Records& store, const Hash128& key,
                                                  const CompileRequest& req) {
   using Miss = std::optional<CompileReport>;
   KILN_TRY_ASSIGN(auto found, memo_lookup(store, key));
@@ -352,7 +352,7 @@ Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
                                                  const std::optional<Hash128>& key) {
   if (!key || ::access(cache_path.c_str(), F_OK) != 0)
     return std::optional<CompileReport>();
-  KILN_TRY_ASSIGN(auto store, storage::Store::open(cache_path));
+  KILN_TRY_ASSIGN(auto store, storage::open_records(cache_path));
   return memo_replay(*store, *key, request);
 }
 

@@ -6,7 +6,7 @@
 // compiler.
 #pragma once
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/compiler.hpp>
 
@@ -34,12 +34,12 @@ struct MemoHit {
   /// For each root, the first root with the same member set.
   std::vector<size_t> first_of_set;
 };
-Result<std::optional<MemoHit>> memo_lookup(storage::Store& store, const Hash128& key);
+Result<std::optional<MemoHit>> memo_lookup(storage::Records& store, const Hash128& key);
 
 /// The one root a memo names, when its toolchain files are unchanged:
 /// nullopt on a miss, or when the memo names several roots. Nothing else is
 /// read: the caller loads the root's closure, whose reading checks it.
-Result<std::optional<storage::Store::MemoRoot>> memo_single_root(storage::Store& store,
+Result<std::optional<storage::Records::MemoRoot>> memo_single_root(storage::Records& store,
                                                                 const Hash128& key);
 
 /// A memo hit replayed: the report the request would produce (every job
@@ -47,7 +47,7 @@ Result<std::optional<storage::Store::MemoRoot>> memo_single_root(storage::Store&
 /// marked used, the counters and, when the request links images, every
 /// root's image checked or linked. nullopt on a miss: no memo, a toolchain
 /// file changed, or a closure was evicted.
-Result<std::optional<CompileReport>> memo_replay(storage::Store& store, const Hash128& key,
+Result<std::optional<CompileReport>> memo_replay(storage::Records& store, const Hash128& key,
                                                  const CompileRequest& request);
 
 /// The memo's answer to a request against the cache at `cache_path`: the
@@ -58,7 +58,7 @@ Result<std::optional<CompileReport>> memo_answer(const CompileRequest& request,
                                                  const std::optional<Hash128>& key);
 
 /// Records a successful request's roots and the toolchain files it used.
-Status memo_record(storage::Store& store, const Hash128& key, const CompileReport& report,
+Status memo_record(storage::Records& store, const Hash128& key, const CompileReport& report,
                    const std::vector<std::string>& toolchain_files);
 
 /// The unit a request's names come from, as a name records it: its input

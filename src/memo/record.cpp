@@ -15,7 +15,7 @@ void report_image(RootReport& rr, const Status& image) {
   rr.error = Error(image.error()).context("linking root '" + rr.name + "'").message;
 }
 
-Status point_root(storage::Store& store, RootReport& rr, const Hash128& closure,
+Status point_root(storage::Records& store, RootReport& rr, const Hash128& closure,
                   const std::string& unit) {
   rr.unit = unit;
   // Written only when it would change; a read-only cache whose name already

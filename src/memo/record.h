@@ -4,7 +4,7 @@
 // outcome read the same whichever path answered.
 #pragma once
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 #include "support/hash.h"
 
 #include <kiln/compiler.hpp>
@@ -25,7 +25,7 @@ void report_image(RootReport& rr, const Status& image);
 /// a read-only cache one that points there from another. A closure gone since
 /// it was found (another process's gc) is `not_found`; a read-only cache is
 /// `unavailable` when the name would move.
-Status point_root(storage::Store& store, RootReport& rr, const Hash128& closure,
+Status point_root(storage::Records& store, RootReport& rr, const Hash128& closure,
                   const std::string& unit);
 
 } // namespace kiln::memo

@@ -52,7 +52,7 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
         p, (flags & KILN_CACHE_LOCAL_ONLY) ? "off" : "", false, mode);
     if (!storage)
       return fail(storage.error());
-    (*storage)->local().defer_checkpoint(); // a loading process's close costs no fsync
+    (*storage)->records().defer_checkpoint(); // a loading process's close costs no fsync
     auto* cache = new kiln_cache();
     cache->storage = storage.take();
     *out = cache;
@@ -61,7 +61,7 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
 }
 
 int kiln_cache_read_only(kiln_cache* cache) {
-  return cache && cache->storage && cache->storage->local().read_only() ? 1 : 0;
+  return cache && cache->storage && cache->storage->records().read_only() ? 1 : 0;
 }
 
 void kiln_cache_close(kiln_cache* cache) { delete cache; }

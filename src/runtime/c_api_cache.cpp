@@ -3,7 +3,7 @@
 #include "runtime/c_entry.h"
 #include "runtime/handles.h"
 #include "runtime/loader.h"
-#include "storage/local/verify.h"
+#include "storage/verify.h"
 
 #include <kiln/kiln.hpp>
 
@@ -15,7 +15,7 @@ extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
       kiln::runtime::set_last_error("kiln_cache_verify: cache is NULL");
       return KILN_INVALID_ARGUMENT;
     }
-    auto rep = kiln::storage::verify_cache(cache->storage->local());
+    auto rep = kiln::storage::verify_cache(cache->storage->records());
     if (!rep) {
       kiln::runtime::set_last_error(rep.error().message);
       // KILN_CORRUPT always comes with the count of what is wrong.
@@ -35,7 +35,7 @@ extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
 namespace kiln {
 
 Result<std::vector<CacheProblem>> Cache::verify() const {
-  KILN_TRY_ASSIGN(auto rep, storage::verify_cache(cache_->storage->local()));
+  KILN_TRY_ASSIGN(auto rep, storage::verify_cache(cache_->storage->records()));
   std::vector<CacheProblem> out;
   for (storage::Problem &p : rep.problems)
     out.push_back({std::move(p.kind), std::move(p.key), std::move(p.message)});

@@ -32,9 +32,9 @@ Result<Hash128> resolve(storage::Storage& storage, std::string_view name,
 // process's devices (an NVIDIA GPU, then an AMD GPU), else the best host
 // build this CPU runs. With none that runs, a host target the cache has, so
 // that the load says why it cannot run.
-Result<std::string> choose_among(storage::Store& store, const std::vector<core::NameRecord>& names);
+Result<std::string> choose_among(storage::Records& store, const std::vector<core::NameRecord>& names);
 
-Result<std::string> choose_target(storage::Store& store, std::string_view name) {
+Result<std::string> choose_target(storage::Records& store, std::string_view name) {
   // A closure key: its closure's target (names are never read for one).
   if (is_hash128_hex(name)) {
     if (auto c = store.get_closure(*parse_hash128(name)))
@@ -46,7 +46,7 @@ Result<std::string> choose_target(storage::Store& store, std::string_view name) 
 }
 
 // The best of the targets `names` are recorded for (roots or libraries).
-Result<std::string> choose_among(storage::Store& store, const std::vector<core::NameRecord>& names) {
+Result<std::string> choose_among(storage::Records& store, const std::vector<core::NameRecord>& names) {
   std::vector<std::string> have;
   std::vector<HostBuild> host_builds;
   for (const core::NameRecord &n : names) {
@@ -76,7 +76,7 @@ namespace {
 
 // What each member of a closure is, whatever CPU it was built for: its
 // entry, module, options and target spec; sorted. Empty if a part is gone.
-std::vector<std::string> member_sources(storage::Store& store, const core::ClosureRecord& c) {
+std::vector<std::string> member_sources(storage::Records& store, const core::ClosureRecord& c) {
   std::vector<std::string> out;
   for (const core::ClosureMember& m : c.members) {
     auto job = store.get_job(m.job);
@@ -91,7 +91,7 @@ std::vector<std::string> member_sources(storage::Store& store, const core::Closu
 
 // Whether closure `other` is another build of `closure`'s source: the same
 // functions, member for member (a child changed since is another source).
-bool same_source(storage::Store& store, const core::ClosureRecord& closure, const Hash128& other) {
+bool same_source(storage::Records& store, const core::ClosureRecord& closure, const Hash128& other) {
   auto theirs = store.get_closure(other);
   if (!theirs || theirs->members.size() != closure.members.size())
     return false;
@@ -106,7 +106,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
   storage::Storage& storage = *cache.storage;
-  storage::Store& store = storage.local();
+  storage::Records& store = storage.records();
   // A host image this handle loaded last, while the file is as it was then:
   // loaded again from its sealed memory file, with nothing read. The stamp
   // is taken before any read, so an image kept below is tagged with a state
@@ -248,7 +248,7 @@ Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_
   // library's name (none is recorded so), and a library's closure loads by it.
   if (is_hash128_hex(name))
     return load_image(cache, name, target_arg);
-  storage::Store& store = cache.storage->local();
+  storage::Records& store = cache.storage->records();
   std::string target(target_arg);
   if (target.empty()) {
     KILN_TRY_ASSIGN(auto libs, store.list_libraries(std::string(name)));
@@ -306,5 +306,5 @@ void kiln_cache::flush_usage() {
   // Usage is advisory: a read-only or busy cache loses it, never a load.
   std::sort(closures.begin(), closures.end());
   closures.erase(std::unique(closures.begin(), closures.end()), closures.end());
-  (void)storage->local().record_usage(closures, int64_t(std::time(nullptr)), counts);
+  (void)storage->records().record_usage(closures, int64_t(std::time(nullptr)), counts);
 }

@@ -97,7 +97,7 @@ PortabilityReport run(const std::vector<core::ClosureRecord>& closures,
 
 } // namespace
 
-Result<PortabilityReport> check_portable(storage::Store& store) {
+Result<PortabilityReport> check_portable(storage::Records& store) {
   KILN_TRY_ASSIGN(auto closures, store.list_closures());
   KILN_TRY_ASSIGN(auto names, store.list_names());
   KILN_TRY_ASSIGN(auto jobs, store.list_jobs());
@@ -131,7 +131,7 @@ PortabilityReport check_portable(const core::BundleData& bundle) {
   return run(bundle.closures, bundle.names, src);
 }
 
-Result<PortabilityReport> check_bundle_portable(storage::Store* store, const std::string& path) {
+Result<PortabilityReport> check_bundle_portable(storage::Records* store, const std::string& path) {
   KILN_TRY_ASSIGN(auto signing,
                   store ? storage::signing_for(*store) : storage::signing_from_env());
   if (store)

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/records.h"
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/result.hpp>
 
@@ -36,7 +36,7 @@ struct PortabilityReport {
 };
 
 /// The answer for every closure in a cache.
-Result<PortabilityReport> check_portable(storage::Store& store);
+Result<PortabilityReport> check_portable(storage::Records& store);
 
 /// The answer for every closure in a decoded, checked bundle, as if it were
 /// imported into a cache that has nothing else.
@@ -45,6 +45,6 @@ PortabilityReport check_portable(const core::BundleData& bundle);
 /// Reads, decodes and checks the bundle at `path` (signatures as `store`'s
 /// settings and the environment require; without a cache, the
 /// environment's) and answers for it; nothing is written.
-Result<PortabilityReport> check_bundle_portable(storage::Store* store, const std::string& path);
+Result<PortabilityReport> check_bundle_portable(storage::Records* store, const std::string& path);
 
 } // namespace kiln::runtime

@@ -4,7 +4,7 @@
 // cache and writes nothing to memory: one dlopen.
 //
 // Kept only while the cache file is as it was: the set is tagged with the
-// connection's DataStamp (storage/local/database.h) taken before the reads
+// connection's DataStamp (storage/records.h) taken before the reads
 // that filled it, and a load whose stamp differs empties it (another
 // connection's commit, one of the handle's own writes, a reconnection).
 // An image whose CPU check passed once passes again in this process.
@@ -21,7 +21,7 @@
 
 #include "core/records.h"
 #include "runtime/host/host_loader.h"
-#include "storage/local/database.h"
+#include "storage/records.h"
 
 #include "support/hash.h"
 

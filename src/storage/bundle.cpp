@@ -134,7 +134,7 @@ uint64_t get_le(std::string_view in, size_t off, int bytes) {
 
 } // namespace
 
-Result<BundleData> collect_bundle(Store& store, const std::vector<Hash128>& closures) {
+Result<BundleData> collect_bundle(Records& store, const std::vector<Hash128>& closures) {
   BundleData data;
   std::set<std::string> seen_jobs;
   KILN_TRY_ASSIGN(auto names, store.list_names());

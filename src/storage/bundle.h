@@ -4,7 +4,7 @@
 // The same envelope carries every remote value (storage/storage.h).
 #pragma once
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 #include "storage/signing.h"
 
 #include <kiln/result.hpp>
@@ -24,7 +24,7 @@ inline constexpr uint32_t kSignedBundleVersion = 2;
 
 /// Reads the closures, their member jobs (artifacts, refs), images and the
 /// names that point at them. Every blob is checksum-checked on the way.
-Result<BundleData> collect_bundle(Store& store, const std::vector<Hash128>& closures);
+Result<BundleData> collect_bundle(Records& store, const std::vector<Hash128>& closures);
 
 /// The file's bytes: magic, version, size, XXH3-128, zstd(cereal(data)),
 /// and with `key` (version 2) the MAC of all of that.

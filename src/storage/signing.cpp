@@ -208,7 +208,7 @@ Result<Signing> signing_from_env() {
   return signing;
 }
 
-Result<Signing> signing_for(Store& store) {
+Result<Signing> signing_for(Records& store) {
   KILN_TRY_ASSIGN(auto signing, signing_from_env());
   auto setting = store.setting("require_signed");
   if (setting)
@@ -218,7 +218,7 @@ Result<Signing> signing_for(Store& store) {
   return signing;
 }
 
-Result<SignatureRequirement> signatures_required(Store& store) {
+Result<SignatureRequirement> signatures_required(Records& store) {
   if (const char* req = std::getenv("KILN_REQUIRE_SIGNED"); req && *req) {
     std::string_view v = req;
     if (v != "0" && v != "1")

@@ -12,7 +12,7 @@
 // setting. No message ever shows the secret.
 #pragma once
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/result.hpp>
 
@@ -71,7 +71,7 @@ Result<Signing> signing_from_env();
 
 /// Signing for work on `store`: the environment's, required also when the
 /// cache's require_signed setting is 1.
-Result<Signing> signing_for(Store& store);
+Result<Signing> signing_for(Records& store);
 
 /// Whether `store` requires signatures and what says so: "KILN_REQUIRE_SIGNED",
 /// "setting" or "default". For display; signing_for decides.
@@ -79,6 +79,6 @@ struct SignatureRequirement {
   bool required = false;
   std::string source;
 };
-Result<SignatureRequirement> signatures_required(Store& store);
+Result<SignatureRequirement> signatures_required(Records& store);
 
 } // namespace kiln::storage

@@ -7,19 +7,25 @@
 #include "core/check.h"
 #include "core/keys.h"
 #include "storage/bundle.h"
+#include "storage/local/store.h"
 
 #include <cstdio>
 #include <set>
 
 namespace kiln::storage {
 
-Storage::Storage(std::unique_ptr<Store> local, remote::Remote remote, Signing signing)
+Result<std::unique_ptr<Records>> open_records(const std::string& path, OpenMode mode) {
+  KILN_TRY_ASSIGN(auto store, Store::open(path, mode));
+  return std::unique_ptr<Records>(std::move(store));
+}
+
+Storage::Storage(std::unique_ptr<Records> local, remote::Remote remote, Signing signing)
     : owned_(std::move(local)), local_(owned_.get()), backend_(std::move(remote.backend)),
       options_(std::move(remote.options)), signing_(std::move(signing)) {}
 
-Storage::Storage(Store& local) : local_(&local) {}
+Storage::Storage(Records& local) : local_(&local) {}
 
-Storage::Storage(Store& local, remote::Remote remote, Signing signing)
+Storage::Storage(Records& local, remote::Remote remote, Signing signing)
     : local_(&local), backend_(std::move(remote.backend)), options_(std::move(remote.options)),
       signing_(std::move(signing)) {}
 
@@ -34,12 +40,12 @@ Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,
   return std::make_unique<Storage>(std::move(store), std::move(remote), std::move(signing));
 }
 
-Result<std::unique_ptr<Storage>> Storage::over(Store& local, remote::Remote remote) {
+Result<std::unique_ptr<Storage>> Storage::over(Records& local, remote::Remote remote) {
   KILN_TRY_ASSIGN(auto signing, signing_of(local, remote));
   return std::make_unique<Storage>(local, std::move(remote), std::move(signing));
 }
 
-Result<Signing> Storage::signing_of(Store& local, const remote::Remote& remote) {
+Result<Signing> Storage::signing_of(Records& local, const remote::Remote& remote) {
   if (!remote.backend)
     return Signing{};
   return signing_for(local);

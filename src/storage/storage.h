@@ -1,6 +1,8 @@
-// Kiln's storage, as everything above this layer sees it: the local SQLite
-// cache (storage/local/store.h) and, optionally, a remote backend shared by
-// many machines (storage/remote/backend.h), behind one class.
+// Kiln's storage, as everything above this layer sees it: the records
+// (storage/records.h: the local SQLite cache, storage/local/store.h, or
+// another implementation of them) and, optionally, a remote backend shared
+// by many machines (storage/remote/backend.h), behind one class. The layers
+// above include no header of storage/local/ (tests/layers checks it).
 //
 // Read-through: a local miss of a job, closure (with its member jobs), name
 // or image asks the remote; a fetched value is a bundle (storage/bundle.h)
@@ -14,7 +16,7 @@
 // published separately.
 #pragma once
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 #include "storage/remote/backend.h"
 #include "storage/signing.h"
 
@@ -29,19 +31,27 @@
 
 namespace kiln::storage {
 
+/// The cache file at `path`, opened as records alone (no remote), as
+/// Store::open (storage/local/store.h) opens it: created if need be, its
+/// files checked before SQLite reads them, migrated; `mode` says whether it
+/// may be written.
+Result<std::unique_ptr<Records>> open_records(const std::string& path,
+                                              OpenMode mode = OpenMode::automatic);
+
 /// Where find_job found a job.
 enum class Found { nowhere, local, remote };
 
 class Storage {
 public:
-  /// Over an open local cache, with `remote` (no backend: local only),
-  /// signing what it publishes and checking what it fetches per `signing`.
-  explicit Storage(std::unique_ptr<Store> local, remote::Remote remote = {},
+  /// Over open records (a local cache), with `remote` (no backend: local
+  /// only), signing what it publishes and checking what it fetches per
+  /// `signing`.
+  explicit Storage(std::unique_ptr<Records> local, remote::Remote remote = {},
                    Signing signing = {});
-  /// Over a local cache someone else owns, without a remote.
-  explicit Storage(Store& local);
-  /// Over a local cache someone else owns, with `remote` and `signing`.
-  Storage(Store& local, remote::Remote remote, Signing signing);
+  /// Over records someone else owns, without a remote.
+  explicit Storage(Records& local);
+  /// Over records someone else owns, with `remote` and `signing`.
+  Storage(Records& local, remote::Remote remote, Signing signing);
   /// Virtual: a Storage is made in libkiln and may be deleted in
   /// libkiln-compiler, which calls no destructor of libkiln's by name
   /// (bridge/bridge.h).
@@ -61,15 +71,16 @@ public:
 
   /// Over a local cache someone else owns, with `remote` and the signing
   /// signing_of gives them.
-  static Result<std::unique_ptr<Storage>> over(Store& local, remote::Remote remote);
+  static Result<std::unique_ptr<Storage>> over(Records& local, remote::Remote remote);
 
   /// The signing for a Storage over `local` and `remote`: signing_for(local)
   /// with a backend (a malformed $KILN_SIGNING_KEY is an error), none
   /// without. Whoever builds a Storage with a remote passes this.
-  static Result<Signing> signing_of(Store& local, const remote::Remote& remote);
+  static Result<Signing> signing_of(Records& local, const remote::Remote& remote);
 
-  /// The local cache, for what only it holds (usage, settings, gc, memos).
-  Store& local() { return *local_; }
+  /// The local records, for what only they hold (usage, settings, gc,
+  /// memos, leases) and what is read without the remote.
+  Records& records() { return *local_; }
   /// True if a remote is configured (it may have been disabled since).
   bool has_remote() const { return backend_ != nullptr; }
 
@@ -134,8 +145,8 @@ private:
   std::optional<std::string> fetch_image(const ClosureRecord& closure, const std::string& arch);
   std::string encode(const BundleData& data) const;
 
-  std::unique_ptr<Store> owned_;
-  Store* local_;
+  std::unique_ptr<Records> owned_;
+  Records* local_;
   std::unique_ptr<remote::Backend> backend_;
   remote::Options options_;
   Signing signing_;

@@ -6,6 +6,8 @@ The build writes the declared graph (cmake/KilnLayers.cmake) to
 "libkiln:" line listing the loader's layers. This check fails when
   - a file under src/<layer>/ includes a header of a layer <layer> does not
     declare (an upward or sideways include), or climbs out with "../";
+  - a file above the storage layer includes one of storage/local/ (the cache
+    file's own headers: the layers above see the records, storage/records.h);
   - a loader layer (libkiln) includes an LLVM, lld or clang header, or depends,
     directly or not, on a layer marked [llvm];
   - a tool (tools/*) includes a header of any layer: the tools are clients of
@@ -28,6 +30,9 @@ import tempfile
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 LLVM_HEADER = re.compile(r'^(llvm|llvm-c|lld|clang)/')
 SOURCE_EXT = ('.h', '.hpp', '.cpp', '.c', '.def', '.inc')
+# The cache file's own headers: the storage layer's private part. The layers
+# above reach the records through storage/records.h and storage/storage.h.
+PRIVATE_PART = 'storage/local/'
 
 
 def read_manifest(path):
@@ -124,6 +129,11 @@ def check_sources(root, layers, loader):
                         problems.append(f'{where}:{line}: includes "{inc}": no "../" across directories')
                         continue
                     top = inc.split('/')[0]
+                    if inc.startswith(PRIVATE_PART) and layer != 'storage':
+                        problems.append(f'{where}:{line}: layer {layer} includes "{inc}": above '
+                                        f'storage, a layer sees the records through storage/*.h, '
+                                        f'never the cache file\'s own headers')
+                        continue
                     if '/' in inc and top in layers and top not in allowed:
                         problems.append(f'{where}:{line}: layer {layer} includes "{inc}" of layer '
                                         f'{top}, which it does not declare (declared: '
@@ -186,6 +196,8 @@ def self_test(root, manifest):
     damages = [
         ('src/core/keys.cpp', '#include "storage/local/store.h"\n', 'upward include'),
         ('src/image/image.cpp', '#include <llvm/IR/Module.h>\n', 'LLVM in a loader layer'),
+        ('src/driver/driver.cpp', '#include "storage/local/store.h"\n',
+         'a layer above storage including the cache file\'s own header'),
         ('src/support/hash.cpp', '#include "../core/keys.h"\n', '"../" include'),
         ('tools/kiln-inspect.cpp', '#include "driver/driver.h"\n', 'tool including a compiler layer'),
         ('tools/kiln-precompile.cpp', '#include "storage/local/store.h"\n',

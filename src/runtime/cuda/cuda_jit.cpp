@@ -66,7 +66,7 @@ Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,
   return out;
 }
 
-Result<std::string> cuda_jit_image(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> cuda_jit_image(storage::Records& store, const core::ClosureRecord& closure,
                                    bool* linked) {
   auto arch = cuda_device_arch();
   if (!arch)

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/records.h"
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/result.hpp>
 
@@ -24,7 +24,7 @@ Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,
 
 /// The image the driver's JIT made from the closure's PTX: from the cache,
 /// or made now and stored under the device's arch. `linked` says which.
-Result<std::string> cuda_jit_image(storage::Store& store, const core::ClosureRecord& closure,
+Result<std::string> cuda_jit_image(storage::Records& store, const core::ClosureRecord& closure,
                                    bool* linked = nullptr);
 
 } // namespace kiln::runtime

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "storage/local/file_trust.h"
+#include "storage/records.h"
 
 #include <kiln/result.hpp>
 
@@ -22,30 +23,6 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace kiln::storage {
-
-/// Schema version this binary writes; older caches are migrated at open,
-/// newer ones are refused.
-int schema_version();
-
-/// How a cache is opened for writing.
-enum class OpenMode {
-  /// Read-write, creating the file; read-only instead when $KILN_READ_ONLY
-  /// is set (not "0"), or when the file or its directory is not writable
-  /// (another user's cache, a read-only mount).
-  automatic,
-  read_write, ///< read-write, creating the file; an unwritable one fails
-  read_only,  ///< never writes, never creates
-};
-
-/// What a connection sees of the file, in three counters: equal stamps mean
-/// that nothing was committed to the file in between, by another connection
-/// or by this one, and that the connection was not reopened.
-struct DataStamp {
-  int64_t version = -1;  ///< PRAGMA data_version: other connections' commits
-  int64_t changes = -1;  ///< rows this connection inserted, changed or deleted
-  int64_t reconnects = -1;
-  bool operator==(const DataStamp&) const = default;
-};
 
 /// One connection. Not thread-safe: its owner (Store) serialises calls.
 class Database {

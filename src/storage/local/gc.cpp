@@ -1,7 +1,7 @@
-// Eviction: gc per a policy (storage/local/gc.h), the policy read from
+// Eviction: gc per a policy (storage/gc.h), the policy read from
 // command-line text, and the job leases that keep a running precompile's
 // jobs out of gc's reach until its closures are recorded.
-#include "storage/local/gc.h"
+#include "storage/gc.h"
 
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
@@ -13,27 +13,6 @@
 #include <set>
 
 namespace kiln::storage {
-
-Result<GcPolicy> parse_gc_policy(const std::string& max_size, const std::string& older_than) {
-  GcPolicy p;
-  if (!max_size.empty()) {
-    KILN_TRY_ASSIGN(auto v, parse_size(max_size));
-    p.max_size = v;
-  }
-  if (!older_than.empty()) {
-    KILN_TRY_ASSIGN(auto v, parse_duration(older_than));
-    p.older_than = v;
-  }
-  return p;
-}
-
-Result<GcReport> collect_garbage(Store& store, GcPolicy policy) {
-  if (!policy.has_limit()) {
-    KILN_TRY_ASSIGN(auto limit, store.max_size());
-    policy.max_size = limit;
-  }
-  return store.gc(policy);
-}
 
 Result<GcReport> Store::gc(const GcOptions& options) {
   GcReport rep;

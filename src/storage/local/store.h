@@ -8,13 +8,10 @@
 // One transaction per job: a failed or interrupted write leaves nothing.
 #pragma once
 
-#include "core/records.h"
 #include "storage/local/codec.h"
 #include "storage/local/database.h"
 #include "storage/local/file_trust.h"
-#include "storage/local/gc.h"
-#include "storage/local/usage.h"
-#include "storage/local/verify.h"
+#include "storage/records.h"
 #include "support/hash.h"
 
 #include <kiln/result.hpp>
@@ -35,26 +32,15 @@ struct sqlite3_stmt;
 
 namespace kiln::storage {
 
-// The records a store holds are Kiln's own data model (core/records.h).
-using core::Artifact;
-using core::ArtifactInfo;
-using core::BundleData;
-using core::ClosureMember;
-using core::ClosureRecord;
-using core::ImageKey;
-using core::ImageRecord;
-using core::JobRecord;
-using core::JobRef;
-using core::LibraryRecord;
-using core::NameRecord;
-
 class Bound;
 
-/// One connection to a cache file: the database part (database.h), the blob
-/// codec (codec.h), and the record groups, each a source of its own that
-/// owns its SQL. Thread-safe: every call takes the store's lock. Several
-/// processes may open the same file at once.
-class Store {
+/// One connection to a cache file: the records (storage/records.h) as the
+/// database part (database.h), the blob codec (codec.h), and the record
+/// groups, each a source of its own that owns its SQL. Thread-safe: every
+/// call takes the store's lock. Several processes may open the same file at
+/// once. What Records says of a method holds here; what is said below is
+/// what the file adds.
+class Store final : public Records {
 public:
   /// Opens or creates the cache at `path` (parent directories are created
   /// 0700, a new file 0600) and migrates it to the current schema.
@@ -73,23 +59,23 @@ public:
   /// and reopened as soon as a writer appears or the file changes.
   static Result<std::unique_ptr<Store>> open(const std::string& path,
                                              OpenMode mode = OpenMode::automatic);
-  /// Virtual: a Store opened through libkiln may be deleted in
+  /// Virtual (Records'): a Store opened through libkiln may be deleted in
   /// libkiln-compiler (bridge/bridge.h).
-  virtual ~Store();
+  ~Store() override;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  const std::string& path() const { return db_->path(); }
+  const std::string& path() const override { return db_->path(); }
   /// True if opened read-only (asked for, or the file was not writable).
-  bool read_only() const { return db_->read_only(); }
+  bool read_only() const override { return db_->read_only(); }
   /// Why it is read-only ("" when it is not).
-  const std::string& read_only_reason() const { return db_->read_only_reason(); }
+  const std::string& read_only_reason() const override { return db_->read_only_reason(); }
   /// The error a write to a read-only cache gets.
-  Error read_only_error(const std::string& what) const;
+  Error read_only_error(const std::string& what) const override;
   /// The file as this connection sees it now: two equal stamps mean every
   /// read made between them gives what it gave then (a handle's warm
   /// images are kept while it holds: runtime/warm.h).
-  Result<DataStamp> data_stamp();
+  Result<DataStamp> data_stamp() override;
 
   /// For a process that mostly reads (the loader): closing does not
   /// checkpoint the WAL and pay its fsyncs; the next writer's checkpoint, or
@@ -99,10 +85,10 @@ public:
   /// close checkpoints the WAL and removes the -wal and -shm files: a quiet
   /// cache is one file that holds all their content. A cache other users
   /// can read keeps both, the WAL emptied, for their read-only opens.
-  void defer_checkpoint();
+  void defer_checkpoint() override;
   /// Undoes defer_checkpoint: a loading process that compiles into its
   /// cache closes as a writer (it compacts and checkpoints).
-  void end_deferral();
+  void end_deferral() override;
 
   /// Trains a dictionary for each kind of blob that has none and enough
   /// plain blobs (kMinDictionarySamples, and the dictionary must pay for
@@ -113,99 +99,71 @@ public:
   Status compact();
 
   /// True if the job row and every listed artifact format are present.
-  Result<bool> has_job(const Hash128& key, const std::vector<std::string>& formats);
+  Result<bool> has_job(const Hash128& key, const std::vector<std::string>& formats) override;
   /// Stores a job, its artifacts and open refs in one transaction. A job
   /// already present (same key ⇒ same content) is left as it is.
   Status put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
-                 const std::vector<JobRef>& refs);
-  Result<JobRecord> get_job(const Hash128& key);
-  Result<std::vector<JobRecord>> list_jobs();
-  Result<std::vector<JobRef>> job_refs(const Hash128& key);
-  Result<std::vector<ArtifactInfo>> artifact_infos(const Hash128& key);
+                 const std::vector<JobRef>& refs) override;
+  Result<JobRecord> get_job(const Hash128& key) override;
+  Result<std::vector<JobRecord>> list_jobs() override;
+  Result<std::vector<JobRef>> job_refs(const Hash128& key) override;
+  Result<std::vector<ArtifactInfo>> artifact_infos(const Hash128& key) override;
   /// The raw bytes of an artifact; checksum mismatch or undecodable blob is
   /// `corrupt`, absence is `not_found`.
-  Result<std::string> get_artifact(const Hash128& job, const std::string& format);
+  Result<std::string> get_artifact(const Hash128& job, const std::string& format) override;
 
   /// Records a closure (idempotent) and, in the same transaction, points
   /// each (name, target) at it. A member job that is not in the cache (a
   /// gc evicted it) is `not_found`, naming the job; a name of key form
   /// (core::check_name) is `invalid_argument`, and nothing is recorded.
-  Status put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names);
+  Status put_closure(const ClosureRecord& closure, const std::vector<NameRecord>& names) override;
   /// A closure with its members, read in one transaction.
-  Result<ClosureRecord> get_closure(const Hash128& key);
-  /// Closures read together, in one transaction.
-  struct ClosureBatch {
-    /// In the order asked. Only the first closure of each member set holds
-    /// the members: the others share them (the roots of a 1,000-function
-    /// cycle would otherwise hold 1M).
-    std::vector<ClosureRecord> closures;
-    /// For each closure, the index of the first one asked with the same
-    /// stored member set (its own index if none came before): closures that
-    /// share a set have the same members, read once, and share one image.
-    std::vector<size_t> first_of_set;
-  };
+  Result<ClosureRecord> get_closure(const Hash128& key) override;
   /// The closures `keys` name, with their members; a missing one is
   /// `not_found`, naming it.
-  Result<ClosureBatch> get_closures(const std::vector<Hash128>& keys);
+  Result<ClosureBatch> get_closures(const std::vector<Hash128>& keys) override;
   /// The closure a root name currently names for `target`. A key-form
   /// string names no root: `not_found`, without reading the names.
-  Result<Hash128> resolve_name(const std::string& name, const std::string& target);
+  Result<Hash128> resolve_name(const std::string& name, const std::string& target) override;
   /// Closures rooted at other builds of `root_job`'s source: root jobs with
   /// the same module, entry, target and options but another key (host code
   /// precompiled on another CPU into a shared cache), newest first, at most
   /// `limit` of them. Reads every job: for a load that was refused, not for
   /// the common path.
-  Result<std::vector<Hash128>> other_builds(const Hash128& root_job, size_t limit);
+  Result<std::vector<Hash128>> other_builds(const Hash128& root_job, size_t limit) override;
 
-  /// A name moved from one closure to another by point_name.
-  struct NameMove {
-    std::string name;
-    std::string target;
-    Hash128 old_closure;
-    std::string old_unit; ///< empty if unknown (recorded before units were)
-    Hash128 new_closure;
-    std::string new_unit;
-  };
   /// Points (name, target) at `name.closure`, recording the unit (input file
   /// names) it came from; the closure must be stored, and the name not of
   /// key form. The previous target, when it was another closure, is returned.
-  Result<std::optional<NameMove>> point_name(const NameRecord& name, const std::string& unit);
+  Result<std::optional<NameMove>> point_name(const NameRecord& name, const std::string& unit) override;
   /// The unit the name's current closure came from; not_found if no such
   /// name, empty if unknown.
-  Result<std::string> name_unit(const std::string& name, const std::string& target);
+  Result<std::string> name_unit(const std::string& name, const std::string& target) override;
   /// The closure (name, target) names and the unit it came from, in one
   /// read; nullopt if no such name (or a key-form string).
   Result<std::optional<std::pair<Hash128, std::string>>> read_name(const std::string& name,
-                                                                   const std::string& target);
+                                                                   const std::string& target) override;
 
   /// What a load needs, read in one transaction so that a concurrent gc
   /// cannot remove a part between reads: the closure a 32-hex closure key
   /// (either case), else a name, names for `target`, its members, and its
   /// newest stored image for `arch` if any (unchecked; empty `arch`: none is
   /// read).
-  struct RootRead {
-    ClosureRecord closure;
-    std::optional<std::string> image;
-    std::optional<JobRecord> root; ///< the closure's root job, when stored
-    /// The closure whose image row `image` is: the closure's own, a member
-    /// set sibling's, or a kernel library's holding it (read_best_image).
-    std::optional<Hash128> image_of;
-  };
   /// not_found if the name or the closure is not here. A key-form string is
   /// read as a key only, never as a name. With `with_root`, also the
   /// closure's root job (for backends that check it).
   Result<RootRead> read_root(const std::string& name, const std::string& target,
-                             const std::string& arch, bool with_root = false);
+                             const std::string& arch, bool with_root = false) override;
 
   /// Protects the jobs `keys` (stored or not yet) from gc until
   /// `expires_at` or release_leases(holder): a running precompile's jobs,
   /// between being stored or found and their closure being recorded.
   Status lease_jobs(const std::string& holder, const std::vector<Hash128>& keys,
-                    int64_t expires_at);
-  Status release_leases(const std::string& holder);
+                    int64_t expires_at) override;
+  Status release_leases(const std::string& holder) override;
   /// Every target a name is precompiled for (none for a key-form string).
-  Result<std::vector<NameRecord>> names_for(const std::string& name);
-  Result<std::vector<NameRecord>> list_names();
+  Result<std::vector<NameRecord>> names_for(const std::string& name) override;
+  Result<std::vector<NameRecord>> list_names() override;
 
   // --- kernel libraries: a request's roots for one target, loaded as one
   // image; the closure is the union of theirs (core::library_closure). ------
@@ -213,72 +171,56 @@ public:
   /// its root names, in one transaction. A member job that is not in the
   /// cache is `not_found`, and a key-form name `invalid_argument`, as in
   /// put_closure.
-  Status put_library(const ClosureRecord& closure, const LibraryRecord& library);
+  Status put_library(const ClosureRecord& closure, const LibraryRecord& library) override;
   /// not_found if no library of that name is recorded for `target`.
-  Result<LibraryRecord> get_library(const std::string& name, const std::string& target);
+  Result<LibraryRecord> get_library(const std::string& name, const std::string& target) override;
   /// Every target the library is recorded for; every library (empty name).
-  Result<std::vector<LibraryRecord>> list_libraries(const std::string& name = "");
+  Result<std::vector<LibraryRecord>> list_libraries(const std::string& name = "") override;
 
-  Status put_image(const ImageKey& key, const std::string& format, const std::string& bytes);
+  Status put_image(const ImageKey& key, const std::string& format, const std::string& bytes) override;
   /// The raw bytes of an image: not_found if absent, corrupt if damaged.
-  Result<std::string> get_image(const ImageKey& key);
+  Result<std::string> get_image(const ImageKey& key) override;
   /// The newest image of a closure for `arch`, whatever linker made it: the
   /// warm path, which must not load a linker just to learn its version.
-  Result<std::string> get_image_any_linker(const Hash128& closure, const std::string& arch);
+  Result<std::string> get_image_any_linker(const Hash128& closure, const std::string& arch) override;
 
   // --- life cycle -----------------------------------------------------------
   /// Adds to the usage counters (one small transaction).
-  Status add_counters(const Counters& delta);
-  Status zero_counters();
+  Status add_counters(const Counters& delta) override;
+  Status zero_counters() override;
   /// Marks closures as used at `when` (one transaction for the batch).
-  Status touch_closures(const std::vector<Hash128>& closures, int64_t when);
+  Status touch_closures(const std::vector<Hash128>& closures, int64_t when) override;
   /// Usage in one transaction: the counters added, and each closure marked
   /// used at `when` (a closure already marked then keeps its page as it is).
   Status record_usage(const std::vector<Hash128>& closures, int64_t when,
-                      const Counters& delta);
-  Result<Stats> stats();
+                      const Counters& delta) override;
+  Result<Stats> stats() override;
   /// Pages in use, in bytes: cheap (two pragmas), for the automatic limit.
-  Result<int64_t> live_bytes();
-  Result<std::string> setting(const std::string& name); ///< not_found if unset
-  Status set_setting(const std::string& name, const std::string& value);
+  Result<int64_t> live_bytes() override;
+  Result<std::string> setting(const std::string& name) override; ///< not_found if unset
+  Status set_setting(const std::string& name, const std::string& value) override;
   /// The size limit in force: $KILN_CACHE_MAX_SIZE, else the max_size
   /// setting, else kDefaultMaxSize.
-  Result<int64_t> max_size();
-  /// Evicts per `options` (storage/local/gc.h), in one transaction.
-  Result<GcReport> gc(const GcOptions& options);
-  /// verify_cache(*this)'s problems (storage/local/verify.h).
+  Result<int64_t> max_size() override;
+  /// Evicts per `options` (storage/gc.h), in one transaction.
+  Result<GcReport> gc(const GcOptions& options) override;
+  Status check_rows(std::vector<Problem>& out) override;
+  /// verify_cache(*this)'s problems (storage/verify.h).
   Result<std::vector<Problem>> verify();
   /// Every closure, by key.
-  Result<std::vector<ClosureRecord>> list_closures();
+  Result<std::vector<ClosureRecord>> list_closures() override;
   /// A closure's images, each checked against its checksum.
-  Result<std::vector<ImageRecord>> images_of(const Hash128& closure);
+  Result<std::vector<ImageRecord>> images_of(const Hash128& closure) override;
   /// Writes everything in one transaction; rows already present are kept.
-  Status put_bundle(const BundleData& data);
+  Status put_bundle(const BundleData& data) override;
 
   // --- memos: a whole precompile request (its inputs' bytes, entries,
   // targets, options, toolchain) → the closures its roots resolved to. A
   // repeated request is answered from here without parsing its IR. -------
-  struct MemoRoot {
-    std::string name;
-    std::string target;
-    Hash128 closure;
-  };
-  /// A toolchain file the request depended on (ptxas, a device library)
-  /// and its stamp (memo::file_stamp) when the memo was recorded.
-  struct MemoDep {
-    std::string path;
-    std::string stamp;
-    bool operator==(const MemoDep&) const = default;
-  };
-  struct Memo {
-    std::vector<MemoRoot> roots;
-    /// A file whose stamp has changed since makes the memo a miss.
-    std::vector<MemoDep> deps;
-  };
   /// not_found if absent; the caller checks deps and that the closures
   /// still exist.
-  Result<Memo> get_memo(const Hash128& key);
-  Status put_memo(const Hash128& key, const Memo& memo);
+  Result<Memo> get_memo(const Hash128& key) override;
+  Status put_memo(const Hash128& key, const Memo& memo) override;
 
 private:
   explicit Store(std::unique_ptr<Database> db);
@@ -346,9 +288,7 @@ private:
   Status scan_library_images(
       const Hash128& closure, const std::string& arch,
       const std::function<void(int64_t, int64_t, std::string, const Hash128&)>& found);
-  /// The checks verify makes on the rows themselves (blobs, members, names).
-  Status check_rows(std::vector<Problem>& out);
-  friend Result<VerifyReport> verify_cache(Store& store);
+
 
   std::unique_ptr<Database> db_;
   BlobCodec codec_;

@@ -1,16 +1,11 @@
-// Verification of a whole cache: the rows (dictionaries and blobs against
-// their checksums, closures' members, names' closures, jobs' targets) checked
-// in SQL, then every job's key, every closure's key and every image checked
-// by core.
-#include "storage/local/verify.h"
+// The cache file's half of verification: its rows (dictionaries and blobs
+// against their checksums, closures' members, names' closures, jobs'
+// targets) checked in SQL. verify_cache (storage/verify.cpp) checks the
+// keys and images above them.
+#include "storage/verify.h"
 
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
-
-#include "core/check.h"
-#include "core/keys.h"
-
-#include <set>
 
 #include <string_view>
 
@@ -126,55 +121,6 @@ Status Store::check_rows(std::vector<Problem>& out) {
       return db_error("cannot verify");
   }
   return Status::ok();
-}
-
-Result<VerifyReport> verify_cache(Store& store) {
-  VerifyReport rep;
-  // SQLite finding the file itself damaged is a problem verify found, never
-  // an error that leaves "corrupt" with nothing listed; other errors (busy,
-  // I/O, a file that is not trusted) mean the cache could not be read.
-  auto damaged = [&](const Error& e) -> Result<VerifyReport> {
-    if (e.code != Code::corrupt)
-      return e;
-    rep.problems.push_back({"cache", store.path(), e.message});
-    return std::move(rep);
-  };
-  if (Status rows = store.check_rows(rep.problems); !rows)
-    return damaged(rows.error());
-  auto jobs = store.list_jobs();
-  if (!jobs)
-    return damaged(jobs.error());
-  rep.jobs = jobs->size();
-  for (const JobRecord& j : *jobs) {
-    auto key = core::job_key_of(j);
-    if (!key)
-      rep.problems.push_back({"job", j.key.hex(), key.error().message});
-    else if (*key != j.key)
-      rep.problems.push_back({"job", j.key.hex(), "job " + j.key.hex() + " (" + j.entry +
-                                                      ") does not match its stored components"});
-  }
-  auto closures = store.list_closures();
-  if (!closures)
-    return damaged(closures.error());
-  rep.closures = closures->size();
-  // A closure whose rows are already wrong (a member missing, say) would
-  // only fail its key for the same reason: one problem is enough.
-  std::set<std::string> reported;
-  for (const Problem& p : rep.problems)
-    if (p.kind == "closure")
-      reported.insert(p.key);
-  for (const ClosureRecord& c : *closures)
-    if (Status s = core::check_closure_key(c); !s && !reported.count(c.key.hex()))
-      rep.problems.push_back({"closure", c.key.hex(), s.error().message});
-  for (const ClosureRecord& c : *closures) {
-    auto images = store.images_of(c.key);
-    if (!images)
-      continue; // a damaged blob, already reported by its checksum
-    for (const ImageRecord& i : *images)
-      if (Status s = core::check_image(i.bytes, c); !s)
-        rep.problems.push_back({"image", c.key.hex(), s.error().message});
-  }
-  return rep;
 }
 
 Result<std::vector<Problem>> Store::verify() {

@@ -37,14 +37,14 @@ Fixture compiled() {
 
 TEST_CASE("fetch_or_link links once, stores the image, and serves it from the cache after") {
   Fixture f = compiled();
-  CHECK(f.storage->local().images_of(f.closure.key)->empty());
+  CHECK(f.storage->records().images_of(f.closure.key)->empty());
   bool linked = false;
   auto first = image::fetch_or_link(*f.storage, f.closure, &linked);
   INFO((first ? std::string() : first.error().message));
   REQUIRE(first);
   CHECK(linked);
   CHECK(core::check_image(*first, f.closure));
-  auto stored = f.storage->local().images_of(f.closure.key);
+  auto stored = f.storage->records().images_of(f.closure.key);
   REQUIRE(stored);
   REQUIRE(stored->size() == 1);
   CHECK((*stored)[0].key.arch == core::image_arch("host"));
@@ -63,7 +63,7 @@ TEST_CASE("a stored image that fails its checks is linked again, not loaded") {
   auto fp = image::linker_fingerprint("host");
   REQUIRE(fp);
   // Sound checksum, wrong content: what a bad disk or a bad writer leaves.
-  REQUIRE(f.storage->local().put_image(core::image_key(f.closure.key, core::image_arch("host"), *fp),
+  REQUIRE(f.storage->records().put_image(core::image_key(f.closure.key, core::image_arch("host"), *fp),
                                        "so", "not an ELF file"));
   bool linked = false;
   auto image = image::fetch_or_link(*f.storage, f.closure, &linked);
@@ -74,7 +74,7 @@ TEST_CASE("a stored image that fails its checks is linked again, not loaded") {
 
 TEST_CASE("fetch_or_make: another maker, the same store-and-check path") {
   Fixture f = compiled();
-  auto real = image::link_closure(f.storage->local(), f.closure);
+  auto real = image::link_closure(f.storage->records(), f.closure);
   REQUIRE(real);
   int made = 0;
   image::Maker maker;
@@ -85,12 +85,12 @@ TEST_CASE("fetch_or_make: another maker, the same store-and-check path") {
     return *real;
   };
   bool linked = false;
-  auto a = image::fetch_or_make(f.storage->local(), f.closure, maker, &linked);
+  auto a = image::fetch_or_make(f.storage->records(), f.closure, maker, &linked);
   REQUIRE(a);
   CHECK(linked);
   CHECK(made == 1);
   linked = false;
-  auto b = image::fetch_or_make(f.storage->local(), f.closure, maker, &linked);
+  auto b = image::fetch_or_make(f.storage->records(), f.closure, maker, &linked);
   REQUIRE(b);
   CHECK_FALSE(linked);
   CHECK(made == 1);
@@ -101,7 +101,7 @@ TEST_CASE("fetch_or_make: another maker, the same store-and-check path") {
   liar.make = [](const core::ClosureRecord&) -> Result<std::string> {
     return std::string("garbage");
   };
-  auto refused = image::fetch_or_make(f.storage->local(), f.closure, liar);
+  auto refused = image::fetch_or_make(f.storage->records(), f.closure, liar);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == Code::corrupt);
 }

@@ -28,7 +28,7 @@ struct OneRoot {
 
   explicit OneRoot(const std::string& target) {
     cache.storage = std::make_unique<storage::Storage>(std::move(file.store));
-    storage::Store& local = cache.storage->local();
+    storage::Records& local = cache.storage->records();
     core::JobRecord job;
     job.key = hash128("loader-test job " + target);
     job.entry = "k";

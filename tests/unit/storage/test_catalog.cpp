@@ -1,9 +1,9 @@
-// Unit tests for the read commands' view of a cache (src/storage/local/catalog.h):
+// Unit tests for the read commands' view of a cache (src/storage/catalog.h):
 // listings filtered by target and name glob, one entry found by job key,
 // closure key or name, root names resolved to closures, a root's deferred
 // graph (hand-made and as a real precompile stores it), artifacts by the
 // format a user names, and which key components two jobs differ in.
-#include "storage/local/catalog.h"
+#include "storage/catalog.h"
 
 #include "fixtures/cache.hpp"
 

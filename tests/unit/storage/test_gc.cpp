@@ -7,7 +7,7 @@
 // closures; put_closure over a vanished job; names that record their unit
 // and report a move; read_root's one-transaction read; the migration that
 // brings leases and units to an existing cache.
-#include "storage/local/gc.h"
+#include "storage/gc.h"
 #include "storage/local/statement.h"
 
 #include "core/keys.h"

@@ -7,7 +7,7 @@
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"
 #include "storage/bundle.h"
-#include "storage/local/usage.h"
+#include "storage/usage.h"
 
 #include <doctest/doctest.h>
 

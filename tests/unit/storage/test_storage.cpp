@@ -164,15 +164,15 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   INFO((key ? std::string() : key.error().message));
   REQUIRE(key);
   CHECK(*key == source().closure);
-  auto local_name = b.local().resolve_name("nest_a", "host");
+  auto local_name = b.records().resolve_name("nest_a", "host");
   REQUIRE(local_name);
   CHECK(*local_name == source().closure);
   auto src = open_store(source().cache.path());
   for (const Hash128& j : source().jobs) {
-    auto has = b.local().has_job(j, {"obj"});
+    auto has = b.records().has_job(j, {"obj"});
     REQUIRE(has);
     CHECK(*has);
-    auto mine = b.local().get_artifact(j, "obj");
+    auto mine = b.records().get_artifact(j, "obj");
     auto theirs = src->get_artifact(j, "obj");
     REQUIRE(mine);
     REQUIRE(theirs);
@@ -185,7 +185,7 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   auto image = b.get_image(*closure, kArch);
   REQUIRE(image);
   REQUIRE(*image);
-  CHECK(b.local().get_image_any_linker(*key, kArch));
+  CHECK(b.records().get_image_any_linker(*key, kArch));
   Counters c = counters_of(b);
   CHECK(c.remote_hits == 6); // name, closure, three jobs, image
   CHECK(c.remote_misses == 0);
@@ -218,7 +218,7 @@ TEST_CASE("Storage: a string of key form is never asked of the remote as a name"
   auto closure = b.get_closure(source().closure);
   REQUIRE(closure);
   CHECK(closure->key == source().closure);
-  auto names = b.local().list_names();
+  auto names = b.records().list_names();
   REQUIRE(names);
   CHECK(names->empty());
 }
@@ -243,7 +243,7 @@ TEST_CASE("Storage: find_job says where a job was found; a miss asks the remote 
   CHECK(c.remote_misses == 1);
 
   // Without a remote, a miss is only local.
-  Storage alone(b.local());
+  Storage alone(b.records());
   CHECK_FALSE(alone.has_remote());
   auto local_only = alone.find_job(source().jobs[1], {"obj"});
   REQUIRE(local_only);
@@ -262,7 +262,7 @@ TEST_CASE("Storage: a job that lacks a needed artifact is rejected, not stored")
   CHECK(*found == Found::nowhere);
   CHECK(err == "kiln: remote cache memory://test: rejected job " + job.hex() +
                    ": it lacks its cubin artifact\n");
-  auto has = b.local().has_job(job, {});
+  auto has = b.records().has_job(job, {});
   REQUIRE(has);
   CHECK_FALSE(*has);
   CHECK(counters_of(b).remote_errors == 1);
@@ -282,14 +282,14 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     std::string err = stderr_of([&] { CHECK(*b.find_job(victim, {}) == Found::nowhere); });
     CHECK(err.rfind("kiln: remote cache memory://test: rejected job " + victim.hex() + ": ", 0) ==
           0);
-    CHECK_FALSE(*b.local().has_job(victim, {}));
+    CHECK_FALSE(*b.records().has_job(victim, {}));
   }
   SUBCASE("another job's value under this key") {
     value = shared->values.at(b.remote_key("job", other.hex()));
     std::string err = stderr_of([&] { CHECK(*b.find_job(victim, {}) == Found::nowhere); });
     CHECK(err == "kiln: remote cache memory://test: rejected job " + victim.hex() +
                      ": the value holds something else\n");
-    CHECK_FALSE(*b.local().has_job(victim, {}));
+    CHECK_FALSE(*b.records().has_job(victim, {}));
   }
   SUBCASE("a job whose record does not match its key") {
     auto data = decode_bundle(value);
@@ -299,7 +299,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     std::string err = stderr_of([&] { CHECK(*b.find_job(victim, {}) == Found::nowhere); });
     CHECK_MESSAGE(err.find("rejected job " + victim.hex() + ": bundle: ") != std::string::npos,
                   err);
-    CHECK_FALSE(*b.local().has_job(victim, {}));
+    CHECK_FALSE(*b.records().has_job(victim, {}));
   }
   SUBCASE("a closure that is not a bundle") {
     shared->values.at(b.remote_key("closure", source().closure.hex())) = "garbage";
@@ -309,7 +309,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
       CHECK(c.error().code == Code::not_found);
     });
     CHECK(count(err, "rejected closure " + source().closure.hex()) == 1);
-    CHECK(b.local().get_closure(source().closure).error().code == Code::not_found);
+    CHECK(b.records().get_closure(source().closure).error().code == Code::not_found);
   }
   SUBCASE("a closure that does not match its key") {
     std::string& cv = shared->values.at(b.remote_key("closure", source().closure.hex()));
@@ -320,7 +320,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     std::string err = stderr_of([&] { CHECK_FALSE(b.get_closure(source().closure)); });
     CHECK_MESSAGE(err.find("rejected closure " + source().closure.hex()) != std::string::npos,
                   err);
-    CHECK(b.local().get_closure(source().closure).error().code == Code::not_found);
+    CHECK(b.records().get_closure(source().closure).error().code == Code::not_found);
   }
   SUBCASE("an image that fails its checks") {
     auto closure = open_store(source().cache.path())->get_closure(source().closure);
@@ -337,7 +337,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     });
     CHECK(err.find("rejected image of closure " + source().closure.hex() + " for " + kArch) !=
           std::string::npos);
-    CHECK(b.local().get_image_any_linker(source().closure, kArch).error().code ==
+    CHECK(b.records().get_image_any_linker(source().closure, kArch).error().code ==
           Code::not_found);
   }
   SUBCASE("a name pointing at a closure for another target") {
@@ -353,7 +353,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     });
     CHECK(err == "kiln: remote cache memory://test: rejected name nest_a (sm_90): it points at a "
                  "closure for host\n");
-    CHECK_FALSE(b.local().resolve_name("nest_a", "sm_90"));
+    CHECK_FALSE(b.records().resolve_name("nest_a", "sm_90"));
   }
   Counters c = counters_of(b);
   CHECK(c.remote_errors == 1);
@@ -367,8 +367,8 @@ TEST_CASE("Storage: a closure whose member jobs nobody published is not stored")
   auto key = b.resolve_name("nest_a", "host");
   REQUIRE_FALSE(key);
   CHECK(key.error().code == Code::not_found);
-  CHECK_FALSE(b.local().resolve_name("nest_a", "host"));
-  CHECK(b.local().get_closure(source().closure).error().code == Code::not_found);
+  CHECK_FALSE(b.records().resolve_name("nest_a", "host"));
+  CHECK(b.records().get_closure(source().closure).error().code == Code::not_found);
   Counters c = counters_of(b);
   CHECK(c.remote_errors == 0); // missing is not wrong
   CHECK(c.remote_misses == 1);
@@ -398,7 +398,7 @@ TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishe
     TestCache e = empty_cache();
     Storage a(open_store(e.path()), memory_remote(shared, o));
     REQUIRE(a.put_job(*rec, {{"obj", *obj}}, *refs));
-    CHECK(*a.local().has_job(job, {"obj"}));
+    CHECK(*a.records().has_job(job, {"obj"}));
     std::string jkey = a.remote_key("job", job.hex());
     REQUIRE(shared->values.count(jkey));
     CHECK(shared->ttls.at(jkey) == std::chrono::seconds(3600));
@@ -422,7 +422,7 @@ TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishe
     TestCache e = empty_cache();
     Storage a(open_store(e.path()), memory_remote(shared, o));
     REQUIRE(a.put_job(*rec, {{"obj", *obj}}, *refs));
-    CHECK(*a.local().has_job(job, {"obj"})); // stored locally all the same
+    CHECK(*a.records().has_job(job, {"obj"})); // stored locally all the same
     a.publish_name({"other", "host", source().closure});
     (void)a.put_image(ikey, "so", "image bytes");
     // It still fetches what others published.
@@ -483,7 +483,7 @@ TEST_CASE("Storage over a store it does not own: local only") {
   auto src = open_store(source().cache.path());
   Storage local(*src);
   CHECK_FALSE(local.has_remote());
-  CHECK(&local.local() == src.get());
+  CHECK(&local.records() == src.get());
   auto closure = local.get_closure(source().closure);
   REQUIRE(closure);
   auto image = local.get_image(*closure, kArch);

@@ -10,8 +10,8 @@
 #include "fixtures/process.hpp"
 #include "fixtures/zstd_bomb.hpp"
 #include "storage/bundle.h"
-#include "storage/local/transfer.h"
-#include "storage/local/verify.h"
+#include "storage/transfer.h"
+#include "storage/verify.h"
 #include "support/compress.h"
 
 #include <kiln/kiln.h>

@@ -3,11 +3,11 @@
 // and verifies; import is idempotent; export by closure key and of nothing
 // that exists; and a bundle damaged on disk or consistent on the wire but
 // forged in content is refused before anything is written.
-#include "storage/local/transfer.h"
+#include "storage/transfer.h"
 
 #include "fixtures/cache.hpp"
 #include "storage/bundle.h"
-#include "storage/local/verify.h"
+#include "storage/verify.h"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // added to and zeroed, recency that only moves forward, what stats counts and
 // measures, settings, and the size limit from $KILN_CACHE_MAX_SIZE, else the
 // cache's setting, else the default.
-#include "storage/local/usage.h"
+#include "storage/usage.h"
 
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"

@@ -1,10 +1,10 @@
-// Unit tests for the one verification of a cache (src/storage/local/verify.h):
+// Unit tests for the one verification of a cache (src/storage/verify.h):
 // a consistent cache has no problems; a job whose key no longer matches its
 // components, a closure whose key does not match its members and an image a
 // loader would refuse are each reported, by kind and key, and so is damage
 // SQLite finds in the file; and the C and C++ APIs report what the library
 // finds.
-#include "storage/local/verify.h"
+#include "storage/verify.h"
 
 #include "fixtures/cache.hpp"
 

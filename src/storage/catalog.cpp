@@ -1,8 +1,6 @@
 // What a cache holds, as the read commands show it: listings, one job or
 // root, a root's deferred graph, an artifact by format, and key differences.
-#include "storage/local/catalog.h"
-
-#include "storage/local/statement.h"
+#include "storage/catalog.h"
 
 #include <fnmatch.h>
 
@@ -11,50 +9,7 @@
 
 namespace kiln::storage {
 
-Result<std::vector<ClosureRecord>> Store::list_closures() {
-  std::vector<Hash128> keys;
-  {
-    std::lock_guard lock(mu_);
-    KILN_TRY_ASSIGN(auto s, prepare("SELECT key FROM closures ORDER BY key"));
-    Bound b(s);
-    // A row whose key is not a key names no closure: verify reports it.
-    while (b.step() == SQLITE_ROW)
-      if (auto k = b.col_key_opt(0))
-        keys.push_back(*k);
-  }
-  std::vector<ClosureRecord> out;
-  for (const Hash128& k : keys) {
-    KILN_TRY_ASSIGN(auto c, get_closure(k));
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
-  std::lock_guard lock(mu_);
-  // Its own images, else those of closures sharing its members (one per
-  // architecture and linker), each under this closure's key.
-  KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT arch, linker, format, raw_size, checksum, data, dict_id FROM "
-                          "images WHERE " KILN_IMAGE_SERVES("?1") " ORDER BY arch, linker, "
-                          KILN_OWN_IMAGE_FIRST("?1")));
-  Bound b(s);
-  b.key(1, closure);
-  std::vector<ImageRecord> out;
-  while (b.step() == SQLITE_ROW) {
-    if (!out.empty() && out.back().key.arch == b.col_text(0) &&
-        out.back().key.linker == b.col_text(1))
-      continue;
-    ImageRecord r{{closure, b.col_text(0), b.col_text(1)}, b.col_text(2), {}};
-    std::string what = "image of closure " + closure.hex() + " for " + r.key.arch;
-    KILN_TRY_ASSIGN(r.bytes,
-                    unpack(b.col_blob(5), b.col_i64(3), b.col_i64(4), b.col_dict(6), what));
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-Result<Listing> list_cache(Store& store, const ListFilter& filter) {
+Result<Listing> list_cache(Records& store, const ListFilter& filter) {
   KILN_TRY_ASSIGN(auto jobs, store.list_jobs());
   auto names = store.list_names();
   if (!names)
@@ -85,7 +40,7 @@ Result<Listing> list_cache(Store& store, const ListFilter& filter) {
   return out;
 }
 
-Result<JobDetail> job_detail(Store& store, const JobRecord& job) {
+Result<JobDetail> job_detail(Records& store, const JobRecord& job) {
   auto arts = store.artifact_infos(job.key);
   auto refs = store.job_refs(job.key);
   if (!arts)
@@ -95,7 +50,7 @@ Result<JobDetail> job_detail(Store& store, const JobRecord& job) {
   return JobDetail{job, arts.take(), refs.take()};
 }
 
-Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::string& what,
+Result<std::variant<JobDetail, RootDetail>> find_entry(Records& store, const std::string& what,
                                                        const std::string& target) {
   using Found = std::variant<JobDetail, RootDetail>;
   // A key-form string is a job or closure key, never a name; any other
@@ -128,7 +83,7 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::
                     "no root named '" + what + "' in cache '" + store.path() + "'");
 }
 
-Result<Hash128> resolve_closure(Store& store, const std::string& what, const std::string& target) {
+Result<Hash128> resolve_closure(Records& store, const std::string& what, const std::string& target) {
   // A closure key names itself and is never read as a name (as the loader).
   if (is_hash128_hex(what))
     return parse_hash128(what);
@@ -142,7 +97,7 @@ Result<Hash128> resolve_closure(Store& store, const std::string& what, const std
                         " in cache '" + store.path() + "'");
 }
 
-Result<ClosureGraph> closure_graph(Store& store, const std::string& what,
+Result<ClosureGraph> closure_graph(Records& store, const std::string& what,
                                    const std::string& target) {
   KILN_TRY_ASSIGN(auto key, resolve_closure(store, what, target));
   KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
@@ -159,7 +114,7 @@ Result<ClosureGraph> closure_graph(Store& store, const std::string& what,
   return g;
 }
 
-Result<std::string> dump_artifact(Store& store, const std::string& job_key,
+Result<std::string> dump_artifact(Records& store, const std::string& job_key,
                                   const std::string& format) {
   KILN_TRY_ASSIGN(auto key, parse_hash128(job_key));
   KILN_TRY_ASSIGN(auto job, store.get_job(key));
@@ -184,7 +139,7 @@ Result<std::string> dump_artifact(Store& store, const std::string& job_key,
                     "job " + job_key + " (" + job.target + ") has no " + format + " artifact");
 }
 
-Result<std::vector<core::KeyDifference>> explain_keys(Store& store, const Hash128& a,
+Result<std::vector<core::KeyDifference>> explain_keys(Records& store, const Hash128& a,
                                                       const Hash128& b) {
   KILN_TRY_ASSIGN(auto ja, store.get_job(a));
   KILN_TRY_ASSIGN(auto jb, store.get_job(b));

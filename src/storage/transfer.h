@@ -4,7 +4,7 @@
 // writes anything, so a damaged or hostile file changes nothing.
 #pragma once
 
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/result.hpp>
 
@@ -27,11 +27,11 @@ struct BundleSummary {
 /// name with every target it has, else what resolve_closure finds (a
 /// closure key); empty `which` means every root. Signed when
 /// $KILN_SIGNING_KEY is set (storage/signing.h).
-Result<BundleSummary> export_bundle(Store& store, const std::string& path,
+Result<BundleSummary> export_bundle(Records& store, const std::string& path,
                                     const std::vector<std::string>& which);
 
 /// Adds a bundle file's contents after validating all of it, its signature
 /// as signing_for(store) decides; rows already present are kept.
-Result<BundleSummary> import_bundle(Store& store, const std::string& path);
+Result<BundleSummary> import_bundle(Records& store, const std::string& path);
 
 } // namespace kiln::storage

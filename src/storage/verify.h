@@ -16,7 +16,7 @@
 
 namespace kiln::storage {
 
-class Store;
+class Records;
 
 /// One problem verify found: what kind of thing, its key, what is wrong.
 struct Problem {
@@ -37,6 +37,6 @@ struct VerifyReport {
 /// Verifies the whole cache. A problem is reported, not returned as an
 /// error, SQLite finding the file damaged included (kind "cache"); an error
 /// means the cache could not be read at all, and is never `corrupt`.
-Result<VerifyReport> verify_cache(Store& store);
+Result<VerifyReport> verify_cache(Records& store);
 
 } // namespace kiln::storage

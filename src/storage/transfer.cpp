@@ -1,10 +1,8 @@
-// Export and import of bundle files, and the one transaction that writes a
-// bundle's rows.
-#include "storage/local/transfer.h"
+// Export and import of bundle files.
+#include "storage/transfer.h"
 
 #include "storage/bundle.h"
-#include "storage/local/catalog.h"
-#include "storage/local/statement.h"
+#include "storage/catalog.h"
 #include "storage/signing.h"
 
 #include "core/check.h"
@@ -16,50 +14,7 @@
 
 namespace kiln::storage {
 
-Status Store::put_bundle(const BundleData& data) {
-  // Bundles carry raw bytes: each blob is compressed here with this cache's
-  // dictionary for its kind, if it has one.
-  std::map<std::string, std::shared_ptr<const Dictionary>> dicts;
-  {
-    std::lock_guard lock(mu_);
-    auto want = [&](const std::string& kind) {
-      if (!dicts.count(kind))
-        dicts[kind] = writing_dictionary(kind);
-    };
-    for (const BundleData::Job& j : data.jobs)
-      for (const Artifact& a : j.artifacts)
-        want("artifact " + a.format);
-    for (const ImageRecord& i : data.images)
-      want("image " + i.format);
-  }
-  std::vector<std::vector<Packed>> packed_jobs;
-  for (const BundleData::Job& j : data.jobs) {
-    std::vector<Packed> packed;
-    for (const Artifact& a : j.artifacts)
-      packed.push_back(pack_with(dicts["artifact " + a.format].get(), a.bytes));
-    packed_jobs.push_back(std::move(packed));
-  }
-  std::vector<Packed> packed_images;
-  for (const ImageRecord& i : data.images)
-    packed_images.push_back(pack_with(dicts["image " + i.format].get(), i.bytes));
-  std::lock_guard lock(mu_);
-  int64_t now = now_seconds();
-  return transaction([&]() -> Status {
-    for (size_t i = 0; i < data.jobs.size(); ++i)
-      KILN_TRY(insert_job_rows(data.jobs[i].record, data.jobs[i].artifacts, packed_jobs[i],
-                               data.jobs[i].refs));
-    std::map<std::string, std::vector<NameRecord>> names;
-    for (const NameRecord& n : data.names)
-      names[n.closure.hex()].push_back(n);
-    for (const ClosureRecord& c : data.closures)
-      KILN_TRY(insert_closure_rows(c, names[c.key.hex()], now));
-    for (size_t i = 0; i < data.images.size(); ++i)
-      KILN_TRY(insert_image_row(data.images[i], packed_images[i]));
-    return Status::ok();
-  });
-}
-
-Result<BundleSummary> export_bundle(Store& store, const std::string& path,
+Result<BundleSummary> export_bundle(Records& store, const std::string& path,
                                     const std::vector<std::string>& which) {
   // Renaming a bundle over the cache, or over its WAL, would destroy it.
   KILN_TRY(refuse_database_file(path, store.path(), "export destination"));
@@ -96,7 +51,7 @@ Result<BundleSummary> export_bundle(Store& store, const std::string& path,
                        data.names.size(), bytes.size()};
 }
 
-Result<BundleSummary> import_bundle(Store& store, const std::string& path) {
+Result<BundleSummary> import_bundle(Records& store, const std::string& path) {
   // Checked before the file is opened: closing a descriptor of the cache
   // would drop this process's SQLite locks on it.
   KILN_TRY(refuse_database_file(path, store.path(), "import source"));

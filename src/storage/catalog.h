@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/explain.h"
-#include "storage/local/store.h"
+#include "storage/records.h"
 
 #include <kiln/result.hpp>
 
@@ -35,7 +35,7 @@ struct Listing {
 };
 
 /// The jobs and root names `filter` keeps.
-Result<Listing> list_cache(Store& store, const ListFilter& filter);
+Result<Listing> list_cache(Records& store, const ListFilter& filter);
 
 /// One job with its artifacts and open deferred references.
 struct JobDetail {
@@ -44,7 +44,7 @@ struct JobDetail {
   std::vector<JobRef> refs;
 };
 
-Result<JobDetail> job_detail(Store& store, const JobRecord& job);
+Result<JobDetail> job_detail(Records& store, const JobRecord& job);
 
 /// A root: the closure a name points at (name empty when found by key).
 struct RootDetail {
@@ -58,12 +58,12 @@ struct RootDetail {
 /// of that key, never a name; any other string: the root of that name for
 /// `target` (empty: its first target). Nothing by that key or name is
 /// `not_found`.
-Result<std::variant<JobDetail, RootDetail>> find_entry(Store& store, const std::string& what,
+Result<std::variant<JobDetail, RootDetail>> find_entry(Records& store, const std::string& what,
                                                        const std::string& target);
 
 /// A 32-hex closure key as itself (never read as a name), else the closure a
 /// root name names for `target` (empty: its first target).
-Result<Hash128> resolve_closure(Store& store, const std::string& what, const std::string& target);
+Result<Hash128> resolve_closure(Records& store, const std::string& what, const std::string& target);
 
 /// A closure's members as nodes and their deferred references as edges.
 struct ClosureGraph {
@@ -77,17 +77,17 @@ struct ClosureGraph {
 };
 
 /// The deferred graph of the closure resolve_closure(what, target) names.
-Result<ClosureGraph> closure_graph(Store& store, const std::string& what,
+Result<ClosureGraph> closure_graph(Records& store, const std::string& what,
                                    const std::string& target);
 
 /// The raw bytes of a job's artifact in a format a user names: "ptx",
 /// "bitcode" (bc) or "object" (a host object or a cubin).
-Result<std::string> dump_artifact(Store& store, const std::string& job_key,
+Result<std::string> dump_artifact(Records& store, const std::string& job_key,
                                   const std::string& format);
 
 /// Which key components of two stored jobs differ: why one missed where
 /// the other would have hit.
-Result<std::vector<core::KeyDifference>> explain_keys(Store& store, const Hash128& a,
+Result<std::vector<core::KeyDifference>> explain_keys(Records& store, const Hash128& a,
                                                       const Hash128& b);
 
 } // namespace kiln::storage

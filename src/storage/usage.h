@@ -1,7 +1,7 @@
 // How a cache is used: the counters precompiles and loads add to, what it
 // holds and how big it is (stats), and its settings, of which the size limit
 // is the one that matters (config). Recency, the other half of usage, is
-// Store::touch_closures; gc (storage/local/gc.h) reads both.
+// Records::touch_closures; gc (storage/gc.h) reads both.
 #pragma once
 
 #include <kiln/result.hpp>
@@ -13,7 +13,7 @@
 
 namespace kiln::storage {
 
-class Store;
+class Records;
 
 /// Usage counters (stats). Added to, never set, by precompiles and loads.
 struct Counters {
@@ -58,8 +58,8 @@ struct SizeLimit {
   std::string source; ///< "KILN_CACHE_MAX_SIZE", "cache setting" or "default"
 };
 
-/// The size limit in force (Store::max_size) and its source.
-Result<SizeLimit> size_limit(Store& store);
+/// The size limit in force (Records::max_size) and its source.
+Result<SizeLimit> size_limit(Records& store);
 
 /// What `stats` reports: the cache's contents and counters, and its limit.
 struct StatsReport {
@@ -69,7 +69,7 @@ struct StatsReport {
 
 /// The cache's statistics; `zero_first` resets the usage counters before
 /// reading them (the contents stay).
-Result<StatsReport> stats_report(Store& store, bool zero_first);
+Result<StatsReport> stats_report(Records& store, bool zero_first);
 
 /// A setting's value as stored, from what a user typed ("1M" for max_size
 /// is stored as "1048576"; require_signed is 0 or 1). An empty value only checks the name. An unknown

@@ -5,7 +5,7 @@
 // recently used first, each with its images and names and the jobs no
 // remaining closure uses; ties in one-second recency are broken by key, so
 // every process evicts in the same order. A job a running precompile holds a
-// lease on (Store::lease_jobs), and a closure rooted at one, is never evicted.
+// lease on (Records::lease_jobs), and a closure rooted at one, is never evicted.
 #pragma once
 
 #include "support/hash.h"
@@ -18,10 +18,10 @@
 
 namespace kiln::storage {
 
-class Store;
+class Records;
 
 /// When gc evicts. A policy with no size target and no age limit evicts
-/// nothing through Store::gc; collect_garbage gives it the cache's limit.
+/// nothing through Records::gc; collect_garbage gives it the cache's limit.
 struct GcPolicy {
   int64_t max_size = -1;   ///< evict until the live size is at most this; < 0: no size target
   int64_t older_than = -1; ///< evict closures unused for this many seconds; < 0: none
@@ -51,7 +51,7 @@ struct GcReport {
 Result<GcPolicy> parse_gc_policy(const std::string& max_size, const std::string& older_than);
 
 /// Runs gc per `policy`; a policy without limits is given the cache's own
-/// size limit (Store::max_size) first.
-Result<GcReport> collect_garbage(Store& store, GcPolicy policy);
+/// size limit (Records::max_size) first.
+Result<GcReport> collect_garbage(Records& store, GcPolicy policy);
 
 } // namespace kiln::storage

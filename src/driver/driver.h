@@ -12,7 +12,7 @@ namespace kiln::driver {
 /// kiln::compile over the caller's open cache: the request memo, else the
 /// plan run against `store` (with the request's remote tier, if any), then
 /// the request is memoised. `store` is not closed; a store opened by a
-/// loading process (Store::defer_checkpoint) is a writer's from here on.
+/// loading process (Records::defer_checkpoint) is a writer's from here on.
 Result<CompileReport> compile_in(const CompileRequest& request, storage::Records& store);
 
 /// Plan::run over the caller's open cache, without the request memo.

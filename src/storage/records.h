@@ -2,7 +2,7 @@
 // the record groups (jobs and artifacts, closures and names, images, kernel
 // libraries, memos, leases and usage, settings). The cache file implements
 // it (storage/local/store.h, SQLite); the unit tests have an in-memory one
-// (tests/support/memory_records.h) that fails where they tell it to; and
+// (tests/unit/fixtures/memory_records.hpp) that fails where they tell it to; and
 // Storage (storage/storage.h) puts a remote tier in front of either.
 //
 // The contract every implementation keeps, and the one the layers above may

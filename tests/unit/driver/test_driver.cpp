@@ -1,10 +1,13 @@
 // Unit tests for the driver (src/driver/driver.cpp, through
 // include/kiln/compiler.hpp): Plan's job graph, cycles, runs into a cache, and
 // the fields of what Plan::create reports (those of where an error arose, and
-// the entry and target it was planning).
+// the entry and target it was planning); and the driver over in-memory
+// records (fixtures/memory_records.hpp) that fail where a test says.
+#include "driver/driver.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"
 #include "fixtures/ir.hpp"
+#include "fixtures/memory_records.hpp"
 #include "codegen/isolated.h"
 
 #include "support/fault.h"
@@ -392,4 +395,133 @@ TEST_CASE("bitcode that crashes LLVM's reader is an input error, and the caller 
     Plan q = must_plan(request_for("nested.bc", bc, {"nest_a"}));
     CHECK(q.job_count() == 3);
   }
+}
+
+// --- the driver over in-memory records ----------------------------------------
+
+namespace {
+
+CompileReport run_ok(Plan& plan, storage::Records& records) {
+  auto r = driver::run_in(plan, records);
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  return r.take();
+}
+
+Error injected(const std::string& what) { return make_error(Code::unavailable, what + " (injected)"); }
+
+} // namespace
+
+TEST_CASE("driver over in-memory records: a deferred graph is recorded, and a second run "
+          "stores nothing") {
+  MemoryRecords mem;
+  std::string ir = data_file("nested.ll");
+  Plan first = must_plan(request_for("nested.ll", ir, {"nest_a"}));
+  CompileReport r1 = run_ok(first, mem);
+  CHECK(r1.ok());
+  REQUIRE(r1.jobs.size() == 3);
+  CHECK(mem.calls("put_job") == 3);
+  CHECK(mem.calls("put_closure") == 1);
+  auto named = mem.resolve_name("nest_a", "host");
+  REQUIRE(named);
+  CHECK(named->hex() == r1.roots[0].closure);
+  auto closure = mem.get_closure(*named);
+  REQUIRE(closure);
+  CHECK(closure->members.size() == 3);
+  // The driver linked the closure's image and stored it (a load needs no
+  // linker then).
+  auto image = mem.get_image_any_linker(*named, core::image_arch(closure->target));
+  INFO((image ? std::string() : image.error().message));
+  CHECK(image);
+
+  Plan second = must_plan(request_for("nested.ll", ir, {"nest_a"}));
+  CompileReport r2 = run_ok(second, mem);
+  CHECK(r2.ok());
+  for (const JobReport& j : r2.jobs)
+    CHECK(j.status == JobStatus::cached);
+  CHECK(mem.calls("put_job") == 3); // nothing compiled, nothing stored again
+  std::vector<storage::Problem> problems;
+  REQUIRE(mem.check_rows(problems));
+  CHECK(problems.empty());
+}
+
+TEST_CASE("driver over in-memory records: a job that cannot be stored fails alone, and its "
+          "root names nothing") {
+  MemoryRecords mem;
+  mem.fail("put_job", injected("no space for the job"), 1); // the second job's put fails
+  Plan plan = must_plan(request_for("nested.ll", data_file("nested.ll"), {"nest_a"}));
+  CompileReport r = run_ok(plan, mem);
+  CHECK_FALSE(r.ok());
+  int failed = 0;
+  for (const JobReport& j : r.jobs)
+    if (j.status == JobStatus::failed) {
+      ++failed;
+      CHECK(j.error.find("no space for the job (injected)") != std::string::npos);
+    }
+  CHECK(failed == 2); // the failing call and every later one
+  REQUIRE(r.roots.size() == 1);
+  CHECK_FALSE(r.roots[0].error.empty());
+  auto named = mem.resolve_name("nest_a", "host");
+  REQUIRE_FALSE(named);
+  CHECK(named.error().code == Code::not_found);
+  auto jobs = mem.list_jobs();
+  REQUIRE(jobs);
+  CHECK(jobs->size() == 1);
+  // Healed, the next run compiles what is missing and names the root.
+  mem.heal();
+  Plan again = must_plan(request_for("nested.ll", data_file("nested.ll"), {"nest_a"}));
+  CompileReport r2 = run_ok(again, mem);
+  CHECK(r2.ok());
+  CHECK(mem.resolve_name("nest_a", "host"));
+}
+
+TEST_CASE("driver over in-memory records: a closure that cannot be recorded is its root's "
+          "error, and the name keeps naming what it named") {
+  MemoryRecords mem;
+  Plan v1 = must_plan(request_for("change.ll", data_file("change_v1.ll"), {"chg_parent"}));
+  CompileReport r1 = run_ok(v1, mem);
+  REQUIRE(r1.ok());
+  auto before = mem.resolve_name("chg_parent", "host");
+  REQUIRE(before);
+
+  mem.fail("put_closure", injected("the closure table is full"));
+  Plan v2 = must_plan(request_for("change.ll", data_file("change_v2.ll"), {"chg_parent"}));
+  CompileReport r2 = run_ok(v2, mem);
+  CHECK_FALSE(r2.ok());
+  REQUIRE(r2.roots.size() == 1);
+  CHECK(r2.roots[0].error.find("the closure table is full (injected)") != std::string::npos);
+  auto after = mem.resolve_name("chg_parent", "host");
+  REQUIRE(after);
+  CHECK(*after == *before);
+
+  // The closure recorded, but the name not moved: the same.
+  mem.heal();
+  mem.fail("point_name", injected("the name cannot move"));
+  Plan v2b = must_plan(request_for("change.ll", data_file("change_v2.ll"), {"chg_parent"}));
+  CompileReport r3 = run_ok(v2b, mem);
+  CHECK_FALSE(r3.ok());
+  CHECK(r3.roots[0].error.find("the name cannot move (injected)") != std::string::npos);
+  after = mem.resolve_name("chg_parent", "host");
+  REQUIRE(after);
+  CHECK(*after == *before);
+
+  mem.heal();
+  Plan v2c = must_plan(request_for("change.ll", data_file("change_v2.ll"), {"chg_parent"}));
+  CompileReport r4 = run_ok(v2c, mem);
+  CHECK(r4.ok());
+  after = mem.resolve_name("chg_parent", "host");
+  REQUIRE(after);
+  CHECK(*after != *before);
+  CHECK(after->hex() == r4.roots[0].closure);
+}
+
+TEST_CASE("driver over in-memory records: read-only records are refused before any work") {
+  MemoryRecords mem(true);
+  Plan plan = must_plan(request_for("nested.ll", data_file("nested.ll"), {"nest_a"}));
+  auto r = driver::run_in(plan, mem);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == Code::unavailable);
+  CHECK(r.error().message.find("compile into it") != std::string::npos);
+  CHECK(mem.calls("put_job") == 0);
+  CHECK(mem.calls("has_job") == 0);
 }

@@ -1,8 +1,11 @@
 // The memo's answer (memo/memo.cpp memo_replay): a repeated request is
 // answered from what the first one recorded, and images that are missing
 // (a first request with --no-link, or gc) are linked then, on the request's
-// -j, each root's once.
+// -j, each root's once; over in-memory records, a hit reads no job and a
+// memo that cannot be recorded costs only the next request's speed.
+#include "driver/driver.h"
 #include "fixtures/cache.hpp"
+#include "fixtures/memory_records.hpp"
 
 #include <kiln/compiler.hpp>
 #include <kiln/kiln.h>
@@ -55,4 +58,44 @@ TEST_CASE("memo: a hit links the images a --no-link precompile left out, and eve
   CHECK(third->memo_hit);
   c.open();
   CHECK(stats_ok(*c.store).images == 3);
+}
+
+TEST_CASE("memo over in-memory records: a repeated request is answered from its memo, reading "
+          "no job") {
+  MemoryRecords mem;
+  CompileRequest req = data_request("nested.ll", {"nest_a"});
+  auto first = driver::compile_in(req, mem);
+  INFO((first ? std::string() : first.error().message));
+  REQUIRE(first);
+  REQUIRE(first->ok());
+  CHECK(mem.calls("put_memo") == 1);
+  int has_job = mem.calls("has_job");
+  CHECK(has_job > 0);
+
+  auto second = driver::compile_in(req, mem);
+  REQUIRE(second);
+  CHECK(second->ok());
+  CHECK(mem.calls("get_memo") >= 1);
+  CHECK(mem.calls("has_job") == has_job); // answered without the plan
+  REQUIRE(second->roots.size() == 1);
+  CHECK(second->roots[0].closure == first->roots[0].closure);
+  for (const JobReport& j : second->jobs)
+    CHECK(j.status == JobStatus::cached);
+}
+
+TEST_CASE("memo over in-memory records: a memo that cannot be recorded fails nothing, and the "
+          "next request runs the plan") {
+  MemoryRecords mem;
+  mem.fail("put_memo", make_error(Code::unavailable, "no room for memos (injected)"));
+  CompileRequest req = data_request("nested.ll", {"nest_a"});
+  auto first = driver::compile_in(req, mem);
+  REQUIRE(first);
+  CHECK(first->ok());
+  CHECK(mem.calls("put_memo") >= 1);
+  int has_job = mem.calls("has_job");
+  auto second = driver::compile_in(req, mem);
+  REQUIRE(second);
+  CHECK(second->ok());
+  CHECK(mem.calls("has_job") > has_job); // no memo: the plan ran, finding every job
+  CHECK(second->roots[0].closure == first->roots[0].closure);
 }

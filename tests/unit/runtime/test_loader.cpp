@@ -1,10 +1,15 @@
 // Unit tests for the loader's device dispatch (src/runtime/loader.h): what a
-// load without a target picks, and a GPU load on a machine without the GPU.
+// load without a target picks, and a GPU load on a machine without the GPU;
+// and loads from in-memory records (fixtures/memory_records.hpp) that fail
+// where a test says.
 #include "runtime/loader.h"
 
 #include "core/keys.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/cpu.hpp"
+#include "fixtures/ir.hpp"
+#include "fixtures/memory_records.hpp"
+#include "driver/driver.h"
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/handles.h"
 #include "runtime/hip/hip_select.h"
@@ -195,4 +200,89 @@ TEST_CASE("loader: another CPU's build of a parent whose deferred child changed 
   CHECK(kiln_image_load(cache, "chg_parent", "host", &img) == KILN_UNAVAILABLE);
   CHECK(std::string(kiln_last_error()).find("lacks: " + lacking) != std::string::npos);
   kiln_cache_close(cache);
+}
+
+// --- loads from in-memory records ---------------------------------------------
+
+namespace {
+
+// A handle over in-memory records holding nested.ll's nest_a, precompiled
+// by the driver (its image linked and stored).
+struct MemoryCache {
+  kiln_cache cache;
+  MemoryRecords* mem = nullptr;
+  MemoryCache() {
+    auto owned = std::make_unique<MemoryRecords>();
+    mem = owned.get();
+    cache.storage = std::make_unique<storage::Storage>(std::move(owned));
+    CompileRequest req;
+    req.inputs = {SourceInput::memory("nested.ll", data_file("nested.ll"))};
+    req.entries = {"nest_a"};
+    auto plan = Plan::create(req);
+    REQUIRE(plan);
+    auto rep = driver::run_in(*plan, cache.storage->records());
+    INFO((rep ? std::string() : rep.error().message));
+    REQUIRE(rep);
+    REQUIRE(rep->ok());
+  }
+  // Loads nest_a for the host, calls it with `arg` and releases it.
+  int call(int arg) {
+    kiln_image* img = nullptr;
+    INFO(kiln_last_error());
+    REQUIRE(kiln_image_load(&cache, "nest_a", "host", &img) == KILN_OK);
+    void* fn = nullptr;
+    REQUIRE(kiln_image_lookup(img, "nest_a", &fn) == KILN_OK);
+    int r = reinterpret_cast<int (*)(int)>(fn)(arg);
+    kiln_image_release(img);
+    return r;
+  }
+};
+
+} // namespace
+
+TEST_CASE("loader over in-memory records: a root loads from its stored image and runs") {
+  MemoryCache m;
+  int links = m.mem->calls("put_image");
+  CHECK(m.call(1) == 333);
+  CHECK(m.mem->calls("read_root") == 1);
+  CHECK(m.mem->calls("put_image") == links); // the stored image served: nothing linked
+  // Loaded again with nothing committed: the handle's warm image, no read.
+  CHECK(m.call(1) == 333);
+  CHECK(m.cache.warm.hits() == 1);
+  CHECK(m.mem->calls("read_root") == 1);
+  // Another connection's commit: the records are read again.
+  m.mem->bump_version();
+  CHECK(m.call(1) == 333);
+  CHECK(m.cache.warm.hits() == 1);
+  CHECK(m.mem->calls("read_root") == 2);
+}
+
+TEST_CASE("loader over in-memory records: a read that fails is the load's error, naming it") {
+  MemoryCache m;
+  m.mem->fail("read_root", make_error(Code::unavailable, "the records cannot be read (injected)"));
+  kiln_image* img = nullptr;
+  CHECK(kiln_image_load(&m.cache, "nest_a", "host", &img) != KILN_OK);
+  CHECK(img == nullptr);
+  CHECK(std::string(kiln_last_error()).find("the records cannot be read (injected)") !=
+        std::string::npos);
+  m.mem->heal();
+  CHECK(m.call(2) > 0);
+}
+
+TEST_CASE("loader over in-memory records: a stored image that is not the closure's is "
+          "refused and the closure linked again") {
+  MemoryCache m;
+  auto key = m.mem->resolve_name("nest_a", "host");
+  REQUIRE(key);
+  auto closure = m.mem->get_closure(*key);
+  REQUIRE(closure);
+  auto good = m.mem->get_image_any_linker(*key, core::image_arch(closure->target));
+  REQUIRE(good);
+  // A newer image under another linker's name: a loader takes the newest,
+  // and must check it against the closure before it runs.
+  core::ImageKey bad{*key, core::image_arch(closure->target), "zz-other-linker"};
+  REQUIRE(m.mem->put_image(bad, "so", "\x7f" "ELF not really an image"));
+  int links = m.mem->calls("put_image");
+  CHECK(m.call(1) == 333);
+  CHECK(m.mem->calls("put_image") == links + 1); // relinked and stored
 }

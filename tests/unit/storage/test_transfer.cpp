@@ -1,4 +1,4 @@
-// Unit tests for moving roots between caches (src/storage/local/transfer.cpp):
+// Unit tests for moving roots between caches (src/storage/transfer.cpp):
 // a real precompile exported and imported into a second cache arrives whole
 // and verifies; import is idempotent; export by closure key and of nothing
 // that exists; and a bundle damaged on disk or consistent on the wire but

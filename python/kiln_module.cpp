@@ -189,7 +189,7 @@ PYBIND11_MODULE(_kiln, m) {
             kiln::Result<kiln::CompileReport> r = kiln::make_error(kiln::Code::internal, "");
             {
               py::gil_scoped_release nogil;
-              r = kiln::compile(self, req);
+              r = kiln::compile(req, self);
             }
             return value_or_raise(std::move(r));
           })

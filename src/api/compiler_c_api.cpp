@@ -34,10 +34,14 @@ ErrorInfo error_info(const Error& error) {
           error.entry, error.target, error.job};
 }
 
-Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
+Result<CompileReport> compile(const CompileRequest& request, const Cache& cache) {
   if (!cache.raw())
     return make_error(Code::invalid_argument, "compile: the cache handle is empty");
   return driver::compile_in(request, cache.raw()->storage->records());
+}
+
+Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
+  return compile(request, cache);
 }
 
 std::string present_target() {

@@ -643,7 +643,7 @@ TEST_CASE("compile_or_load: what kiln::compile stored is a hit") {
   req.inputs = {SourceInput::memory("cycle.ll", ir)};
   req.entries = {"cyc_a"};
   req.jobs = 2;
-  auto compiled = compile(f.cache, req);
+  auto compiled = compile(req, f.cache);
   INFO((compiled ? std::string() : compiled.error().message));
   REQUIRE(compiled);
   CHECK(compiled->ok());
@@ -711,15 +711,33 @@ TEST_CASE("compile_or_load: every answer leaves the root's name as a precompile 
   }
 }
 
+TEST_CASE("compile: the older argument order still compiles into the handle's cache") {
+  Fixture f;
+  CompileRequest req;
+  req.inputs = {SourceInput::memory("nested.ll", data_file("nested.ll"))};
+  req.entries = {"nest_a"};
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  auto old_order = compile(f.cache, req);
+#pragma GCC diagnostic pop
+  REQUIRE(old_order);
+  CHECK(old_order->ok());
+  CHECK_FALSE(old_order->memo_hit);
+  auto new_order = compile(req, f.cache);
+  REQUIRE(new_order);
+  CHECK(new_order->memo_hit); // the same request, into the same cache
+  CHECK(new_order->roots[0].closure == old_order->roots[0].closure);
+}
+
 TEST_CASE("compile: a memo's answer reports each root's unit as the run it replays did") {
   Fixture f;
   CompileRequest req;
   req.inputs = {SourceInput::memory("nested.ll", data_file("nested.ll"))};
   req.entries = {"nest_a", "nest_c"};
-  auto run = compile(f.cache, req);
+  auto run = compile(req, f.cache);
   REQUIRE(run);
   REQUIRE_FALSE(run->memo_hit);
-  auto again = compile(f.cache, req);
+  auto again = compile(req, f.cache);
   REQUIRE(again);
   REQUIRE(again->memo_hit);
   REQUIRE(again->roots.size() == run->roots.size());
@@ -743,7 +761,7 @@ TEST_CASE("compile: a read-only cache answers a memo hit whose name came from an
   CompileRequest req;
   req.inputs = {SourceInput::memory("first.ll", ir)};
   req.entries = {"nest_a"};
-  auto run = compile(f.cache, req);
+  auto run = compile(req, f.cache);
   REQUIRE(run);
   REQUIRE(run->ok());
   req.inputs = {SourceInput::memory("renamed.ll", ir)};
@@ -772,7 +790,7 @@ TEST_CASE("compile: a cache handle is compiled into through its own connection, 
   auto ro = Cache::open(cache_file(f.dir), KILN_CACHE_READ_ONLY);
   REQUIRE(ro);
   REQUIRE(ro->read_only());
-  auto refused = compile(*ro, req);
+  auto refused = compile(req, *ro);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == Code::unavailable);
   CHECK(refused.error().message.find("is read-only (opened read-only): cannot compile into it") !=
@@ -782,7 +800,7 @@ TEST_CASE("compile: a cache handle is compiled into through its own connection, 
   CHECK(stats->jobs == 0);
   // The writable handle compiles; the read-only one then sees the result
   // through its own connection.
-  auto done = compile(f.cache, req);
+  auto done = compile(req, f.cache);
   REQUIRE(done);
   CHECK(done->ok());
   auto loaded = ro->load("cyc_a", "host");
@@ -796,7 +814,7 @@ TEST_CASE("compile: the roots of one deferred cycle share one linked image, and 
   CompileRequest req;
   req.inputs = {SourceInput::memory("cycle.ll", data_file("cycle.ll"))};
   req.jobs = 2;
-  auto compiled = compile(f.cache, req); // every function a root
+  auto compiled = compile(req, f.cache); // every function a root
   INFO((compiled ? std::string() : compiled.error().message));
   REQUIRE(compiled);
   CHECK(compiled->ok());
@@ -824,7 +842,7 @@ TEST_CASE("compile: the roots of one deferred cycle share one linked image, and 
   REQUIRE(problems);
   CHECK(problems->empty());
   // The same request again: a memo hit, every root's image found (once).
-  auto again = compile(f.cache, req);
+  auto again = compile(req, f.cache);
   REQUIRE(again);
   CHECK(again->memo_hit);
   REQUIRE(again->roots.size() == 3);
@@ -946,7 +964,7 @@ TEST_CASE("stats: what the cache holds; an empty handle is refused") {
   CHECK(loaded.error().code == Code::invalid_argument);
   CompileRequest req;
   req.inputs = {SourceInput::memory("nested.ll", ir)};
-  auto compiled = compile(f.cache, req);
+  auto compiled = compile(req, f.cache);
   REQUIRE_FALSE(compiled);
   CHECK(compiled.error().code == Code::invalid_argument);
   CHECK(stats(moved)->jobs == 3);
@@ -1054,12 +1072,12 @@ TEST_CASE("must-hit: C++ compile and compile-or-load name the differing options"
   req.entries = {"f"};
   req.opt_level = 3;
   req.must_hit = true;
-  auto compiled = compile(f.cache, req);
+  auto compiled = compile(req, f.cache);
   REQUIRE_FALSE(compiled);
   CHECK(compiled.error().code == Code::not_found);
   CHECK(compiled.error().job.size() == 32);
   req.opt_level = 2;
-  auto cached = compile(f.cache, req);
+  auto cached = compile(req, f.cache);
   REQUIRE_MESSAGE(cached, (cached ? std::string() : cached.error().message));
   REQUIRE(cached->jobs.size() == 1);
   CHECK(cached->jobs[0].status == JobStatus::cached);
@@ -1098,7 +1116,7 @@ TEST_CASE("compile: a compile worker that cannot start fails the run instead of 
   req.entries = {"nest_a"};
   req.jobs = 2;
   fault::set_plan("thread-start");
-  auto r = compile(f.cache, req);
+  auto r = compile(req, f.cache);
   fault::set_plan("");
   REQUIRE_FALSE(r);
   CHECK(r.error().code == Code::internal);
@@ -1107,7 +1125,7 @@ TEST_CASE("compile: a compile worker that cannot start fails the run instead of 
   CHECK(r.error().message.find("thread-start") != std::string::npos);
 
   // Without the fault the same request compiles.
-  auto ok = compile(f.cache, req);
+  auto ok = compile(req, f.cache);
   REQUIRE_MESSAGE(ok, (ok ? std::string() : ok.error().message));
   CHECK(ok->ok());
 }

@@ -101,14 +101,14 @@ kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) 
     if (!image || !entry || !out) [[unlikely]]
       return fail(kiln::make_error(kiln::Code::invalid_argument,
                                    "kiln_image_lookup: image, entry and out must not be NULL"));
-    auto it = image->symbols.find(std::string_view(entry));
-    if (it == image->symbols.end()) [[unlikely]] {
+    void* found = image->find(std::string_view(entry));
+    if (!found) [[unlikely]] {
       *out = nullptr;
       return fail(kiln::make_error(kiln::Code::not_found, std::string("no function '") + entry +
                                                               "' in the image of closure " +
                                                               image->closure.hex()));
     }
-    *out = it->second;
+    *out = found;
     return KILN_OK;
   });
 }
@@ -146,11 +146,11 @@ const char* kiln_status_name(kiln_status status) {
 namespace kiln {
 
 Result<void*> Image::lookup(std::string_view entry) const {
-  auto it = img_->symbols.find(entry);
-  if (it == img_->symbols.end())
+  void* found = img_->find(entry);
+  if (!found)
     return make_error(Code::not_found, "no function '" + std::string(entry) +
                                            "' in the image of closure " + img_->closure.hex());
-  return it->second;
+  return found;
 }
 
 Result<Cache> Cache::open(const std::string& path) { return open(path, 0); }

@@ -40,6 +40,20 @@ struct kiln_cache {
 struct kiln_image {
   std::unique_ptr<kiln::runtime::LoadedModule> module;
   kiln::runtime::SymbolMap symbols;
+  /// Loaded again from a kept file (runtime/warm.h): the file's table of
+  /// where each entry lies from the object's base, and this object's base;
+  /// `symbols` is then empty.
+  std::shared_ptr<const kiln::runtime::OffsetMap> offsets;
+  uintptr_t base = 0;
+  /// The address of `entry`, or null if the image has no such function.
+  void* find(std::string_view entry) const {
+    if (offsets) {
+      auto it = offsets->find(entry);
+      return it == offsets->end() ? nullptr : reinterpret_cast<void*>(base + it->second);
+    }
+    auto it = symbols.find(entry);
+    return it == symbols.end() ? nullptr : it->second;
+  }
   kiln::Hash128 closure;
   std::string target;
 };

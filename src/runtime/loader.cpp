@@ -120,7 +120,8 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
     if (auto warm = cache.warm.find(warm_name, warm_target, *stamp)) {
       auto img = std::make_unique<kiln_image>();
       // Not loaded (an image of that file is still loaded): read as below.
-      if (auto mod = warm->file->load(warm->closure, img->symbols); mod && *mod) {
+      if (auto mod = warm->file->load(warm->closure, img->symbols, &img->offsets, &img->base);
+          mod && *mod) {
         img->module = mod.take();
         img->closure = warm->closure.key;
         img->target = warm->target;

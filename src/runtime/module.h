@@ -2,6 +2,7 @@
 // (a dlopen handle, a CUmodule, a hipModule_t) and its symbol table.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@ struct StringHash {
 
 /// A loaded image's symbol table: entry name → address.
 using SymbolMap = std::unordered_map<std::string, void*, StringHash, std::equal_to<>>;
+/// Where each entry lies from a loaded object's base: one table for every
+/// object loaded from the same kept file (runtime/warm.h).
+using OffsetMap = std::unordered_map<std::string, uintptr_t, StringHash, std::equal_to<>>;
 
 /// What the loader needs of a loaded module, whatever the device.
 class LoadedModule {

@@ -108,7 +108,9 @@ Result<std::shared_ptr<HostImageFile>> HostImageFile::make(const std::string& by
 HostImageFile::~HostImageFile() { ::close(fd_); }
 
 Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRecord& closure,
-                                                          SymbolMap& symbols) const {
+                                                          SymbolMap& symbols,
+                                                          std::shared_ptr<const OffsetMap>* shared,
+                                                          uintptr_t* base) const {
   std::string path = unique_fd_path(fd_);
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
@@ -120,9 +122,14 @@ Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRec
   link_map* lm = nullptr;
   if (::dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name || path != lm->l_name)
     return std::unique_ptr<LoadedModule>();
-  if (!offsets_.empty()) {
-    for (const auto& [entry, offset] : offsets_)
-      symbols.emplace(entry, reinterpret_cast<void*>(lm->l_addr + offset));
+  if (offsets_) {
+    if (shared && base) {
+      *shared = offsets_;
+      *base = lm->l_addr;
+    } else {
+      for (const auto& [entry, offset] : *offsets_)
+        symbols.emplace(entry, reinterpret_cast<void*>(lm->l_addr + offset));
+    }
     return std::unique_ptr<LoadedModule>(std::move(mod));
   }
   for (const core::ClosureMember& m : closure.members) {
@@ -139,13 +146,14 @@ void HostImageFile::remember(const SymbolMap& symbols, const LoadedModule& modul
   link_map* lm = nullptr;
   if (::dlinfo(module.handle(), RTLD_DI_LINKMAP, &lm) != 0 || !lm)
     return;
-  std::vector<std::pair<std::string, uintptr_t>> out;
+  auto out = std::make_shared<OffsetMap>();
+  out->reserve(symbols.size());
   for (const auto& [entry, p] : symbols) {
     Dl_info info{};
     if (!p || !::dladdr(p, &info) || info.dli_fbase != reinterpret_cast<void*>(lm->l_addr) ||
         reinterpret_cast<uintptr_t>(p) < lm->l_addr)
       return;
-    out.emplace_back(entry, reinterpret_cast<uintptr_t>(p) - lm->l_addr);
+    out->emplace(entry, reinterpret_cast<uintptr_t>(p) - lm->l_addr);
   }
   offsets_ = std::move(out);
 }

@@ -48,15 +48,20 @@ public:
   /// (an image still loaded from it): every load is an object of its own,
   /// with its own globals, so the caller then writes the bytes to a new
   /// file. Once remember() has run, the members are not looked up again:
-  /// each lies where it lay in the first object, from the object's base.
+  /// each lies where it lay in the first object, from the object's base;
+  /// given `shared` and `base`, the file's own table of those offsets and
+  /// the new object's base are handed out instead, and `symbols` is left
+  /// empty (a load then allocates nothing per member).
   Result<std::unique_ptr<LoadedModule>> load(const core::ClosureRecord& closure,
-                                             SymbolMap& symbols) const;
+                                             SymbolMap& symbols,
+                                             std::shared_ptr<const OffsetMap>* shared = nullptr,
+                                             uintptr_t* base = nullptr) const;
   /// Records where `symbols` (a load of this file, `module`) lie from the
   /// object's base, if every one lies inside the object (an IFUNC may give
   /// an address in another library: then nothing is recorded). Before the
   /// file is shared: not thread-safe.
   void remember(const SymbolMap& symbols, const LoadedModule& module);
-  bool remembered() const { return !offsets_.empty(); }
+  bool remembered() const { return offsets_ != nullptr; }
 
 private:
   HostImageFile(int fd, size_t size, std::string what)
@@ -65,7 +70,7 @@ private:
   size_t size_;
   std::string what_;
   bool sealed_ = false;
-  std::vector<std::pair<std::string, uintptr_t>> offsets_; ///< entry → offset from the base
+  std::shared_ptr<const OffsetMap> offsets_; ///< null until remember() records them
 };
 
 /// Loads `bytes` (checked as HostImageFile::make checks them) from a memory

@@ -289,4 +289,47 @@ TEST_CASE("warm images: a kept file's next load finds each member where the firs
     CHECK(next.at(m.entry) == ::dlsym((*again)->handle(), m.symbol.c_str()));
   }
   CHECK(reinterpret_cast<IntFn>(next.at("nest_a"))(1) == 333);
+  again->reset();
+  // Asked for the file's own table, a load hands it out with the object's
+  // base, and fills no map: the same addresses.
+  runtime::SymbolMap unused;
+  std::shared_ptr<const runtime::OffsetMap> shared;
+  uintptr_t base = 0;
+  auto third = file->load(*closure, unused, &shared, &base);
+  REQUIRE(third);
+  REQUIRE(*third);
+  CHECK(unused.empty());
+  REQUIRE(shared);
+  CHECK(shared->size() == 3);
+  CHECK(base != 0);
+  for (const core::ClosureMember& m : closure->members) {
+    CAPTURE(m.entry);
+    CHECK(reinterpret_cast<void*>(base + shared->at(m.entry)) ==
+          ::dlsym((*third)->handle(), m.symbol.c_str()));
+  }
+}
+
+TEST_CASE("warm images: a warm image's functions are found by name through the C API, and a "
+          "name it lacks is not_found") {
+  TestCache c = nested_cache("kiln-warm-lookup");
+  kiln_cache* cache = open_ok(c.path());
+  CHECK(call_once(cache, "nest_a", 1) == 333); // first load: the file is kept
+  kiln_image* img = nullptr;
+  CHECK(call(cache, "nest_a", 1, &img) == 333); // served from the kept file
+  CHECK(cache->warm.hits() == 1);
+  CHECK(img->offsets != nullptr);
+  CHECK(img->symbols.empty());
+  // nest_b(x) = (x + 10) * 3 and nest_c(x) = x * 3 (tests/data/nested.ll).
+  for (auto [entry, want] : {std::pair{"nest_a", 333}, {"nest_b", 33}, {"nest_c", 3}}) {
+    CAPTURE(entry);
+    void* fn = nullptr;
+    REQUIRE(kiln_image_lookup(img, entry, &fn) == KILN_OK);
+    CHECK(reinterpret_cast<IntFn>(fn)(1) == want);
+  }
+  void* fn = reinterpret_cast<void*>(1);
+  CHECK(kiln_image_lookup(img, "not_there", &fn) == KILN_NOT_FOUND);
+  CHECK(fn == nullptr);
+  CHECK(std::string(kiln_last_error()).find("no function 'not_there'") != std::string::npos);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
 }

@@ -23,10 +23,12 @@
 #include "storage/usage.h"
 #include "storage/verify.h"
 #include "support/hash.h"
+#include "support/units.h"
 
 #include <kiln/result.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -229,8 +231,9 @@ public:
   virtual Result<std::string> setting(const std::string& name) = 0; ///< not_found if unset
   virtual Status set_setting(const std::string& name, const std::string& value) = 0;
   /// The size limit in force: $KILN_CACHE_MAX_SIZE, else the max_size
-  /// setting, else kDefaultMaxSize.
-  virtual Result<int64_t> max_size() = 0;
+  /// setting, else kDefaultMaxSize. One rule over setting(), whatever holds
+  /// the records.
+  Result<int64_t> max_size();
   /// Evicts per `options` (storage/gc.h), at once.
   virtual Result<GcReport> gc(const GcOptions& options) = 0;
   /// The checks the records make on themselves (blobs against their
@@ -268,5 +271,19 @@ protected:
   Records(const Records&) = delete;
   Records& operator=(const Records&) = delete;
 };
+
+// Inline: libkiln-compiler calls it, and has no copy of the storage layer.
+inline Result<int64_t> Records::max_size() {
+  if (const char* env = std::getenv("KILN_CACHE_MAX_SIZE"); env && *env) {
+    auto v = parse_size(env);
+    if (!v)
+      return v.error().context("KILN_CACHE_MAX_SIZE");
+    return v;
+  }
+  auto s = setting("max_size");
+  if (!s)
+    return s.error().code == Code::not_found ? Result<int64_t>(kDefaultMaxSize) : s.error();
+  return parse_size(*s);
+}
 
 } // namespace kiln::storage

@@ -199,9 +199,6 @@ public:
   Result<int64_t> live_bytes() override;
   Result<std::string> setting(const std::string& name) override; ///< not_found if unset
   Status set_setting(const std::string& name, const std::string& value) override;
-  /// The size limit in force: $KILN_CACHE_MAX_SIZE, else the max_size
-  /// setting, else kDefaultMaxSize.
-  Result<int64_t> max_size() override;
   /// Evicts per `options` (storage/gc.h), in one transaction.
   Result<GcReport> gc(const GcOptions& options) override;
   Status check_rows(std::vector<Problem>& out) override;

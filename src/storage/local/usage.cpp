@@ -153,17 +153,4 @@ Status Store::set_setting(const std::string& name, const std::string& value) {
   return Status::ok();
 }
 
-Result<int64_t> Store::max_size() {
-  if (const char* env = std::getenv("KILN_CACHE_MAX_SIZE"); env && *env) {
-    auto v = parse_size(env);
-    if (!v)
-      return v.error().context("KILN_CACHE_MAX_SIZE");
-    return v;
-  }
-  auto s = setting("max_size");
-  if (!s)
-    return s.error().code == Code::not_found ? Result<int64_t>(kDefaultMaxSize) : s.error();
-  return parse_size(*s);
-}
-
 } // namespace kiln::storage

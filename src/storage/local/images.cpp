@@ -31,7 +31,7 @@ Status Store::put_image(const ImageKey& key, const std::string& format, const st
   if (read_only()) {
     // Kept for this connection's loads: the next process relinks it again.
     std::lock_guard lock(mu_);
-    memory_images_[{key.closure, key.arch, key.linker}] = {++memory_seq_, bytes};
+    memory_images_.put(key, bytes);
     return Status::ok();
   }
   KILN_TRY(check_storable("the image of closure " + key.closure.hex() + " for " + key.arch,
@@ -49,7 +49,7 @@ Status Store::put_image(const ImageKey& key, const std::string& format, const st
 
 Result<std::string> Store::get_image(const ImageKey& key) {
   std::lock_guard lock(mu_);
-  if (auto mem = memory_image(key.closure, key.arch, &key.linker))
+  if (auto mem = memory_images_.newest(key.closure, key.arch, &key.linker))
     return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT raw_size, checksum, data, dict_id FROM images WHERE "
@@ -62,7 +62,7 @@ Result<std::string> Store::get_image(const ImageKey& key) {
 
 Result<std::string> Store::get_image_any_linker(const Hash128& closure, const std::string& arch) {
   std::lock_guard lock(mu_);
-  if (auto mem = memory_image(closure, arch, nullptr))
+  if (auto mem = memory_images_.newest(closure, arch, nullptr))
     return std::move(*mem);
   // One read transaction: the row chosen is the row read.
   Result<std::string> out = make_error(Code::internal, "unread");
@@ -193,18 +193,6 @@ Status Store::scan_library_images(
     found(b.col_i64(0), b.col_i64(1), b.col_text(2), b.col_key(3));
   }
   return Status::ok();
-}
-
-std::optional<std::string> Store::memory_image(const Hash128& closure, const std::string& arch,
-                                               const std::string* linker) {
-  const std::pair<uint64_t, std::string>* best = nullptr;
-  for (const auto& [k, v] : memory_images_)
-    if (std::get<0>(k) == closure && std::get<1>(k) == arch &&
-        (!linker || std::get<2>(k) == *linker) && (!best || v.first > best->first))
-      best = &v;
-  if (!best)
-    return std::nullopt;
-  return best->second;
 }
 
 } // namespace kiln::storage

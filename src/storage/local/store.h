@@ -11,6 +11,7 @@
 #include "storage/local/codec.h"
 #include "storage/local/database.h"
 #include "storage/local/file_trust.h"
+#include "storage/memory_images.h"
 #include "storage/records.h"
 #include "support/hash.h"
 
@@ -270,9 +271,6 @@ private:
                                                              int64_t plain);
   /// Read-only put_closure: succeeds only if nothing would change.
   Status check_closure_recorded(const ClosureRecord& closure, const std::vector<NameRecord>& names);
-  /// Read-only: an image stored in memory, newest first; nullopt if none.
-  std::optional<std::string> memory_image(const Hash128& closure, const std::string& arch,
-                                          const std::string* linker);
   Result<std::string> step_blob(Bound& b, const std::string& what);
   /// The image of `closure` for `arch` by any linker: its own, else one its
   /// member set's other closures have; the newest, then the greatest linker.
@@ -286,14 +284,10 @@ private:
       const Hash128& closure, const std::string& arch,
       const std::function<void(int64_t, int64_t, std::string, const Hash128&)>& found);
 
-
   std::unique_ptr<Database> db_;
   BlobCodec codec_;
-  /// Read-only: images linked by this process, by (closure, arch, linker),
-  /// with the order they were put in (the newest wins).
-  std::map<std::tuple<Hash128, std::string, std::string>, std::pair<uint64_t, std::string>>
-      memory_images_;
-  uint64_t memory_seq_ = 0;
+  /// Read-only: the images this connection linked.
+  MemoryImages memory_images_;
   std::mutex mu_;
 };
 

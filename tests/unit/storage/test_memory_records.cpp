@@ -11,6 +11,8 @@
 #include "fixtures/records.hpp"
 #include "storage/local/store.h"
 
+#include <kiln/kiln.h>
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -30,23 +32,8 @@ using namespace kiln::test;
 
 namespace {
 
-const char* code_name(Code c) {
-  switch (c) {
-  case Code::ok:
-    return "ok";
-  case Code::not_found:
-    return "not_found";
-  case Code::invalid_argument:
-    return "invalid_argument";
-  case Code::unavailable:
-    return "unavailable";
-  case Code::corrupt:
-    return "corrupt";
-  case Code::internal:
-    return "internal";
-  }
-  return "?";
-}
+// Code's values are the C API's statuses (include/kiln/result.hpp).
+const char* code_name(Code c) { return kiln_status_name(static_cast<kiln_status>(c)); }
 
 std::string said(const Error& e) { return std::string(code_name(e.code)) + ": " + e.message; }
 std::string said(const Status& s) { return s ? "ok" : said(s.error()); }

@@ -1,14 +1,13 @@
-// Eviction: gc per a policy (storage/gc.h), the policy read from
-// command-line text, and the job leases that keep a running precompile's
-// jobs out of gc's reach until its closures are recorded.
+// The cache file's eviction: gc per a policy (storage/gc.h; the policy read
+// from command-line text is storage/gc.cpp's), and the job leases that keep
+// a running precompile's jobs out of gc's reach until its closures are
+// recorded.
 #include "storage/gc.h"
 
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
 #include "core/keys.h"
-
-#include "support/units.h"
 
 #include <set>
 

@@ -1,13 +1,10 @@
-// How a cache is used: usage counters, recency, statistics and settings
-// (the size limit and where it comes from).
+// The cache file's half of usage: counters, recency, statistics and
+// settings in SQL. The size limit and the reports over them are
+// storage/usage.cpp's and Records::max_size's.
 #include "storage/usage.h"
 
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
-
-#include "support/units.h"
-
-#include <cstdlib>
 
 namespace kiln::storage {
 

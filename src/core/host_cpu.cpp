@@ -4,6 +4,10 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#define KILN_LIBC_CPUID 1
+#endif
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
@@ -176,21 +180,52 @@ std::vector<std::string> with_sign(std::string_view features, char sign) {
 
 
 #if defined(__x86_64__)
-HostCpu read_host_cpu() {
+// A cpuid leaf as the C library read it when the process started, where it
+// keeps that leaf (glibc 2.33 and later keep nine of the table's leaves for
+// their own use); false for any other. The same registers a cpuid now would
+// give, without the trap to the hypervisor each cpuid costs in a virtual
+// machine (10-15 us).
+bool libc_leaf(unsigned leaf, unsigned subleaf, unsigned r[4]) {
+#ifdef KILN_LIBC_CPUID
+  static constexpr struct {
+    unsigned leaf, subleaf, index;
+  } kKept[] = {
+      {1, 0, CPUID_INDEX_1},
+      {7, 0, CPUID_INDEX_7},
+      {7, 1, CPUID_INDEX_7_ECX_1},
+      {0xd, 1, CPUID_INDEX_D_ECX_1},
+      {0x14, 0, CPUID_INDEX_14_ECX_0},
+      {0x19, 0, CPUID_INDEX_19},
+      {0x80000001, 0, CPUID_INDEX_80000001},
+      {0x80000007, 0, CPUID_INDEX_80000007},
+      {0x80000008, 0, CPUID_INDEX_80000008},
+  };
+  for (const auto& k : kKept)
+    if (k.leaf == leaf && k.subleaf == subleaf) {
+      const cpuid_feature* f = __x86_get_cpuid_feature_leaf(k.index);
+      if (!f)
+        return false;
+      for (int i = 0; i < 4; ++i)
+        r[i] = f->cpuid_array[i];
+      return true;
+    }
+#else
+  (void)leaf, (void)subleaf, (void)r;
+#endif
+  return false;
+}
+
+HostCpu read_host_cpu(bool libc_leaves) {
   HostCpu out;
-  unsigned max_basic = __get_cpuid_max(0, nullptr);
-  unsigned max_ext = __get_cpuid_max(0x80000000, nullptr);
-  uint64_t xcr0 = 0;
   unsigned a = 0, b = 0, c = 0, d = 0;
-  // xgetbv faults unless the OS set CR4.OSXSAVE: ask cpuid first.
-  if (max_basic >= 1 && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27))) {
-    uint32_t lo = 0, hi = 0;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    xcr0 = (uint64_t(hi) << 32) | lo;
-  }
-  // The table names about a hundred bits from a dozen leaves. Each cpuid
-  // traps to the hypervisor in a virtual machine (10-15 us), so each leaf
-  // is read once: the first host load pays a dozen, not two hundred.
+  __cpuid(0, a, b, c, d);
+  unsigned max_basic = a;
+  unsigned vendor[3] = {b, d, c};
+  unsigned max_ext = __get_cpuid_max(0x80000000, nullptr);
+  // The table names about a hundred bits from a dozen leaves. Each is read
+  // once, from the C library's copy where it keeps one: a first host load
+  // then traps two or three times (leaves 0 and 0x80000000, and 0x80000021
+  // where the CPU has it), not a dozen.
   struct Leaf {
     unsigned leaf, subleaf;
     unsigned r[4];
@@ -202,11 +237,18 @@ HostCpu read_host_cpu() {
         return l.r;
     unsigned max = leaf >= 0x80000000 ? max_ext : max_basic;
     Leaf l{leaf, subleaf, {0, 0, 0, 0}};
-    if (leaf <= max)
+    if (leaf <= max && !(libc_leaves && libc_leaf(leaf, subleaf, l.r)))
       __cpuid_count(leaf, subleaf, l.r[0], l.r[1], l.r[2], l.r[3]);
     read.push_back(l);
     return read.back().r;
   };
+  uint64_t xcr0 = 0;
+  // xgetbv faults unless the OS set CR4.OSXSAVE: ask cpuid first.
+  if (max_basic >= 1 && (regs(1, 0)[ecx] & (1u << 27))) {
+    uint32_t lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (uint64_t(hi) << 32) | lo;
+  }
   for (const X86FeatureBit& f : x86_feature_bits()) {
     bool has = f.reg < 0;
     if (!has)
@@ -231,9 +273,8 @@ HostCpu read_host_cpu() {
     int n = std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
     id.append(buf, size_t(n));
   };
-  __cpuid(0, a, b, c, d);
   id += "x86 ";
-  for (unsigned v : {b, d, c}) {
+  for (unsigned v : vendor) {
     hex(v);
     id += '.';
   }
@@ -254,7 +295,7 @@ HostCpu read_host_cpu() {
   return out;
 }
 #elif defined(__aarch64__)
-HostCpu read_host_cpu() {
+HostCpu read_host_cpu(bool) {
   HostCpu out;
   unsigned long caps[3] = {~0ul, getauxval(AT_HWCAP), getauxval(AT_HWCAP2)};
   for (const Arm64FeatureBit& f : arm64_feature_bits())
@@ -325,8 +366,10 @@ bool same_cpu_features(std::string_view features, const CpuFeatures& cpu) {
   return true;
 }
 
+HostCpu read_host_cpu_by_cpuid() { return read_host_cpu(false); }
+
 const HostCpu& this_host_cpu() {
-  static const HostCpu cpu = read_host_cpu(); // the CPU does not change
+  static const HostCpu cpu = read_host_cpu(true); // the CPU does not change
   return cpu;
 }
 

@@ -74,6 +74,12 @@ struct HostCpu {
 };
 const HostCpu& this_host_cpu();
 
+/// This machine's CPU read again with a cpuid instruction for every leaf,
+/// none taken from the C library's copy of the leaves it keeps (which
+/// this_host_cpu() uses, to spare a virtual machine's traps): the two must
+/// be equal, feature for feature and in identity.
+HostCpu read_host_cpu_by_cpuid();
+
 /// Compares a job's stored feature string with a CPU's features.
 CpuGap compare_cpu_features(std::string_view features, const CpuFeatures& cpu);
 

@@ -7,8 +7,6 @@
 #include "core/check.h"
 #include "core/keys.h"
 
-#include <sqlite3.h>
-
 #include <map>
 
 namespace kiln::storage {

@@ -9,7 +9,6 @@
 
 #include "support/compress.h"
 
-#include <sqlite3.h>
 #include <zdict.h>
 #include <zstd.h>
 
@@ -105,7 +104,6 @@ Status check_storable(const std::string& what, size_t size) {
                         "-byte maximum a cache value may decode to; raise KILN_MAX_DECODED_SIZE "
                         "(for every process that reads this cache) to store it");
 }
-
 
 // A zstd dictionary as one connection uses it, digested for decompression
 // and, once its kind's newest, for compression.

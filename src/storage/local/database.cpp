@@ -11,8 +11,6 @@
 #include "support/fault.h"
 #include "support/files.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -370,6 +368,7 @@ void configure_sqlite_once() {
 } // namespace
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMode mode) {
+  KILN_TRY(load_sqlite());
   configure_sqlite_once();
   std::unique_ptr<Database> st(new Database());
   st->path_ = path;

@@ -6,8 +6,6 @@
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
-#include <sqlite3.h>
-
 namespace kiln::storage {
 
 Status Store::insert_image_row(const ImageRecord& image, const Packed& packed) {

@@ -5,8 +5,6 @@
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
-#include <sqlite3.h>
-
 namespace kiln::storage {
 
 Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& formats) {

@@ -5,8 +5,6 @@
 
 #include "core/check.h"
 
-#include <sqlite3.h>
-
 namespace kiln::storage {
 
 // A kernel library is a closure (the union of the roots' closures), so its

@@ -24,7 +24,7 @@
 
 #include "support/hash.h"
 
-#include <sqlite3.h>
+#include "storage/local/sqlite_api.h"
 
 #include <cstdint>
 #include <ctime>

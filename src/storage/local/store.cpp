@@ -8,8 +8,6 @@
 #include "storage/local/codec.h"
 #include "storage/local/statement.h"
 
-#include <sqlite3.h>
-
 namespace kiln::storage {
 
 Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mode) {

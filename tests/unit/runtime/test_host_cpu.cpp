@@ -41,6 +41,17 @@ TEST_CASE("host_cpu: the loader's features are the one reader's") {
   CHECK(&host_cpu_features() == &core::this_host_cpu().features);
 }
 
+TEST_CASE("host_cpu: the C library's copy of the cpuid leaves reads as cpuid itself") {
+  // this_host_cpu() takes the leaves glibc keeps from glibc; reading every
+  // leaf with cpuid must give the same features and the same identity, or a
+  // load would check images against another CPU than this one.
+  const core::HostCpu& kept = core::this_host_cpu();
+  core::HostCpu direct = core::read_host_cpu_by_cpuid();
+  CHECK(kept.features.present == direct.features.present);
+  CHECK(kept.identity == direct.identity);
+  CHECK(kept.features.present.size() > 10);
+}
+
 TEST_CASE("this CPU's features come from the hardware") {
 #if defined(__x86_64__)
   CHECK(host_cpu_features().present.count("sse2"));

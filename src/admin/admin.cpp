@@ -20,12 +20,18 @@ namespace {
 
 using storage::Records;
 
-Records& store_of(const Cache& cache) { return cache.raw()->storage->records(); }
+/// The cache's records, its file opened now if a handle that had only
+/// read published images (storage/published.h) had not opened it yet.
+Result<Records*> records_of(const Cache& cache) {
+  KILN_TRY_ASSIGN(storage::Storage * st, cache.raw()->store());
+  return &st->records();
+}
 
 /// The store of a call that writes (`what`, as a read-only refusal names
 /// it): refused on a read-only cache, else it closes as a writer does.
 Result<Records*> writable(const Cache& cache, const std::string& what) {
-  Records& s = store_of(cache);
+  KILN_TRY_ASSIGN(Records * sp, records_of(cache));
+  Records& s = *sp;
   if (s.read_only())
     return s.read_only_error(what);
   s.end_deferral();
@@ -34,10 +40,10 @@ Result<Records*> writable(const Cache& cache, const std::string& what) {
 
 /// The store of a call that may write (an image linked and stored): it
 /// closes as a writer does unless it is read-only.
-Records& may_write(const Cache& cache) {
-  Records& s = store_of(cache);
-  if (!s.read_only())
-    s.end_deferral();
+Result<Records*> may_write(const Cache& cache) {
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  if (!s->read_only())
+    s->end_deferral();
   return s;
 }
 
@@ -113,7 +119,8 @@ Result<std::string> library_target(Records& s, const std::string& name, const st
 } // namespace
 
 Result<Listing> list(const Cache& cache, const ListFilter& filter) {
-  KILN_TRY_ASSIGN(auto l, storage::list_cache(store_of(cache), {filter.target, filter.name_glob}));
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto l, storage::list_cache(*s, {filter.target, filter.name_glob}));
   Listing out;
   for (auto& j : l.jobs) {
     ListedJob lj;
@@ -134,7 +141,8 @@ Result<Listing> list(const Cache& cache, const ListFilter& filter) {
 }
 
 Result<Entry> show(const Cache& cache, const std::string& what, const std::string& target) {
-  KILN_TRY_ASSIGN(auto found, storage::find_entry(store_of(cache), what, target));
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto found, storage::find_entry(*s, what, target));
   if (const auto* d = std::get_if<storage::JobDetail>(&found)) {
     Job j = job_of(d->record);
     j.artifacts = artifacts_of(d->artifacts);
@@ -147,7 +155,8 @@ Result<Entry> show(const Cache& cache, const std::string& what, const std::strin
 }
 
 Result<Graph> graph(const Cache& cache, const std::string& what, const std::string& target) {
-  KILN_TRY_ASSIGN(auto g, storage::closure_graph(store_of(cache), what, target));
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto g, storage::closure_graph(*s, what, target));
   Graph out;
   out.closure = g.closure.key.hex();
   out.root_job = g.closure.root_job.hex();
@@ -159,7 +168,8 @@ Result<Graph> graph(const Cache& cache, const std::string& what, const std::stri
 }
 
 Result<std::vector<Library>> libraries(const Cache& cache) {
-  KILN_TRY_ASSIGN(auto libs, store_of(cache).list_libraries());
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto libs, s->list_libraries());
   std::vector<Library> out;
   for (const auto& l : libs)
     out.push_back(library_of(l));
@@ -167,7 +177,8 @@ Result<std::vector<Library>> libraries(const Cache& cache) {
 }
 
 Result<Library> library(const Cache& cache, const std::string& name, const std::string& target) {
-  Records& s = store_of(cache);
+  KILN_TRY_ASSIGN(Records * sp, records_of(cache));
+  Records& s = *sp;
   KILN_TRY_ASSIGN(std::string t, library_target(s, name, target));
   KILN_TRY_ASSIGN(auto lib, s.get_library(name, t));
   auto closure = s.get_closure(lib.closure);
@@ -182,13 +193,15 @@ Result<Library> library(const Cache& cache, const std::string& name, const std::
 
 Result<ExportedImage> export_image(const Cache& cache, const std::string& what,
                                    const std::string& target, const std::string& path) {
-  KILN_TRY_ASSIGN(auto e, image::export_image(may_write(cache), what, target, path));
+  KILN_TRY_ASSIGN(Records * w, may_write(cache));
+  KILN_TRY_ASSIGN(auto e, image::export_image(*w, what, target, path));
   return exported_of(e, path);
 }
 
 Result<ExportedImage> export_library_image(const Cache& cache, const std::string& name,
                                            const std::string& target, const std::string& path) {
-  Records& s = may_write(cache);
+  KILN_TRY_ASSIGN(Records * sp, may_write(cache));
+  Records& s = *sp;
   KILN_TRY_ASSIGN(std::string t, library_target(s, name, target));
   KILN_TRY_ASSIGN(auto e, image::export_library_image(s, name, t, path));
   return exported_of(e, path);
@@ -196,12 +209,13 @@ Result<ExportedImage> export_library_image(const Cache& cache, const std::string
 
 Result<std::string> dump(const Cache& cache, const std::string& job_key,
                          const std::string& format) {
-  return storage::dump_artifact(store_of(cache), job_key, format);
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  return storage::dump_artifact(*s, job_key, format);
 }
 
 Result<Stats> stats(const Cache& cache, bool zero_first) {
   cache.raw()->flush_usage(); // this handle's own loads count too
-  Records* s = &store_of(cache);
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
   if (zero_first) {
     KILN_TRY_ASSIGN(s, writable(cache, "run stats --zero"));
   }
@@ -228,7 +242,8 @@ Result<Stats> stats(const Cache& cache, bool zero_first) {
 }
 
 Result<VerifyReport> verify(const Cache& cache) {
-  KILN_TRY_ASSIGN(auto rep, storage::verify_cache(store_of(cache)));
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto rep, storage::verify_cache(*s));
   VerifyReport out;
   for (auto& p : rep.problems)
     out.problems.push_back({std::move(p.kind), std::move(p.key), std::move(p.message)});
@@ -260,7 +275,8 @@ Result<GcReport> gc(const Cache& cache, const GcOptions& options) {
 
 Result<BundleSummary> export_bundle(const Cache& cache, const std::string& file,
                                     const std::vector<std::string>& which) {
-  KILN_TRY_ASSIGN(auto sum, storage::export_bundle(store_of(cache), file, which));
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto sum, storage::export_bundle(*s, file, which));
   return BundleSummary{file, sum.closures, sum.jobs, sum.images, sum.names, sum.bytes, true};
 }
 
@@ -271,13 +287,17 @@ Result<BundleSummary> import_bundle(const Cache& cache, const std::string& file)
 }
 
 Result<Portability> check_portable(const Cache& cache) {
-  KILN_TRY_ASSIGN(auto r, runtime::check_portable(store_of(cache)));
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto r, runtime::check_portable(*s));
   return portability_of(r);
 }
 
 Result<Portability> check_bundle(const Cache* cache, const std::string& file) {
-  KILN_TRY_ASSIGN(auto r,
-                  runtime::check_bundle_portable(cache ? &store_of(*cache) : nullptr, file));
+  Records* s = nullptr;
+  if (cache) {
+    KILN_TRY_ASSIGN(s, records_of(*cache));
+  }
+  KILN_TRY_ASSIGN(auto r, runtime::check_bundle_portable(s, file));
   return portability_of(r);
 }
 
@@ -285,7 +305,8 @@ Result<Explanation> explain(const Cache& cache, const std::string& key_a,
                             const std::string& key_b) {
   KILN_TRY_ASSIGN(Hash128 a, parse_hash128(key_a));
   KILN_TRY_ASSIGN(Hash128 b, parse_hash128(key_b));
-  KILN_TRY_ASSIGN(auto diffs, storage::explain_keys(store_of(cache), a, b));
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
+  KILN_TRY_ASSIGN(auto diffs, storage::explain_keys(*s, a, b));
   Explanation out{key_a, key_b, {}};
   for (const auto& d : diffs)
     out.differences.push_back({d.component, d.a, d.b});
@@ -293,7 +314,8 @@ Result<Explanation> explain(const Cache& cache, const std::string& key_a,
 }
 
 Result<Settings> settings(const Cache& cache) {
-  Records& s = store_of(cache);
+  KILN_TRY_ASSIGN(Records * sp, records_of(cache));
+  Records& s = *sp;
   KILN_TRY_ASSIGN(auto limit, storage::size_limit(s));
   KILN_TRY_ASSIGN(auto required, storage::signatures_required(s));
   return Settings{limit.bytes, limit.source, required.required, required.source};
@@ -301,7 +323,7 @@ Result<Settings> settings(const Cache& cache) {
 
 Result<Settings> set_setting(const Cache& cache, const std::string& name,
                              const std::string& value) {
-  Records* s = &store_of(cache);
+  KILN_TRY_ASSIGN(Records * s, records_of(cache));
   if (!value.empty()) {
     KILN_TRY_ASSIGN(s, writable(cache, "run config set"));
   }

@@ -42,7 +42,7 @@ kiln_status answer(const char* fn, kiln_cache* cache, char** json_out, View&& vi
     if (!json_out)
       return fail(kiln::Code::invalid_argument, std::string(fn) + ": json_out is NULL");
     *json_out = nullptr;
-    if ((!cache_optional && !cache) || (cache && !cache->storage))
+    if (!cache_optional && !cache)
       return fail(kiln::Code::invalid_argument, std::string(fn) + ": cache is NULL");
     // A borrowed handle: the caller keeps and closes it.
     std::optional<Cache> borrowed;
@@ -120,7 +120,7 @@ kiln_status kiln_admin_dump(kiln_cache* cache, const char* job_key, const char* 
       return fail(kiln::Code::invalid_argument, "kiln_admin_dump: an out argument is NULL");
     *bytes_out = nullptr;
     *size_out = 0;
-    if (!cache || !cache->storage)
+    if (!cache)
       return fail(kiln::Code::invalid_argument, "kiln_admin_dump: cache is NULL");
     auto bytes = kiln::admin::dump(Cache::borrow(cache), str(job_key), str(format));
     if (!bytes)

@@ -37,7 +37,8 @@ ErrorInfo error_info(const Error& error) {
 Result<CompileReport> compile(const CompileRequest& request, const Cache& cache) {
   if (!cache.raw())
     return make_error(Code::invalid_argument, "compile: the cache handle is empty");
-  return driver::compile_in(request, cache.raw()->storage->records());
+  KILN_TRY_ASSIGN(storage::Storage * st, cache.raw()->store());
+  return driver::compile_in(request, st->records());
 }
 
 Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
@@ -69,6 +70,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     return make_error(Code::invalid_argument, "compile_or_load: no entry named");
   if (sources.empty())
     return make_error(Code::invalid_argument, "compile_or_load: no sources");
+  KILN_TRY_ASSIGN(storage::Storage * st, c.store());
   CompileRequest req;
   for (size_t i = 0; i < sources.size(); ++i)
     req.inputs.push_back(SourceInput::memory(
@@ -91,7 +93,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     // A caller that wants no report is answered from the memo's one row:
     // loading the closure reads and checks it (its members, its root job,
     // its image), which is all a report would add to a hit.
-    auto root = memo::memo_single_root(c.storage->records(), *memo);
+    auto root = memo::memo_single_root(st->records(), *memo);
     if (root && *root) {
       auto img = runtime::load_image(c, (*root)->closure.hex(), (*root)->target);
       if (img) {
@@ -103,13 +105,13 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
         rr.closure = (*root)->closure.hex();
         rr.image = true;
         // As every path leaves it (memo/record.h); a read-only cache still loads.
-        (void)memo::point_root(c.storage->records(), rr, (*root)->closure, memo::unit_of(req));
+        (void)memo::point_root(st->records(), rr, (*root)->closure, memo::unit_of(req));
         rep.roots.push_back(std::move(rr));
         return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
       }
     }
   } else if (memo) {
-    auto hit = memo::memo_lookup(c.storage->records(), *memo);
+    auto hit = memo::memo_lookup(st->records(), *memo);
     if (hit && *hit && (*hit)->report.roots.size() == 1) {
       CompileReport& rep = (*hit)->report;
       RootReport& root = rep.roots.front();
@@ -117,7 +119,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
       if (img) {
         root.image = true;
         if (auto k = parse_hash128(root.closure))
-          (void)memo::point_root(c.storage->records(), root, *k, memo::unit_of(req));
+          (void)memo::point_root(st->records(), root, *k, memo::unit_of(req));
         return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
       }
     }
@@ -144,18 +146,18 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
       // The name points at what was answered, as a precompile leaves it. A
       // read-only cache, or one whose closure a gc took since, still loads.
       if (auto k = parse_hash128(rr.closure))
-        (void)memo::point_root(c.storage->records(), rr, *k, memo::unit_of(req));
+        (void)memo::point_root(st->records(), rr, *k, memo::unit_of(req));
       if (memo)
-        (void)memo::memo_record(c.storage->records(), *memo, described, plan.toolchain_files());
+        (void)memo::memo_record(st->records(), *memo, described, plan.toolchain_files());
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};
     }
   }
 
-  auto report = driver::run_in(plan, c.storage->records());
+  auto report = driver::run_in(plan, st->records());
   if (!report)
     return about_root(report.error(), described.roots.front());
   if (memo)
-    (void)memo::memo_record(c.storage->records(), *memo, *report, plan.toolchain_files());
+    (void)memo::memo_record(st->records(), *memo, *report, plan.toolchain_files());
   for (const JobReport& j : report->jobs)
     if (j.status == JobStatus::failed)
       return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +
@@ -190,7 +192,8 @@ Result<CacheStats> stats(const Cache& cache) {
     return make_error(Code::invalid_argument, "stats: the cache handle is empty");
   kiln_cache& c = *cache.raw();
   c.flush_usage(); // this handle's loads count too
-  KILN_TRY_ASSIGN(auto s, c.storage->records().stats());
+  KILN_TRY_ASSIGN(storage::Storage * st, c.store());
+  KILN_TRY_ASSIGN(auto s, st->records().stats());
   CacheStats out;
   out.jobs = s.jobs;
   out.closures = s.closures;
@@ -442,7 +445,10 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
     req.remote_read_only = o.remote_read_only != 0;
     req.shard_index = o.shard_index;
     req.shard_count = o.shard_count ? o.shard_count : 1;
-    auto report = kiln::driver::compile_in(req, cache->storage->records());
+    auto opened = cache->store();
+    if (!opened)
+      return fail(opened.error());
+    auto report = kiln::driver::compile_in(req, (*opened)->records());
     if (!report)
       return fail(report.error());
     *out = make_result(report.take());

@@ -6,6 +6,8 @@
 
 #include <kiln/kiln.hpp>
 
+#include <cstdlib>
+
 namespace {
 
 thread_local std::string t_last_error;
@@ -13,6 +15,22 @@ thread_local std::string t_last_error;
 kiln_status fail(const kiln::Error& e) {
   t_last_error = e.message;
   return static_cast<kiln_status>(e.code);
+}
+
+// kiln_cache::open_storage: the cache file (and the remote) as
+// kiln_cache_open was asked to open them.
+kiln::Status open_storage(kiln_cache& cache) {
+  // $KILN_REMOTE gives every program the shared remote unchanged; a bad
+  // value is an error here, a down server only a notice at first use.
+  auto mode = (cache.flags & KILN_CACHE_READ_ONLY) ? kiln::storage::OpenMode::read_only
+                                                   : kiln::storage::OpenMode::automatic;
+  auto storage = kiln::storage::Storage::open(
+      cache.path, (cache.flags & KILN_CACHE_LOCAL_ONLY) ? "off" : "", false, mode);
+  if (!storage)
+    return storage.error();
+  (*storage)->records().defer_checkpoint(); // a loading process's close costs no fsync
+  cache.storage = storage.take();
+  return kiln::Status::ok();
 }
 
 } // namespace
@@ -44,24 +62,34 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
         return fail(d.error());
       p = *d;
     }
-    // $KILN_REMOTE gives every program the shared remote unchanged; a bad
-    // value is an error here, a down server only a notice at first use.
-    auto mode = (flags & KILN_CACHE_READ_ONLY) ? kiln::storage::OpenMode::read_only
-                                               : kiln::storage::OpenMode::automatic;
-    auto storage = kiln::storage::Storage::open(
-        p, (flags & KILN_CACHE_LOCAL_ONLY) ? "off" : "", false, mode);
-    if (!storage)
-      return fail(storage.error());
-    (*storage)->records().defer_checkpoint(); // a loading process's close costs no fsync
-    auto* cache = new kiln_cache();
-    cache->storage = storage.take();
-    *out = cache;
+    auto cache = std::make_unique<kiln_cache>();
+    cache->path = p;
+    cache->flags = flags;
+    // $KILN_READ_ONLY as it is now, not when the file is opened later.
+    if (const char* ro = std::getenv("KILN_READ_ONLY"); ro && *ro && std::string_view(ro) != "0")
+      cache->flags |= KILN_CACHE_READ_ONLY;
+    cache->open_storage = &open_storage;
+    // With published host images beside the file and no remote to ask, the
+    // cache file is opened only when a call needs more than they hold. Any
+    // doubt about them (damaged, of another file) opens the file now; the
+    // file's open reports what the trust rules refuse.
+    const char* remote = std::getenv("KILN_REMOTE");
+    if ((flags & KILN_CACHE_LOCAL_ONLY) || !remote || !*remote)
+      if (auto published = kiln::storage::PublishedImages::open(p))
+        cache->published = published.take();
+    if (!cache->published)
+      if (kiln::Status opened = open_storage(*cache); !opened)
+        return fail(opened.error());
+    *out = cache.release();
     return KILN_OK;
   });
 }
 
 int kiln_cache_read_only(kiln_cache* cache) {
-  return cache && cache->storage && cache->storage->records().read_only() ? 1 : 0;
+  if (!cache)
+    return 0;
+  auto store = cache->store();
+  return store && (*store)->records().read_only() ? 1 : 0;
 }
 
 void kiln_cache_close(kiln_cache* cache) { delete cache; }

@@ -11,11 +11,16 @@ extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
   return kiln::runtime::c_entry("kiln_cache_verify", [&]() -> kiln_status {
     if (problems)
       *problems = 0;
-    if (!cache || !cache->storage) {
+    if (!cache) {
       kiln::runtime::set_last_error("kiln_cache_verify: cache is NULL");
       return KILN_INVALID_ARGUMENT;
     }
-    auto rep = kiln::storage::verify_cache(cache->storage->records());
+    auto opened = cache->store();
+    if (!opened) {
+      kiln::runtime::set_last_error(opened.error().message);
+      return static_cast<kiln_status>(opened.error().code);
+    }
+    auto rep = kiln::storage::verify_cache((*opened)->records());
     if (!rep) {
       kiln::runtime::set_last_error(rep.error().message);
       // KILN_CORRUPT always comes with the count of what is wrong.
@@ -35,7 +40,8 @@ extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
 namespace kiln {
 
 Result<std::vector<CacheProblem>> Cache::verify() const {
-  KILN_TRY_ASSIGN(auto rep, storage::verify_cache(cache_->storage->records()));
+  KILN_TRY_ASSIGN(storage::Storage * opened, cache_->store());
+  KILN_TRY_ASSIGN(auto rep, storage::verify_cache(opened->records()));
   std::vector<CacheProblem> out;
   for (storage::Problem &p : rep.problems)
     out.push_back({std::move(p.kind), std::move(p.key), std::move(p.message)});

@@ -4,6 +4,7 @@
 
 #include "runtime/module.h"
 #include "runtime/warm.h"
+#include "storage/published.h"
 #include "storage/storage.h"
 
 #include <memory>
@@ -14,7 +15,30 @@
 struct kiln_cache {
   /// The local cache and the remote ($KILN_REMOTE), if any: consulted on a
   /// local miss of a name, closure or image; linked images are published.
+  /// Opened by kiln_cache_open, except where the open found the cache's
+  /// published host images and no remote: then at the first call that
+  /// needs more than they hold (store()).
   std::unique_ptr<kiln::storage::Storage> storage;
+  /// The published host images (storage/published.h) the open found, if any:
+  /// a host load they hold reads them alone while they are current.
+  std::unique_ptr<kiln::storage::PublishedImages> published;
+  /// What kiln_cache_open was given, for a later open of `storage`.
+  std::string path;
+  unsigned flags = 0;
+  /// Opens `storage` (kiln_cache_open's: set by libkiln, and called through
+  /// this pointer from libkiln-compiler too).
+  kiln::Status (*open_storage)(kiln_cache&) = nullptr;
+  std::mutex open_mu;
+  /// The storage, opened now if it is not yet; its error otherwise.
+  kiln::Result<kiln::storage::Storage*> store() {
+    std::lock_guard lock(open_mu);
+    if (!storage) {
+      if (!open_storage)
+        return kiln::make_error(kiln::Code::invalid_argument, "the cache handle is closed");
+      KILN_TRY(open_storage(*this));
+    }
+    return storage.get();
+  }
 
   /// Loads are counted and closures marked used in memory, and written in
   /// one transaction when the handle closes (or every kFlushEvery loads):

@@ -4,10 +4,13 @@
 #include "core/target.h"
 #include "image/image.h"
 #include "runtime/backends.h"
+#include "runtime/host/host_cpu.h"
 #include "runtime/host/host_loader.h"
 #include "runtime/host/host_select.h"
 #include "runtime/warm.h"
 #include "support/hash.h"
+
+#include <kiln/kiln.h>
 
 #include <algorithm>
 #include <ctime>
@@ -101,11 +104,70 @@ bool same_source(storage::Records& store, const core::ClosureRecord& closure, co
 
 } // namespace
 
+namespace {
+
+// A host load the published images serve alone (storage/published.h): the
+// root named for exactly this host target, built for a CPU this one runs,
+// its image sound. Null where they do not serve it (not published, another
+// CPU's build, a changed or damaged file): the full load then reads the
+// cache file, and explains any refusal.
+Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::string_view name,
+                                                   const std::string& target) {
+  const storage::PublishedImages* published = cache.published.get();
+  // A commit since the open removed or replaced the file: it is old news.
+  if (!published || !published->current())
+    return std::unique_ptr<kiln_image>();
+  const storage::PublishedRoot* root = published->find(name, target);
+  if (!root || !check_host_job(root->root))
+    return std::unique_ptr<kiln_image>();
+  const Hash128* served_by = root->image_of == root->closure.key ? nullptr : &root->image_of;
+  // Kept images are tagged with this publication (the inode of its file).
+  storage::DataStamp stamp{-2, int64_t(published->inode()), 0};
+  std::string warm_name(name);
+  if (auto warm = cache.warm.find(warm_name, target, stamp)) {
+    auto img = std::make_unique<kiln_image>();
+    if (auto mod = warm->file->load(warm->closure, img->symbols, &img->offsets, &img->base);
+        mod && *mod) {
+      img->module = mod.take();
+      img->closure = warm->closure.key;
+      img->target = warm->target;
+      cache.warm.served();
+      cache.record_load(warm->closure.key, false, served_by);
+      return img;
+    }
+  }
+  auto bytes = published->image(*root);
+  if (!bytes || !core::check_image(*bytes, root->closure))
+    return std::unique_ptr<kiln_image>();
+  auto img = std::make_unique<kiln_image>();
+  img->closure = root->closure.key;
+  img->target = target;
+  std::shared_ptr<HostImageFile> file;
+  KILN_TRY_ASSIGN(auto mod, load_host_image(*bytes, root->closure, img->symbols, &file));
+  img->module = std::move(mod);
+  cache.warm.keep(warm_name, target, stamp,
+                  std::make_shared<const WarmImage>(WarmImage{
+                      target, root->closure,
+                      served_by ? std::optional<Hash128>(*served_by) : std::nullopt,
+                      std::move(file)}));
+  cache.record_load(root->closure.key, false, served_by);
+  return img;
+}
+
+} // namespace
+
 Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_view name,
                                                std::string_view target_arg) {
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
-  storage::Storage& storage = *cache.storage;
+  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host &&
+      !target_arg.empty() && !is_hash128_hex(name)) {
+    KILN_TRY_ASSIGN(auto img, load_published(cache, name, std::string(target_arg)));
+    if (img)
+      return img;
+  }
+  KILN_TRY_ASSIGN(storage::Storage * opened, cache.store());
+  storage::Storage& storage = *opened;
   storage::Records& store = storage.records();
   // A host image this handle loaded last, while the file is as it was then:
   // loaded again from its sealed memory file, with nothing read. The stamp
@@ -249,7 +311,8 @@ Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_
   // library's name (none is recorded so), and a library's closure loads by it.
   if (is_hash128_hex(name))
     return load_image(cache, name, target_arg);
-  storage::Records& store = cache.storage->records();
+  KILN_TRY_ASSIGN(storage::Storage * opened, cache.store());
+  storage::Records& store = opened->records();
   std::string target(target_arg);
   if (target.empty()) {
     KILN_TRY_ASSIGN(auto libs, store.list_libraries(std::string(name)));
@@ -299,13 +362,27 @@ void kiln_cache::flush_usage() {
     std::swap(counts, usage);
     std::swap(closures, used);
   }
-  if (!storage)
+  std::sort(closures.begin(), closures.end());
+  closures.erase(std::unique(closures.begin(), closures.end()), closures.end());
+  if (!storage) {
+    // Every load was served by the published images: noted in the load log,
+    // which the cache file takes in later, rather than a transaction here.
+    // Not where the handle was opened read-only, as with the file.
+    if (!published || closures.empty() || (flags & KILN_CACHE_READ_ONLY) ||
+        !published->writable())
+      return;
+    std::vector<kiln::storage::LoadNote> notes;
+    int64_t now = int64_t(std::time(nullptr));
+    for (const kiln::Hash128& c : closures)
+      notes.push_back({c, now, 0, 0});
+    notes.front().loads = counts.loads;
+    notes.front().image_hits = counts.image_hits;
+    (void)kiln::storage::append_load_log(path, published->cache_mode(), notes);
     return;
+  }
   storage->take_remote_counters(counts);
   if (counts.empty() && closures.empty())
     return;
   // Usage is advisory: a read-only or busy cache loses it, never a load.
-  std::sort(closures.begin(), closures.end());
-  closures.erase(std::unique(closures.begin(), closures.end()), closures.end());
   (void)storage->records().record_usage(closures, int64_t(std::time(nullptr)), counts);
 }

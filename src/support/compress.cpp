@@ -4,7 +4,7 @@
 
 #include "support/units.h"
 
-#include <zstd.h>
+#include "support/zstd_api.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -159,9 +159,10 @@ size_t max_decoded_size() {
 
 size_t max_encoded_size() {
   size_t raw = max_decoded_size();
-  size_t bound = ZSTD_compressBound(raw);
-  return ZSTD_isError(bound) || bound > SIZE_MAX - (size_t(64) << 10) ? SIZE_MAX
-                                                                        : bound + (size_t(64) << 10);
+  // zstd.h's formula, without opening the library.
+  size_t bound = raw >= ZSTD_MAX_INPUT_SIZE ? 0 : ZSTD_COMPRESSBOUND(raw);
+  return bound == 0 || bound > SIZE_MAX - (size_t(64) << 10) ? SIZE_MAX
+                                                             : bound + (size_t(64) << 10);
 }
 
 size_t zstd_output_limit(size_t compressed_size, size_t max_output) {
@@ -172,6 +173,10 @@ size_t zstd_output_limit(size_t compressed_size, size_t max_output) {
 }
 
 std::string zstd_compress(std::string_view raw, int level) {
+  // Empty, as for any failure, where the library cannot be opened (the
+  // cache file's open has reported why before anything is stored).
+  if (!load_zstd())
+    return {};
   std::string out(ZSTD_compressBound(raw.size()), '\0');
   ZSTD_CCtx* ctx = compress_context();
   size_t n = ctx ? ZSTD_compressCCtx(ctx, out.data(), out.size(), raw.data(), raw.size(), level)
@@ -183,11 +188,13 @@ std::string zstd_compress(std::string_view raw, int level) {
 
 Result<std::string> zstd_decompress(std::string_view compressed, size_t expected_size,
                                     size_t max_output) {
+  KILN_TRY(load_zstd());
   return decompress(nullptr, compressed, expected_size, max_output);
 }
 
 Result<std::string> zstd_decompress_dict(const ZSTD_DDict_s* dict, std::string_view compressed,
                                          size_t expected_size, size_t max_output) {
+  KILN_TRY(load_zstd());
   return decompress(dict, compressed, expected_size, max_output);
 }
 

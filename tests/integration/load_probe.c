@@ -1,7 +1,8 @@
 /* A process that only loads: opens a cache, loads one root, calls it as
  * int(int), prints the result, and reports whether LLVM, the linker
- * library, hiredis or libsodium got mapped into the process.
- *   load_probe CACHE NAME ARG  ->  "result=N llvm=0|1 linker=0|1 hiredis=0|1 sodium=0|1" */
+ * library, hiredis, libsodium, SQLite or zstd got mapped into the process.
+ *   load_probe CACHE NAME ARG  ->
+ *     "result=N llvm=0|1 linker=0|1 hiredis=0|1 sodium=0|1 sqlite=0|1 zstd=0|1" */
 #include <kiln/kiln.h>
 
 #include <stdio.h>
@@ -36,8 +37,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   int (*f)(int) = (int (*)(int))fn;
-  printf("result=%d llvm=%d linker=%d hiredis=%d sodium=%d\n", f(atoi(argv[3])),
-         mapped("libLLVM"), mapped("libkiln-link"), mapped("libhiredis"), mapped("libsodium"));
+  printf("result=%d llvm=%d linker=%d hiredis=%d sodium=%d sqlite=%d zstd=%d\n",
+         f(atoi(argv[3])), mapped("libLLVM"), mapped("libkiln-link"), mapped("libhiredis"),
+         mapped("libsodium"), mapped("libsqlite3"), mapped("libzstd"));
   kiln_image_release(image);
   kiln_cache_close(cache);
   return 0;

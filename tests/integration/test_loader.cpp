@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 using namespace kiln_it;
 
@@ -26,8 +28,18 @@ TEST_CASE("a cached image loads without mapping LLVM or the linker") {
   RunResult r = probe(cache, "nest_a", "5");
   REQUIRE_MESSAGE(r.exit_code == 0, describe(r));
   // nest_a(5) = (5 + 100 + 10) * 3; a process that only loads maps neither
-  // LLVM nor the linker, nor the libraries of the Redis tier and signing.
-  CHECK(r.out == "result=345 llvm=0 linker=0 hiredis=0 sodium=0\n");
+  // LLVM nor the linker, nor the libraries of the Redis tier and signing;
+  // served by the published host images, not SQLite or zstd either.
+  CHECK(r.out == "result=345 llvm=0 linker=0 hiredis=0 sodium=0 sqlite=0 zstd=0\n");
+  // Without them (removed, as a commit would), the same load reads the
+  // cache file, and its close publishes them again.
+  std::string published = cache.db().string() + "-images";
+  REQUIRE(std::remove(published.c_str()) == 0);
+  RunResult file = probe(cache, "nest_a", "5");
+  REQUIRE_MESSAGE(file.exit_code == 0, describe(file));
+  CHECK(file.out == "result=345 llvm=0 linker=0 hiredis=0 sodium=0 sqlite=1 zstd=1\n");
+  CHECK(std::filesystem::exists(published));
+  CHECK(probe(cache, "nest_a", "5").out.find("sqlite=0 zstd=0") != std::string::npos);
 }
 
 TEST_CASE("a missing image is relinked from job artifacts, stored, then loaded warm") {

@@ -255,12 +255,13 @@ TEST_CASE("a cache, side file or directory owned by another user is refused; "
 
   // A side file alone. (Root's SQLite gave the trusted owner's cache side
   // files of that owner: they go back to root with it.)
-  for (const char* ext : {"", "-wal", "-shm"})
+  for (const char* ext : {"", "-wal", "-shm", "-images", "-loads"})
     if (fs::exists(db.string() + ext))
       REQUIRE(::chown((db.string() + ext).c_str(), 0, 0) == 0);
   {
     kiln_cache* holder = nullptr; // keeps the -wal and -shm in place
     REQUIRE(kiln_cache_open(db.c_str(), &holder) == KILN_OK);
+    (void)kiln_cache_read_only(holder); // opens the file, even with published images
     REQUIRE(fs::exists(db.string() + "-shm"));
     REQUIRE(::chown((db.string() + "-shm").c_str(), kNobody, kNobody) == 0);
     Load side = open_and_load(db, "chg_parent");

@@ -9,8 +9,7 @@
 
 #include "support/compress.h"
 
-#include <zdict.h>
-#include <zstd.h>
+#include "support/zstd_api.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -5,11 +5,13 @@
 #include "storage/local/database.h"
 
 #include "storage/local/statement.h"
+#include "storage/published.h"
 
 #include "core/keys.h"
 
 #include "support/fault.h"
 #include "support/files.h"
+#include "support/zstd_api.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -369,6 +371,7 @@ void configure_sqlite_once() {
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMode mode) {
   KILN_TRY(load_sqlite());
+  KILN_TRY(load_zstd()); // the codec's, for every blob read or written
   configure_sqlite_once();
   std::unique_ptr<Database> st(new Database());
   st->path_ = path;
@@ -613,7 +616,25 @@ Status Database::connect(const CacheFiles& files, bool wal_format, const Trusted
     return db_error("cannot open");
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, 30000);
+  sqlite3_commit_hook(db_, &Database::before_commit, this);
   return Status::ok();
+}
+
+int Database::before_commit(void* self) {
+  auto* db = static_cast<Database*>(self);
+  if (db->bookkeeping_ > 0)
+    return 0;
+  // Under the write lock, before the commit is visible: a load that opens
+  // the published images from now on finds none, and reads this file. One
+  // that cannot be removed would be a copy of the file as it was: the
+  // commit is refused (SQLite rolls it back).
+  db->published_stale_ = true;
+  std::string published = published_path(db->path_);
+  if (::unlink(published.c_str()) == 0 || errno == ENOENT)
+    return 0;
+  std::fprintf(stderr, "kiln: cannot remove '%s' (%s): the write is rolled back\n",
+               published.c_str(), std::strerror(errno));
+  return 1;
 }
 
 Result<bool> Database::refresh() {

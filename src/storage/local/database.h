@@ -69,10 +69,32 @@ public:
 
   /// Whether this connection created, migrated or changed the file.
   bool wrote() const;
+
+  /// While one lives, this connection's commits record usage alone
+  /// (recency, counters, leases, memos, settings): what a load reads is
+  /// unchanged, and the published images (storage/published.h) stay. Every
+  /// other commit removes them first.
+  class Bookkeeping {
+  public:
+    explicit Bookkeeping(Database& db) : db_(db) { ++db_.bookkeeping_; }
+    ~Bookkeeping() { --db_.bookkeeping_; }
+    Bookkeeping(const Bookkeeping&) = delete;
+    Bookkeeping& operator=(const Bookkeeping&) = delete;
+
+  private:
+    Database& db_;
+  };
+  /// Whether a commit of this connection removed the published images (or
+  /// would have: there were none), so that they are published anew.
+  bool published_stale() const { return published_stale_; }
   /// See Store::defer_checkpoint.
   void defer_checkpoint();
   void end_deferral();
   bool deferred() const { return deferred_; }
+  /// In WAL mode: a local file system (a network one keeps a rollback
+  /// journal, and publishes no host images: its clients may see another's
+  /// removal late).
+  bool wal() const { return wal_; }
   /// At close: the WAL left for the next writer (a loader's), or
   /// checkpointed and its side files removed (the last other connection).
   void close_wal();
@@ -81,6 +103,9 @@ private:
   Database() = default;
   Status connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners);
   Status migrate();
+  /// SQLite's commit hook: removes the published images unless the commit
+  /// is bookkeeping; non-zero (the commit rolled back) if they stay.
+  static int before_commit(void* self);
   /// The migrations this file lacks, in one write transaction.
   Status migrate_steps(int* from);
 
@@ -92,6 +117,8 @@ private:
   bool deferred_ = false; ///< defer_checkpoint was called
   static constexpr int64_t kLoaderWalBytes = 64 << 10;
   bool migrated_ = false;  ///< this connection created or migrated the schema
+  int bookkeeping_ = 0;    ///< live Bookkeeping scopes
+  bool published_stale_ = false;
   bool wal_ = false;       ///< in WAL mode (not on a network file system)
   bool immutable_ = false; ///< read-only without locks: the file alone, watched
   int64_t reconnects_ = 0; ///< refresh() reconnections, for stamp()

@@ -17,7 +17,18 @@ namespace kiln::storage {
 
 namespace {
 
-constexpr const char* kSideFiles[] = {"-wal", "-shm", "-journal"};
+constexpr const char* kSideFiles[] = {"-wal", "-shm", "-journal", "-images", "-loads"};
+
+// Where check_cache_files notes side file `ext`.
+FileStamp& side_stamp(CacheFiles& files, const char* ext) {
+  switch (ext[1]) {
+  case 'w': return files.wal;
+  case 's': return files.shm;
+  case 'i': return files.images;
+  case 'l': return files.loads;
+  default: return files.journal;
+  }
+}
 
 std::string user_name(uid_t uid) {
   struct passwd pw;
@@ -172,7 +183,7 @@ Result<CacheFiles> check_cache_files(const std::string& path, const std::string&
   }
   if (owners.any) {
     for (const char* ext : kSideFiles)
-      (ext[1] == 'w' ? out.wal : ext[1] == 's' ? out.shm : out.journal) = FileStamp::at(path + ext);
+      side_stamp(out, ext) = FileStamp::at(path + ext);
     out.dir_exists = ::access(dir.c_str(), F_OK) == 0;
     return out;
   }
@@ -204,7 +215,7 @@ Result<CacheFiles> check_cache_files(const std::string& path, const std::string&
     if (::lstat(side.c_str(), &st) != 0)
       continue;
     KILN_TRY(check_file_rules(path, side, st, dir, out.shared_dir, owners));
-    (ext[1] == 'w' ? out.wal : ext[1] == 's' ? out.shm : out.journal) = FileStamp::of(st);
+    side_stamp(out, ext) = FileStamp::of(st);
   }
   return out;
 }

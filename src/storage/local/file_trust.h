@@ -2,8 +2,9 @@
 // byte of them (as OpenSSH's StrictModes and git's safe.directory do): a
 // cache holds code that whoever loads from it runs, and SQLite replays a WAL
 // or a hot journal it finds beside the file, so the file, its side files
-// (-wal, -shm, -journal) and the directory holding them must be owned by
-// someone the reader trusts and writable by no one else. The rules are
+// (SQLite's -wal, -shm and -journal; Kiln's -images and -loads) and the
+// directory holding them must be owned by someone the reader trusts and
+// writable by no one else. The rules are
 // listed in README.md ("Trust").
 #pragma once
 
@@ -58,6 +59,9 @@ struct CacheFiles {
   /// cannot replace existing files there, but can create new names.
   bool shared_dir = false;
   FileStamp wal, shm, journal; ///< the side files (not present: none)
+  /// Kiln's own side files: published images and the load log
+  /// (storage/published.h), under the same rules.
+  FileStamp images, loads;
 };
 
 /// Checks the cache file at `path`, each of its side files present and the

@@ -14,6 +14,8 @@
 namespace kiln::storage {
 
 Result<GcReport> Store::gc(const GcOptions& options) {
+  // Loads served from the published images count as use: taken in first.
+  (void)absorb_load_log();
   GcReport rep;
   KILN_TRY_ASSIGN(auto before, live_bytes());
   rep.bytes_before = rep.bytes_after = before;
@@ -190,6 +192,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
 Status Store::lease_jobs(const std::string& holder, const std::vector<Hash128>& keys,
                         int64_t expires_at) {
   std::lock_guard lock(mu_);
+  Database::Bookkeeping leases(*db_);
   return transaction([&]() -> Status {
     KILN_TRY_ASSIGN(auto s, prepare("INSERT OR REPLACE INTO job_leases(job_key, holder, "
                                     "expires_at) VALUES (?1, ?2, ?3)"));
@@ -205,6 +208,7 @@ Status Store::lease_jobs(const std::string& holder, const std::vector<Hash128>& 
 
 Status Store::release_leases(const std::string& holder) {
   std::lock_guard lock(mu_);
+  Database::Bookkeeping leases(*db_);
   KILN_TRY_ASSIGN(auto s, prepare("DELETE FROM job_leases WHERE holder = ?1"));
   Bound b(s);
   b.text(1, holder);

@@ -44,6 +44,7 @@ Status Store::put_memo(const Hash128& key, const Memo& memo) {
   if (memo.roots.empty())
     return Status::ok();
   std::lock_guard lock(mu_);
+  Database::Bookkeeping memos(*db_); // a memo names closures; loads read none
   Status s = transaction([&]() -> Status {
     // A memo recorded again replaces the old one, rows and all.
     KILN_TRY_ASSIGN(auto clear_roots, prepare("DELETE FROM memo_roots WHERE memo_key = ?1"));

@@ -78,4 +78,5 @@ Status load_sqlite();
 #define sqlite3_vfs_find (::kiln::storage::g_sqlite.sqlite3_vfs_find)
 #define sqlite3_vfs_register (::kiln::storage::g_sqlite.sqlite3_vfs_register)
 #define sqlite3_wal_checkpoint_v2 (::kiln::storage::g_sqlite.sqlite3_wal_checkpoint_v2)
+#define sqlite3_commit_hook (::kiln::storage::g_sqlite.sqlite3_commit_hook)
 #endif

@@ -7,6 +7,7 @@
 
 #include "storage/local/codec.h"
 #include "storage/local/statement.h"
+#include "storage/published.h"
 
 namespace kiln::storage {
 
@@ -24,6 +25,10 @@ Store::~Store() {
   // An optimisation: a failure leaves plain blobs, still valid.
   if (!db_->read_only() && db_->wrote() && !db_->deferred())
     (void)compact();
+  // Also an optimisation: without them, loads read this file.
+  if (!db_->read_only() && db_->wal() &&
+      (db_->published_stale() || !FileStamp::at(published_path(path())).present))
+    (void)publish_images();
   db_->close_wal();
 }
 

@@ -12,6 +12,7 @@ Status Store::add_counters(const Counters& d) { return record_usage({}, 0, d); }
 
 Status Store::zero_counters() {
   std::lock_guard lock(mu_);
+  Database::Bookkeeping counters(*db_);
   return exec("DELETE FROM counters");
 }
 
@@ -24,6 +25,7 @@ Status Store::record_usage(const std::vector<Hash128>& closures, int64_t when,
   if (closures.empty() && d.empty())
     return Status::ok();
   std::lock_guard lock(mu_);
+  Database::Bookkeeping usage(*db_);
   return transaction([&]() -> Status {
     if (!closures.empty()) {
       // The WHERE leaves a row already marked, and its page, as they are.
@@ -73,6 +75,7 @@ Result<int64_t> Store::live_bytes() {
 }
 
 Result<Stats> Store::stats() {
+  (void)absorb_load_log(); // the loads served from the published images
   Stats st;
   {
     std::lock_guard lock(mu_);
@@ -141,6 +144,7 @@ Result<std::string> Store::setting(const std::string& name) {
 
 Status Store::set_setting(const std::string& name, const std::string& value) {
   std::lock_guard lock(mu_);
+  Database::Bookkeeping setting(*db_);
   KILN_TRY_ASSIGN(auto s, prepare("INSERT INTO meta(key, value) VALUES ('setting ' || ?1, ?2) "
                                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
   Bound b(s);

@@ -128,7 +128,9 @@ TEST_CASE("warm images: the handle's own write sends the next load to the cache"
   // Through the handle's own connection, the name goes back to v1's closure:
   // no other connection committed, so only the handle's write tells.
   core::NameRecord back{"chg_parent", "host", *parse_hash128(v1.roots[0].closure)};
-  REQUIRE(cache->storage->records().point_name(back, "by hand"));
+  auto opened = cache->store();
+  REQUIRE(opened);
+  REQUIRE((*opened)->records().point_name(back, "by hand"));
   CHECK(call_once(cache, "chg_parent", 5) == 12);
   CHECK(cache->warm.hits() == 1);
   kiln_cache_close(cache);

@@ -1,0 +1,107 @@
+// The cache file's half of the published host images (storage/published.h):
+// what is published, read under the write lock, and the load log taken in.
+#include "storage/published.h"
+
+#include "storage/local/statement.h"
+#include "storage/local/store.h"
+
+#include "core/check.h"
+#include "core/target.h"
+
+#include <map>
+#include <sys/stat.h>
+
+namespace kiln::storage {
+
+Status Store::publish_images() {
+  if (read_only())
+    return Status::ok();
+  (void)absorb_load_log();
+  std::lock_guard lock(mu_);
+  // The write lock, so that no commit lands between this read and the
+  // rename: a commit after it removes the file again. Nothing is written to
+  // the cache file, and the transaction ends in a rollback, so that the
+  // commit hook leaves the new file in place.
+  KILN_TRY(exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> Status {
+    struct stat st;
+    if (::lstat(path().c_str(), &st) != 0)
+      return make_error(Code::unavailable, "cannot stat cache '" + path() + "'");
+    KILN_TRY_ASSIGN(auto s, prepare("SELECT name, target, closure_key FROM names "
+                                    "ORDER BY name, target"));
+    std::vector<NameRecord> names;
+    {
+      Bound b(s);
+      int rc;
+      while ((rc = b.step()) == SQLITE_ROW)
+        if (core::is_host_spec(b.col_text(1)))
+          if (auto key = b.col_key_opt(2))
+            names.push_back({b.col_text(0), b.col_text(1), *key});
+      if (rc != SQLITE_DONE)
+        return db_error("cannot list names");
+    }
+    std::vector<PublishInput> roots;
+    // Roots of one closure share its image: read once.
+    std::map<std::pair<Hash128, std::string>, std::optional<PublishInput>> seen;
+    for (const NameRecord& n : names) {
+      // A key-form name is never read as a name (core::check_name).
+      if (is_hash128_hex(n.name))
+        continue;
+      std::string arch = core::image_arch(n.target);
+      auto [it, fresh] = seen.try_emplace({n.closure, arch});
+      if (fresh) {
+        auto closure = read_closure_rows(n.closure);
+        if (!closure || closure->target != n.target)
+          continue;
+        auto root = read_job_row(closure->root_job);
+        if (!root)
+          continue;
+        Hash128 source;
+        auto image = read_best_image(n.closure, arch, &source);
+        // What a load would not take as it is (it links anew) is not
+        // published: the load goes to the cache file.
+        if (!image || !core::check_image(*image, *closure))
+          continue;
+        PublishInput in;
+        in.root.closure = closure.take();
+        in.root.root.key = root->key;
+        in.root.root.target = root->target;
+        in.root.root.cpu = root->cpu;
+        in.root.root.features = root->features;
+        in.root.image_of = source;
+        in.image = image.take();
+        it->second = std::move(in);
+      }
+      if (!it->second)
+        continue;
+      PublishInput in = *it->second;
+      in.root.name = n;
+      roots.push_back(std::move(in));
+    }
+    return write_published(path(), st, std::move(roots));
+  };
+  Status s = body();
+  (void)exec("ROLLBACK");
+  return s;
+}
+
+Status Store::absorb_load_log() {
+  if (read_only() || !FileStamp::at(load_log_path(path())).present)
+    return Status::ok();
+  std::vector<LoadNote> notes = take_load_log(path());
+  if (notes.empty())
+    return Status::ok();
+  Counters counts;
+  std::map<int64_t, std::vector<Hash128>> by_time;
+  for (const LoadNote& n : notes) {
+    counts.loads += n.loads;
+    counts.image_hits += n.image_hits;
+    by_time[n.when].push_back(n.closure);
+  }
+  // Oldest first: a closure used twice ends with its later time.
+  for (auto& [when, closures] : by_time)
+    KILN_TRY(record_usage(closures, when, {}));
+  return record_usage({}, 0, counts);
+}
+
+} // namespace kiln::storage

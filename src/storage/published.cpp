@@ -1,0 +1,448 @@
+// The published host images file and the load log (storage/published.h).
+//
+// `<cache>-images`, little-endian:
+//   header (64 bytes): "KILNPUB1", u32 version, u32 roots, u64 device and
+//     u64 inode of the cache file, u64 table bytes, u64 file bytes, u64
+//     XXH3-64 of the table, u64 XXH3-64 of the 56 bytes before it;
+//   table: one record per root, sorted by (name, target): name, target,
+//     closure key, closure target, root job key, members (symbol, job,
+//     entry each), root job target, cpu and features, the key of the
+//     closure whose image it is, and the image's offset, size and XXH3-64;
+//     strings are a u32 length and the bytes;
+//   the images, each once, after the table.
+// `<cache>-loads`: 48-byte records: "KLOD", the low 32 bits of the XXH3-64
+//   of the rest, the closure key, i64 time, i64 loads, i64 image hits.
+#include "storage/published.h"
+
+#include "storage/local/file_trust.h"
+#include "support/files.h"
+#include "support/hash.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kiln::storage {
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'U', 'B', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 64;
+/// A table larger than this is refused unread (a million roots is ~300 MB).
+constexpr uint64_t kMaxTableBytes = uint64_t(1) << 30;
+
+constexpr char kNoteMagic[4] = {'K', 'L', 'O', 'D'};
+constexpr size_t kNoteBytes = 4 + 4 + 16 + 8 + 8 + 8; // magic, checksum, key, when, loads, hits
+/// A load log larger than this is dropped unread: usage is advisory.
+constexpr uint64_t kMaxLogBytes = uint64_t(64) << 20;
+
+void put_u32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    out.push_back(char((v >> (8 * i)) & 0xff));
+}
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(char((v >> (8 * i)) & 0xff));
+}
+void put_str(std::string& out, std::string_view s) {
+  put_u32(out, uint32_t(s.size()));
+  out.append(s);
+}
+void put_key(std::string& out, const Hash128& k) {
+  put_u64(out, k.lo);
+  put_u64(out, k.hi);
+}
+
+uint64_t get_u64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | uint8_t(p[i]);
+  return v;
+}
+uint32_t get_u32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i)
+    v = (v << 8) | uint8_t(p[i]);
+  return v;
+}
+
+// Reads the table front to back; any read past its end fails the whole table.
+struct Cursor {
+  std::string_view rest;
+  bool ok = true;
+
+  const char* take(size_t n) {
+    if (!ok || rest.size() < n) {
+      ok = false;
+      return nullptr;
+    }
+    const char* p = rest.data();
+    rest.remove_prefix(n);
+    return p;
+  }
+  uint32_t u32() {
+    const char* p = take(4);
+    return p ? get_u32(p) : 0;
+  }
+  uint64_t u64() {
+    const char* p = take(8);
+    return p ? get_u64(p) : 0;
+  }
+  std::string str() {
+    uint32_t n = u32();
+    const char* p = take(n);
+    return p ? std::string(p, n) : std::string();
+  }
+  Hash128 key() {
+    Hash128 k;
+    k.lo = u64();
+    k.hi = u64();
+    return k;
+  }
+};
+
+bool pread_all(int fd, char* out, size_t n, uint64_t at) {
+  while (n > 0) {
+    ssize_t got = ::pread(fd, out, n, off_t(at));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    out += got;
+    n -= size_t(got);
+    at += uint64_t(got);
+  }
+  return true;
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool root_order(const PublishedRoot& a, const PublishedRoot& b) {
+  return a.name.name != b.name.name ? a.name.name < b.name.name : a.name.target < b.name.target;
+}
+
+Error damaged(const std::string& path, const std::string& why) {
+  return make_error(Code::corrupt, "published images '" + path + "': " + why);
+}
+
+} // namespace
+
+std::string published_path(const std::string& cache_path) { return cache_path + "-images"; }
+std::string load_log_path(const std::string& cache_path) { return cache_path + "-loads"; }
+
+Status write_published(const std::string& cache_path, const struct stat& cache_stat,
+                       std::vector<PublishInput> roots) {
+  std::string path = published_path(cache_path);
+  if (roots.empty()) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return make_error(Code::unavailable, "cannot remove '" + path + "': " + std::strerror(errno));
+    return Status::ok();
+  }
+  std::sort(roots.begin(), roots.end(),
+            [](const PublishInput& a, const PublishInput& b) { return root_order(a.root, b.root); });
+  // Each image once, in the order first named.
+  std::map<std::pair<uint64_t, uint64_t>, size_t> placed; // checksum, size -> index of first
+  std::vector<const std::string*> images;
+  std::vector<size_t> image_of_root;
+  for (const PublishInput& in : roots) {
+    auto id = std::make_pair(hash64(in.image), uint64_t(in.image.size()));
+    auto [it, fresh] = placed.emplace(id, images.size());
+    if (fresh)
+      images.push_back(&in.image);
+    image_of_root.push_back(it->second);
+  }
+  // The table's size does not depend on the offsets it holds: write it once
+  // to learn it, then again with them.
+  auto table_with = [&](uint64_t images_at) {
+    std::vector<uint64_t> offset(images.size());
+    uint64_t at = images_at;
+    for (size_t i = 0; i < images.size(); ++i) {
+      offset[i] = at;
+      at += images[i]->size();
+    }
+    std::string t;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      const PublishedRoot& r = roots[i].root;
+      put_str(t, r.name.name);
+      put_str(t, r.name.target);
+      put_key(t, r.closure.key);
+      put_str(t, r.closure.target);
+      put_key(t, r.closure.root_job);
+      put_u32(t, uint32_t(r.closure.members.size()));
+      for (const ClosureMember& m : r.closure.members) {
+        put_str(t, m.symbol);
+        put_key(t, m.job);
+        put_str(t, m.entry);
+      }
+      put_str(t, r.root.target);
+      put_str(t, r.root.cpu);
+      put_str(t, r.root.features);
+      put_key(t, r.image_of);
+      const std::string& img = *images[image_of_root[i]];
+      put_u64(t, offset[image_of_root[i]]);
+      put_u64(t, img.size());
+      put_u64(t, hash64(img));
+    }
+    return t;
+  };
+  std::string table = table_with(0);
+  table = table_with(kHeaderBytes + table.size());
+  uint64_t file_bytes = kHeaderBytes + table.size();
+  for (const std::string* img : images)
+    file_bytes += img->size();
+
+  std::string out;
+  out.reserve(size_t(file_bytes));
+  out.append(kMagic, sizeof kMagic);
+  put_u32(out, kVersion);
+  put_u32(out, uint32_t(roots.size()));
+  put_u64(out, uint64_t(cache_stat.st_dev));
+  put_u64(out, uint64_t(cache_stat.st_ino));
+  put_u64(out, table.size());
+  put_u64(out, file_bytes);
+  put_u64(out, hash64(table));
+  put_u64(out, hash64(std::string_view(out.data(), out.size())));
+  out += table;
+  for (const std::string* img : images)
+    out += *img;
+
+  // No fsync: a file torn by a crash fails its checks and reads as absent.
+  std::string tmp = path + ".tmpXXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    return make_error(Code::unavailable,
+                      "cannot create a file beside '" + path + "': " + std::strerror(errno));
+  size_t off = 0;
+  bool ok = ::fchmod(fd, cache_stat.st_mode & 0644) == 0;
+  while (ok && off < out.size()) {
+    ssize_t n = ::write(fd, out.data() + off, out.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    off += ok ? size_t(n) : 0;
+  }
+  int err = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) == 0)
+    return Status::ok();
+  err = errno ? errno : err;
+  ::unlink(tmp.c_str());
+  return make_error(Code::unavailable, "cannot write '" + path + "': " + std::strerror(err));
+}
+
+Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string& cache_path) {
+  std::string path = published_path(cache_path);
+  // The cache's own rules first: its directory, the cache file and every
+  // side file, this one included, by owner and mode, without following
+  // a link.
+  KILN_TRY_ASSIGN(auto owners, TrustedOwners::from_env());
+  KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(cache_path, dir_of(cache_path), owners));
+  if (!files.db.present || !files.images.present)
+    return make_error(Code::not_found, "no published images beside '" + cache_path + "'");
+  // On a network file system a client may see another's removal of the
+  // file late: none is published there, and one found is not believed.
+  if (std::string network = network_fs_kind(cache_path); !network.empty())
+    return make_error(Code::not_found, "'" + cache_path + "' is on a network file system (" +
+                                           network + "): published images are not read there");
+  std::unique_ptr<PublishedImages> p(new PublishedImages());
+  p->path_ = path;
+  p->cache_mode_ = files.db_stat.st_mode & 0666;
+  p->writable_ = ::access(files.dir.c_str(), W_OK) == 0;
+  p->fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (p->fd_ < 0)
+    return make_error(Code::not_found, "cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(p->fd_, &st) != 0 || !files.images.same_file(FileStamp::of(st)))
+    return make_error(Code::not_found, "'" + path + "' changed while it was opened");
+  p->dev_ = uint64_t(st.st_dev);
+  p->ino_ = uint64_t(st.st_ino);
+  p->size_bytes_ = uint64_t(st.st_size);
+
+  char h[kHeaderBytes];
+  if (p->size_bytes_ < kHeaderBytes || !pread_all(p->fd_, h, kHeaderBytes, 0))
+    return damaged(path, "shorter than its header");
+  if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
+    return damaged(path, "not a published images file");
+  if (get_u64(h + 56) != hash64(std::string_view(h, 56)))
+    return damaged(path, "its header fails its checksum");
+  if (get_u32(h + 8) != kVersion)
+    return damaged(path, "format version " + std::to_string(get_u32(h + 8)) + ", not " +
+                             std::to_string(kVersion));
+  uint32_t count = get_u32(h + 12);
+  if (get_u64(h + 16) != files.db.dev || get_u64(h + 24) != files.db.ino)
+    return damaged(path, "published from another cache file than '" + cache_path + "'");
+  uint64_t table_bytes = get_u64(h + 32), file_bytes = get_u64(h + 40);
+  if (file_bytes != p->size_bytes_)
+    return damaged(path, "says it holds " + std::to_string(file_bytes) + " bytes, but holds " +
+                             std::to_string(p->size_bytes_));
+  if (table_bytes > kMaxTableBytes || table_bytes > file_bytes - kHeaderBytes)
+    return damaged(path, "its table of " + std::to_string(table_bytes) +
+                             " bytes does not fit the file");
+  std::string table(size_t(table_bytes), '\0');
+  if (!pread_all(p->fd_, table.data(), table.size(), kHeaderBytes))
+    return damaged(path, "cannot read its table");
+  if (hash64(table) != get_u64(h + 48))
+    return damaged(path, "its table fails its checksum");
+
+  Cursor c{table};
+  // The smallest record is far more than 64 bytes: a count the table cannot
+  // hold is refused before anything is reserved for it.
+  if (count > table_bytes / 64)
+    return damaged(path, "it claims " + std::to_string(count) + " roots in a " +
+                             std::to_string(table_bytes) + "-byte table");
+  p->roots_.reserve(count);
+  for (uint32_t i = 0; i < count && c.ok; ++i) {
+    PublishedRoot r;
+    r.name.name = c.str();
+    r.name.target = c.str();
+    r.closure.key = c.key();
+    r.name.closure = r.closure.key;
+    r.closure.target = c.str();
+    r.closure.root_job = c.key();
+    uint32_t members = c.u32();
+    if (members > c.rest.size() / 24) // symbol and entry lengths and a key each
+      c.ok = false;
+    for (uint32_t m = 0; m < members && c.ok; ++m) {
+      ClosureMember cm;
+      cm.symbol = c.str();
+      cm.job = c.key();
+      cm.entry = c.str();
+      r.closure.members.push_back(std::move(cm));
+    }
+    r.root.key = r.closure.root_job;
+    r.root.target = c.str();
+    r.root.cpu = c.str();
+    r.root.features = c.str();
+    r.image_of = c.key();
+    r.image_offset = c.u64();
+    r.image_size = c.u64();
+    r.image_checksum = c.u64();
+    if (!c.ok)
+      break;
+    if (r.image_offset < kHeaderBytes + table_bytes || r.image_offset > file_bytes ||
+        r.image_size > file_bytes - r.image_offset)
+      return damaged(path, "the image of '" + r.name.name + "' lies outside the file");
+    if (!p->roots_.empty() && !root_order(p->roots_.back(), r))
+      return damaged(path, "its roots are not in order");
+    p->roots_.push_back(std::move(r));
+  }
+  if (!c.ok || !c.rest.empty() || p->roots_.size() != count)
+    return damaged(path, "its table does not hold the " + std::to_string(count) +
+                             " roots it claims");
+  return p;
+}
+
+PublishedImages::~PublishedImages() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+const PublishedRoot* PublishedImages::find(std::string_view name, std::string_view target) const {
+  auto it = std::lower_bound(roots_.begin(), roots_.end(), std::make_pair(name, target),
+                             [](const PublishedRoot& r, const std::pair<std::string_view,
+                                                                        std::string_view>& k) {
+                               return std::string_view(r.name.name) != k.first
+                                          ? std::string_view(r.name.name) < k.first
+                                          : std::string_view(r.name.target) < k.second;
+                             });
+  if (it == roots_.end() || it->name.name != name || it->name.target != target)
+    return nullptr;
+  return &*it;
+}
+
+Result<std::string> PublishedImages::image(const PublishedRoot& root) const {
+  std::string bytes(size_t(root.image_size), '\0');
+  if (!pread_all(fd_, bytes.data(), bytes.size(), root.image_offset))
+    return damaged(path_, "cannot read the image of '" + root.name.name + "'");
+  if (hash64(bytes) != root.image_checksum)
+    return damaged(path_, "the image of '" + root.name.name + "' fails its checksum");
+  return bytes;
+}
+
+bool PublishedImages::current() const {
+  struct stat st;
+  return ::lstat(path_.c_str(), &st) == 0 && uint64_t(st.st_dev) == dev_ &&
+         uint64_t(st.st_ino) == ino_ && uint64_t(st.st_size) == size_bytes_;
+}
+
+bool append_load_log(const std::string& cache_path, mode_t mode,
+                     const std::vector<LoadNote>& notes) {
+  if (notes.empty())
+    return true;
+  std::string out;
+  for (const LoadNote& n : notes) {
+    std::string rec;
+    put_key(rec, n.closure);
+    put_u64(rec, uint64_t(n.when));
+    put_u64(rec, uint64_t(n.loads));
+    put_u64(rec, uint64_t(n.image_hits));
+    out.append(kNoteMagic, sizeof kNoteMagic);
+    put_u32(out, uint32_t(hash64(rec)));
+    out += rec;
+  }
+  std::string path = load_log_path(cache_path);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return false;
+  struct stat st;
+  // Only a file of this user's that no one else can write is added to; a
+  // new one gets the cache file's mode whatever the umask.
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+            !(st.st_mode & (S_IWGRP | S_IWOTH));
+  if (ok && st.st_size == 0)
+    (void)::fchmod(fd, mode & 0644);
+  ok = ok && ::write(fd, out.data(), out.size()) == ssize_t(out.size());
+  ::close(fd);
+  return ok;
+}
+
+std::vector<LoadNote> take_load_log(const std::string& cache_path) {
+  std::vector<LoadNote> out;
+  std::string path = load_log_path(cache_path);
+  // Renamed first: a loader appending meanwhile appends to the renamed file
+  // (lost once read: usage is advisory) or starts a new one.
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".taken%ld", long(::getpid()));
+  std::string taken = path + suffix;
+  if (::rename(path.c_str(), taken.c_str()) != 0)
+    return out;
+  int fd = ::open(taken.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  ::unlink(taken.c_str());
+  if (fd < 0)
+    return out;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) <= kMaxLogBytes) {
+    std::string bytes(size_t(st.st_size), '\0');
+    if (pread_all(fd, bytes.data(), bytes.size(), 0))
+      for (size_t at = 0; at + kNoteBytes <= bytes.size(); at += kNoteBytes) {
+        const char* p = bytes.data() + at;
+        std::string_view rec(p + 8, kNoteBytes - 8);
+        if (std::memcmp(p, kNoteMagic, 4) != 0 || get_u32(p + 4) != uint32_t(hash64(rec)))
+          continue;
+        LoadNote n;
+        n.closure.lo = get_u64(p + 8);
+        n.closure.hi = get_u64(p + 16);
+        n.when = int64_t(get_u64(p + 24));
+        n.loads = int64_t(get_u64(p + 32));
+        n.image_hits = int64_t(get_u64(p + 40));
+        // Counts one process could not have made are dropped, not summed.
+        if (n.loads < 0 || n.image_hits < 0 || n.loads > (int64_t(1) << 40) ||
+            n.image_hits > (int64_t(1) << 40))
+          continue;
+        out.push_back(n);
+      }
+  }
+  ::close(fd);
+  return out;
+}
+
+} // namespace kiln::storage

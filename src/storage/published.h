@@ -1,0 +1,123 @@
+// Published host images: for each host root of a cache, what a load reads
+// (its closure with the members' entries, the CPU its root job was built
+// for, the checked image), written beside the cache file as `<cache>-images`
+// so that a process that only loads host code reads that one file, with a
+// few system calls and without SQLite, instead of opening the cache file.
+//
+// The cache file stays the one truth; the published file is a copy of part
+// of it that is only ever as new as the file, never newer nor older:
+//  - every commit to the cache file removes it first, under SQLite's write
+//    lock, before the commit is visible (storage/local/database.cpp), except
+//    the commits of usage alone (recency, counters, leases, memos);
+//  - a new one is written, under that lock too, from what the cache file
+//    holds then (Store::publish_images), and renamed into place;
+//  - it names the cache file (device and inode) it was published from, and
+//    a load reads it only beside that file;
+//  - it obeys the cache's trust rules (storage/local/file_trust.h: owner,
+//    mode, no link), and every byte it holds is checked (checksums, bounds)
+//    before it is believed: a damaged or foreign one reads as absent, and
+//    the load goes to the cache file.
+// A load that holds it open while a writer commits reads what was true
+// before that commit, as a load that started a moment earlier would.
+//
+// Loads served from it are noted in `<cache>-loads` (append-only records of
+// which closures were used, and the counters), which the cache file takes
+// in at its next statistics, gc or publication (absorb_load_log): a loading
+// process writes one record per image to that file, not a SQLite
+// transaction.
+#pragma once
+
+#include "storage/records.h"
+
+#include <kiln/result.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <vector>
+
+namespace kiln::storage {
+
+/// `<cache>-images` and `<cache>-loads`.
+std::string published_path(const std::string& cache_path);
+std::string load_log_path(const std::string& cache_path);
+
+/// One host root as a load needs it.
+struct PublishedRoot {
+  NameRecord name;       ///< name, target and closure
+  ClosureRecord closure; ///< with the members' entries
+  JobRecord root;        ///< the root job's key, target, cpu and features only
+  Hash128 image_of;      ///< whose image row the image is (the closure's own, a sibling's)
+  uint64_t image_offset = 0, image_size = 0, image_checksum = 0;
+};
+
+/// What Store::publish_images hands the writer: a root and its image bytes.
+struct PublishInput {
+  PublishedRoot root;
+  std::string image;
+};
+
+/// Writes `<cache>-images` for `roots` beside the cache file `cache_path`
+/// (`cache_stat`: its lstat, whose device and inode the file names and whose
+/// mode it takes) through a temporary file renamed into place. With no
+/// roots, removes it instead.
+Status write_published(const std::string& cache_path, const struct stat& cache_stat,
+                       std::vector<PublishInput> roots);
+
+/// A published file, opened and checked.
+class PublishedImages {
+public:
+  /// Opens `<cache>-images` beside `cache_path`: not_found if there is none
+  /// (or no cache file); unavailable if the cache's files fail the trust
+  /// rules; corrupt if it is damaged or names another cache file.
+  static Result<std::unique_ptr<PublishedImages>> open(const std::string& cache_path);
+  ~PublishedImages();
+  PublishedImages(const PublishedImages&) = delete;
+  PublishedImages& operator=(const PublishedImages&) = delete;
+
+  /// The root `name` names for `target`, or null.
+  const PublishedRoot* find(std::string_view name, std::string_view target) const;
+  /// Its image, read and checked against its checksum (corrupt otherwise).
+  Result<std::string> image(const PublishedRoot& root) const;
+  /// Whether `<cache>-images` is still the file opened (no commit removed or
+  /// replaced it since): one lstat.
+  bool current() const;
+  /// The file's inode, to tell this publication from another.
+  uint64_t inode() const { return ino_; }
+  size_t size() const { return roots_.size(); }
+  /// The cache file's mode, which `<cache>-loads` is created with.
+  mode_t cache_mode() const { return cache_mode_; }
+  bool writable() const { return writable_; }
+
+private:
+  PublishedImages() = default;
+  std::string path_;
+  int fd_ = -1;
+  uint64_t dev_ = 0, ino_ = 0, size_bytes_ = 0;
+  mode_t cache_mode_ = 0600;
+  bool writable_ = false;
+  std::vector<PublishedRoot> roots_; ///< sorted by (name, target)
+};
+
+/// One load log record's worth: a closure used at `when`, and the counters
+/// of the loads that used it (loads and image hits on the first record of a
+/// load only).
+struct LoadNote {
+  Hash128 closure;
+  int64_t when = 0;
+  int64_t loads = 0, image_hits = 0;
+};
+
+/// Appends `notes` to `<cache>-loads` in one write, creating it with
+/// `mode`. Best effort, as usage is: false if it could not.
+bool append_load_log(const std::string& cache_path, mode_t mode,
+                     const std::vector<LoadNote>& notes);
+
+/// Takes `<cache>-loads` away (renamed, read, removed) and returns its
+/// well-formed records; a damaged record is skipped. Empty if there is none.
+std::vector<LoadNote> take_load_log(const std::string& cache_path);
+
+} // namespace kiln::storage

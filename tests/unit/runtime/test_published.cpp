@@ -1,0 +1,316 @@
+// Unit tests for the published host images (src/storage/published.h) and
+// the loads they serve (src/runtime/loader.cpp): published by the writer
+// that closes, read alone by a handle that only loads host code, removed by
+// every commit before it is visible, refused when damaged, foreign or open
+// to other writers, and never trusted over the cache file's CPU check.
+#include "fixtures/cache.hpp"
+#include "fixtures/cpu.hpp"
+#include "runtime/handles.h"
+#include "storage/published.h"
+
+#include <kiln/kiln.h>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+using IntFn = int (*)(int);
+
+kiln_cache* open_ok(const std::string& path, unsigned flags = 0) {
+  kiln_cache* cache = nullptr;
+  INFO(kiln_last_error());
+  REQUIRE(kiln_cache_open_flags(path.c_str(), flags, &cache) == KILN_OK);
+  return cache;
+}
+
+int call_once(kiln_cache* cache, const char* name, int arg) {
+  kiln_image* img = nullptr;
+  INFO(name << ": " << kiln_last_error());
+  REQUIRE(kiln_image_load(cache, name, "host", &img) == KILN_OK);
+  void* fn = nullptr;
+  REQUIRE(kiln_image_lookup(img, name, &fn) == KILN_OK);
+  int r = reinterpret_cast<IntFn>(fn)(arg);
+  kiln_image_release(img);
+  return r;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_all(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  REQUIRE(out.good());
+}
+
+// The three roots of nested.ll, precompiled for the host.
+TestCache nested_roots(const std::string& prefix) {
+  TestCache c = empty_cache(prefix);
+  c.report = precompile(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path());
+  return c;
+}
+
+// Whether a handle serves `name` from the published images alone: the
+// load works and the cache file was never opened.
+bool served_alone(const std::string& path, const char* name, int arg, int want) {
+  kiln_cache* cache = open_ok(path);
+  bool alone = cache->published != nullptr && call_once(cache, name, arg) == want &&
+               cache->storage == nullptr;
+  kiln_cache_close(cache);
+  return alone;
+}
+
+} // namespace
+
+TEST_CASE("published images: a precompile publishes its host roots, and a handle loads them "
+          "without opening the cache file") {
+  TestCache c = nested_roots("kiln-published");
+  std::string published = storage::published_path(c.path());
+  REQUIRE(fs::exists(published));
+  // The file's mode is the cache file's.
+  CHECK((fs::status(published).permissions() & fs::perms::all) ==
+        (fs::status(c.path()).permissions() & fs::perms::all));
+  auto p = storage::PublishedImages::open(c.path());
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p);
+  CHECK((*p)->size() == 3);
+  const storage::PublishedRoot* a = (*p)->find("nest_a", "host");
+  REQUIRE(a);
+  CHECK(a->closure.members.size() == 3);
+  CHECK(!(*p)->find("nest_a", "host-x86-64-v9"));
+  CHECK(!(*p)->find("nest_", "host"));
+
+  kiln_cache* cache = open_ok(c.path());
+  REQUIRE(cache->published);
+  CHECK(call_once(cache, "nest_a", 1) == 333);
+  CHECK(call_once(cache, "nest_c", 7) == 21);
+  CHECK(call_once(cache, "nest_a", 1) == 333); // warm: the memory file again
+  CHECK(cache->warm.hits() == 1);
+  CHECK(cache->storage == nullptr);
+  // A call that needs the records opens the file then.
+  CHECK(kiln_cache_read_only(cache) == 0);
+  CHECK(cache->storage != nullptr);
+  CHECK(call_once(cache, "nest_b", 0) == 30);
+  kiln_cache_close(cache);
+}
+
+TEST_CASE("published images: their loads are counted and mark their closures used, through "
+          "the load log") {
+  TestCache c = nested_roots("kiln-published-usage");
+  raw_exec(c.path(), "UPDATE closures SET last_used = 1"); // removes the published file too
+  { auto st = open_store(c.path()); } // a writer's close publishes again
+  REQUIRE(fs::exists(storage::published_path(c.path())));
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(served_alone(c.path(), "nest_a", 1, 333));
+  CHECK(fs::exists(storage::load_log_path(c.path())));
+  // A read-only handle notes nothing.
+  kiln_cache* ro = open_ok(c.path(), KILN_CACHE_READ_ONLY);
+  CHECK(call_once(ro, "nest_b", 0) == 30);
+  kiln_cache_close(ro);
+
+  auto st = open_store(c.path());
+  storage::Stats s = stats_ok(*st);
+  CHECK(s.counters.loads == 3);
+  CHECK(s.counters.image_hits == 3);
+  CHECK(!fs::exists(storage::load_log_path(c.path())));
+  auto used = [&](const std::string& closure) {
+    return raw_exec(c.path(), "UPDATE closures SET last_used = last_used WHERE last_used > 1 AND "
+                              "key = x'" + closure + "'");
+  };
+  auto closure_of = [&](const std::string& name) {
+    for (const RootReport& r : c.report.roots)
+      if (r.name == name)
+        return r.closure;
+    return std::string();
+  };
+  st.reset();
+  CHECK(used(closure_of("nest_a")) == 1);
+  CHECK(used(closure_of("nest_b")) == 0); // loaded read-only only
+}
+
+TEST_CASE("published images: a commit removes them before it is visible; a handle that holds "
+          "them loads from the file after it") {
+  TestCache c = empty_cache("kiln-published-commit");
+  CompileReport v1 = precompile(data_request("change_v1.ll", {"chg_parent"}), c.path());
+  kiln_cache* cache = open_ok(c.path());
+  REQUIRE(cache->published);
+  CHECK(call_once(cache, "chg_parent", 5) == 12);
+
+  // Another connection moves the name: before its commit, the file is gone.
+  {
+    auto st = open_store(c.path());
+    REQUIRE(fs::exists(storage::published_path(c.path())));
+    CompileReport v2 = precompile(data_request("change_v2.ll", {"chg_parent"}), c.path());
+    (void)v2;
+  }
+  // This handle's publication is old news: it reads the file.
+  CHECK(call_once(cache, "chg_parent", 5) == 210);
+  CHECK(cache->storage != nullptr);
+  kiln_cache_close(cache);
+  // The writer's close published the new state; a new handle reads it alone.
+  CHECK(served_alone(c.path(), "chg_parent", 5, 210));
+
+  // A commit through a store: removed at the commit, published at close.
+  {
+    auto st = open_store(c.path());
+    core::NameRecord back{"chg_parent", "host", *parse_hash128(v1.roots[0].closure)};
+    REQUIRE(st->point_name(back, "by hand"));
+    CHECK(!fs::exists(storage::published_path(c.path())));
+  }
+  CHECK(served_alone(c.path(), "chg_parent", 5, 12));
+
+  // Usage alone (the load log taken in, counters) leaves them in place.
+  {
+    auto st = open_store(c.path());
+    storage::Counters one;
+    one.job_hits = 1;
+    REQUIRE(st->add_counters(one));
+    CHECK(fs::exists(storage::published_path(c.path())));
+  }
+}
+
+TEST_CASE("published images: a damaged, truncated or foreign file is not believed, and the "
+          "load reads the cache file") {
+  TestCache c = nested_roots("kiln-published-damage");
+  TestCache other = empty_cache("kiln-published-other");
+  precompile(data_request("change_v1.ll", {"chg_parent"}), other.path());
+  std::string published = storage::published_path(c.path());
+  const std::string good = read_all(published);
+  REQUIRE(good.size() > 200);
+
+  auto expect_refused = [&](const std::string& bytes, const char* what) {
+    write_all(published, bytes);
+    ::chmod(published.c_str(), 0600);
+    auto p = storage::PublishedImages::open(c.path());
+    INFO(what);
+    REQUIRE(!p);
+    CHECK(p.error().code == Code::corrupt);
+    // The handle opens the file instead, and loads what it names.
+    kiln_cache* cache = open_ok(c.path());
+    CHECK(cache->published == nullptr);
+    CHECK(call_once(cache, "nest_a", 1) == 333);
+    kiln_cache_close(cache);
+    return p.error().message;
+  };
+  std::string flipped = good;
+  flipped[100] ^= 1; // in the table
+  CHECK(expect_refused(flipped, "table byte").find("checksum") != std::string::npos);
+  CHECK(expect_refused(good.substr(0, good.size() - 1), "truncated").find("bytes") !=
+        std::string::npos);
+  CHECK(expect_refused(good.substr(0, 40), "no header").find("header") != std::string::npos);
+  // A header that claims a table of a gigabyte, its checksum made right.
+  std::string huge = good;
+  for (int i = 0; i < 8; ++i)
+    huge[32 + i] = char(i == 3 ? 0x40 : 0);
+  uint64_t h = hash64(std::string_view(huge.data(), 56));
+  for (int i = 0; i < 8; ++i)
+    huge[56 + i] = char((h >> (8 * i)) & 0xff);
+  CHECK(expect_refused(huge, "huge table").find("does not fit") != std::string::npos);
+  // Another cache's publication, sound in itself, beside this file.
+  CHECK(expect_refused(read_all(storage::published_path(other.path())), "foreign")
+            .find("another cache file") != std::string::npos);
+
+  // An image byte flipped: the table is sound, the image fails its checksum
+  // at the load, which then reads the cache file.
+  std::string bad_image = good;
+  bad_image[bad_image.size() - 10] ^= 0x55;
+  write_all(published, bad_image);
+  kiln_cache* cache = open_ok(c.path());
+  REQUIRE(cache->published);
+  CHECK(call_once(cache, "nest_c", 7) == 21);
+  kiln_cache_close(cache);
+}
+
+TEST_CASE("published images: a file others can write refuses the cache, as a WAL would") {
+  TestCache c = nested_roots("kiln-published-mode");
+  std::string published = storage::published_path(c.path());
+  REQUIRE(::chmod(published.c_str(), 0666) == 0);
+  kiln_cache* cache = nullptr;
+  CHECK(kiln_cache_open(c.path().c_str(), &cache) == KILN_UNAVAILABLE);
+  CHECK(std::string(kiln_last_error()).find("-images") != std::string::npos);
+  CHECK(std::string(kiln_last_error()).find("writable by group or others") != std::string::npos);
+  // A link in its place is refused too.
+  REQUIRE(::chmod(published.c_str(), 0600) == 0);
+  fs::rename(published, published + ".real");
+  fs::create_symlink(published + ".real", published);
+  CHECK(kiln_cache_open(c.path().c_str(), &cache) == KILN_UNAVAILABLE);
+  CHECK(std::string(kiln_last_error()).find("symbolic link") != std::string::npos);
+}
+
+TEST_CASE("published images: a root built for a CPU this one lacks is not loaded from them") {
+  std::string lacking = lacking_cpu_feature();
+  if (lacking.empty()) {
+    MESSAGE("skipped: this CPU has every feature the table knows");
+    return;
+  }
+  TestCache c = nested_roots("kiln-published-cpu");
+  auto p = storage::PublishedImages::open(c.path());
+  REQUIRE(p);
+  // A publication where nest_a names nest_b's closure and image, built for
+  // a CPU with a feature this one lacks: believed, it would run nest_b.
+  const storage::PublishedRoot* b = (*p)->find("nest_b", "host");
+  REQUIRE(b);
+  auto image = (*p)->image(*b);
+  REQUIRE(image);
+  storage::PublishInput in;
+  in.root = *b;
+  in.root.name.name = "nest_a";
+  in.root.root.features = "+" + lacking;
+  in.image = *image;
+  struct stat st;
+  REQUIRE(::lstat(c.path().c_str(), &st) == 0);
+  p->reset();
+  REQUIRE(storage::write_published(c.path(), st, {in}));
+  kiln_cache* cache = open_ok(c.path());
+  REQUIRE(cache->published);
+  CHECK(call_once(cache, "nest_a", 1) == 333); // the cache file's nest_a
+  CHECK(cache->storage != nullptr);
+  kiln_cache_close(cache);
+}
+
+TEST_CASE("published images: a cache with no host root publishes none") {
+  TestCache c = open_cache("kiln-published-none");
+  c.store.reset();
+  CHECK(!fs::exists(storage::published_path(c.path())));
+  // Nor does a handle's open create one.
+  kiln_cache* cache = open_ok(c.path());
+  CHECK(cache->published == nullptr);
+  kiln_cache_close(cache);
+  CHECK(!fs::exists(storage::published_path(c.path())));
+}
+
+TEST_CASE("published images: the load log takes only well-formed records of this user's file") {
+  TestCache c = nested_roots("kiln-published-log");
+  std::string log = storage::load_log_path(c.path());
+  Hash128 k{1, 2};
+  REQUIRE(storage::append_load_log(c.path(), 0600, {{k, 50, 2, 2}, {k, 60, 0, 0}}));
+  // Garbage after them: a torn or foreign tail is skipped, record by record.
+  {
+    std::ofstream out(log, std::ios::binary | std::ios::app);
+    out << std::string(48, 'x') << "tail";
+  }
+  std::vector<storage::LoadNote> notes = storage::take_load_log(c.path());
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0].closure == k);
+  CHECK(notes[0].loads == 2);
+  CHECK(notes[1].when == 60);
+  CHECK(!fs::exists(log));
+  CHECK(storage::take_load_log(c.path()).empty());
+  // A log others can write is not appended to.
+  write_all(log, "");
+  REQUIRE(::chmod(log.c_str(), 0622) == 0);
+  CHECK(!storage::append_load_log(c.path(), 0600, {{k, 70, 1, 1}}));
+}

@@ -84,9 +84,10 @@ class Harness:
     @staticmethod
     def files_of(db):
         """Bytes of a cache's files as they are on disk now: the database and
-        any -wal / -shm / -journal left beside it."""
+        any -wal / -shm / -journal left beside it, and Kiln's published host
+        images (-images) and load log (-loads)."""
         out = {}
-        for s in ("", "-wal", "-shm", "-journal"):
+        for s in ("", "-wal", "-shm", "-journal", "-images", "-loads"):
             if os.path.exists(db + s):
                 out[s or "db"] = os.path.getsize(db + s)
         return out

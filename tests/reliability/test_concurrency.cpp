@@ -139,6 +139,44 @@ TEST_CASE("8 writers and a reader on a network file system (rollback journal)") 
   CHECK(r.loads > 0);
 }
 
+TEST_CASE("published host images: loads in fresh processes while writers re-point a name "
+          "see one version or the other, never an error, and the last one after") {
+  // chg_parent(5) is 12 in change_v1.ll and 210 in change_v2.ll. Writers
+  // alternate them (each commit removes the published images, each close
+  // publishes them again); fresh processes load the name meanwhile, from
+  // the published images or from the file, whichever is there.
+  Cache cache;
+  precompile_ok(cache, {kiln_it::data("change_v1.ll")});
+  int rounds = scaled(6, 40);
+  int loads = 0, from_published = 0;
+  for (int i = 0; i < rounds; ++i) {
+    std::string file = i % 2 == 0 ? "change_v2.ll" : "change_v1.ll";
+    Child writer({precompile_bin().string(), "--cache", cache.db().string(),
+                  kiln_it::data(file)});
+    do {
+      RunResult p = probe(cache.db(), "chg_parent", 5);
+      INFO("a load during the writes: " << describe(p));
+      REQUIRE(p.exit_code == 0);
+      bool v1 = p.out.rfind("result=12 ", 0) == 0, v2 = p.out.rfind("result=210 ", 0) == 0;
+      REQUIRE((v1 || v2));
+      from_published += p.out.find("sqlite=0") != std::string::npos;
+      ++loads;
+    } while (!writer.poll());
+    RunResult w = writer.wait();
+    INFO(describe(w));
+    REQUIRE(w.exit_code == 0);
+    // The writer has closed: every load now gives its version, and reads
+    // the images it published without SQLite.
+    RunResult after = probe(cache.db(), "chg_parent", 5);
+    INFO(describe(after));
+    CHECK(after.out.rfind(i % 2 == 0 ? "result=210 " : "result=12 ", 0) == 0);
+    CHECK(after.out.find("sqlite=0") != std::string::npos);
+  }
+  figure("published images under writers: " + std::to_string(loads) + " loads, " +
+         std::to_string(from_published) + " of them from the published images");
+  require_verify_clean(cache.db(), "after the writers");
+}
+
 TEST_CASE("a second handle on a cache in one process keeps the first one's locks") {
   // Closing any descriptor of a file drops all of the process's POSIX locks
   // on it, SQLite's included: a second open must not open and close the

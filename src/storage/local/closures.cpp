@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/keys.h"
+#include "core/target.h"
 
 #include <map>
 
@@ -324,6 +325,9 @@ Result<ClosureRecord> Store::get_closure(const Hash128& key) {
 Result<Store::RootRead> Store::read_root(const std::string& name, const std::string& target,
                                          const std::string& arch, bool with_root) {
   std::lock_guard lock(mu_);
+  // A host load read the file: its close publishes the host images if none
+  // are (Store::~Store).
+  read_host_root_ = read_host_root_ || core::is_host_spec(target);
   Result<RootRead> out = make_error(Code::internal, "unread");
   KILN_TRY(read_transaction([&]() -> Status {
     // A key-form string is a closure key and is never looked up as a name

@@ -25,9 +25,12 @@ Store::~Store() {
   // An optimisation: a failure leaves plain blobs, still valid.
   if (!db_->read_only() && db_->wrote() && !db_->deferred())
     (void)compact();
-  // Also an optimisation: without them, loads read this file.
+  // Also an optimisation: without them, host loads read this file. Written
+  // when a commit of this connection removed them, or a host load found
+  // none; a connection that only read, or read for GPUs, takes no lock here.
   if (!db_->read_only() && db_->wal() &&
-      (db_->published_stale() || !FileStamp::at(published_path(path())).present))
+      (db_->published_stale() ||
+       (read_host_root_ && !FileStamp::at(published_path(path())).present)))
     (void)publish_images();
   db_->close_wal();
 }

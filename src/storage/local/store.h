@@ -295,6 +295,7 @@ private:
       const std::function<void(int64_t, int64_t, std::string, const Hash128&)>& found);
 
   std::unique_ptr<Database> db_;
+  bool read_host_root_ = false; ///< read_root was asked for a host target
   BlobCodec codec_;
   /// Read-only: the images this connection linked.
   MemoryImages memory_images_;

@@ -111,7 +111,7 @@ TEST_CASE("published images: their loads are counted and mark their closures use
           "the load log") {
   TestCache c = nested_roots("kiln-published-usage");
   raw_exec(c.path(), "UPDATE closures SET last_used = 1"); // removes the published file too
-  { auto st = open_store(c.path()); } // a writer's close publishes again
+  REQUIRE(open_store(c.path())->publish_images());
   REQUIRE(fs::exists(storage::published_path(c.path())));
   for (int i = 0; i < 3; ++i)
     REQUIRE(served_alone(c.path(), "nest_a", 1, 333));
@@ -281,10 +281,22 @@ TEST_CASE("published images: a root built for a CPU this one lacks is not loaded
   kiln_cache_close(cache);
 }
 
-TEST_CASE("published images: a cache with no host root publishes none") {
+TEST_CASE("published images: a cache with no host root publishes none; a connection that "
+          "only read publishes nothing") {
   TestCache c = open_cache("kiln-published-none");
+  REQUIRE(c.store->publish_images());
   c.store.reset();
   CHECK(!fs::exists(storage::published_path(c.path())));
+  // With host roots, but the file removed: a connection that reads no host
+  // root leaves it absent; one that loads one publishes it again.
+  TestCache n = nested_roots("kiln-published-reread");
+  REQUIRE(fs::remove(storage::published_path(n.path())));
+  { auto st = open_store(n.path()); REQUIRE(st->list_names()); }
+  CHECK(!fs::exists(storage::published_path(n.path())));
+  kiln_cache* loader = open_ok(n.path());
+  CHECK(call_once(loader, "nest_b", 0) == 30);
+  kiln_cache_close(loader);
+  CHECK(fs::exists(storage::published_path(n.path())));
   // Nor does a handle's open create one.
   kiln_cache* cache = open_ok(c.path());
   CHECK(cache->published == nullptr);

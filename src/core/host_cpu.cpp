@@ -329,16 +329,21 @@ std::span<const X86FeatureBit> x86_feature_bits() { return kX86; }
 std::span<const Arm64FeatureBit> arm64_feature_bits() { return kArm64; }
 
 bool known_cpu_feature(std::string_view name) {
+  // The table's names, sorted once: a load checks a hundred names against
+  // a hundred entries, which a scan made ten thousand comparisons.
+  static const std::vector<std::string_view> sorted = [] {
+    std::vector<std::string_view> v;
 #if defined(__x86_64__)
-  for (const X86FeatureBit& f : kX86)
-    if (name == f.name)
-      return true;
+    for (const X86FeatureBit& f : kX86)
+      v.push_back(f.name);
 #elif defined(__aarch64__)
-  for (const Arm64FeatureBit& f : kArm64)
-    if (name == f.name)
-      return true;
+    for (const Arm64FeatureBit& f : kArm64)
+      v.push_back(f.name);
 #endif
-  return false;
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return std::binary_search(sorted.begin(), sorted.end(), name);
 }
 
 std::vector<std::string> required_cpu_features(std::string_view features) {
@@ -347,11 +352,27 @@ std::vector<std::string> required_cpu_features(std::string_view features) {
 
 CpuGap compare_cpu_features(std::string_view features, const CpuFeatures& cpu) {
   CpuGap gap;
-  for (std::string& f : required_cpu_features(features)) {
-    if (!known_cpu_feature(f))
-      gap.unknown.push_back(std::move(f));
-    else if (!cpu.present.count(f))
-      gap.missing.push_back(std::move(f));
+  // The "+name" entries in order, each once (as required_cpu_features gives
+  // them), without building that list: most are present and known.
+  size_t pos = 0;
+  while (pos <= features.size()) {
+    size_t comma = features.find(',', pos);
+    std::string_view f = features.substr(pos, comma == std::string_view::npos ? features.npos
+                                                                              : comma - pos);
+    if (f.size() > 1 && f.front() == '+') {
+      std::string name(f.substr(1));
+      if (!known_cpu_feature(name))
+        gap.unknown.push_back(std::move(name));
+      else if (!cpu.present.count(name))
+        gap.missing.push_back(std::move(name));
+    }
+    if (comma == std::string_view::npos)
+      break;
+    pos = comma + 1;
+  }
+  for (std::vector<std::string>* v : {&gap.unknown, &gap.missing}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
   }
   return gap;
 }

@@ -106,6 +106,27 @@ bool same_source(storage::Records& store, const core::ClosureRecord& closure, co
 
 namespace {
 
+// The host image this handle kept for (name, target) under `stamp`, loaded
+// again from its sealed memory file with nothing read; null if none is kept,
+// or an image of that file is still loaded (the caller reads it anew).
+std::unique_ptr<kiln_image> load_warm(kiln_cache& cache, const std::string& name,
+                                      const std::string& target,
+                                      const storage::DataStamp& stamp) {
+  auto warm = cache.warm.find(name, target, stamp);
+  if (!warm)
+    return nullptr;
+  auto img = std::make_unique<kiln_image>();
+  auto mod = warm->file->load(warm->closure, img->symbols, &img->offsets, &img->base);
+  if (!mod || !*mod)
+    return nullptr;
+  img->module = mod.take();
+  img->closure = warm->closure.key;
+  img->target = warm->target;
+  cache.warm.served();
+  cache.record_load(warm->closure.key, false, warm->served_by ? &*warm->served_by : nullptr);
+  return img;
+}
+
 // A host load the published images serve alone (storage/published.h): the
 // root named for exactly this host target, built for a CPU this one runs,
 // its image sound. Null where they do not serve it (not published, another
@@ -124,18 +145,8 @@ Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::strin
   // Kept images are tagged with this publication (the inode of its file).
   storage::DataStamp stamp{-2, int64_t(published->inode()), 0};
   std::string warm_name(name);
-  if (auto warm = cache.warm.find(warm_name, target, stamp)) {
-    auto img = std::make_unique<kiln_image>();
-    if (auto mod = warm->file->load(warm->closure, img->symbols, &img->offsets, &img->base);
-        mod && *mod) {
-      img->module = mod.take();
-      img->closure = warm->closure.key;
-      img->target = warm->target;
-      cache.warm.served();
-      cache.record_load(warm->closure.key, false, served_by);
-      return img;
-    }
-  }
+  if (auto img = load_warm(cache, warm_name, target, stamp))
+    return img;
   auto bytes = published->image(*root);
   if (!bytes || !core::check_image(*bytes, root->closure))
     return std::unique_ptr<kiln_image>();
@@ -179,20 +190,8 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   if (core::target_kind(target_arg) == core::TargetKind::host)
     stamp = store.data_stamp();
   if (stamp)
-    if (auto warm = cache.warm.find(warm_name, warm_target, *stamp)) {
-      auto img = std::make_unique<kiln_image>();
-      // Not loaded (an image of that file is still loaded): read as below.
-      if (auto mod = warm->file->load(warm->closure, img->symbols, &img->offsets, &img->base);
-          mod && *mod) {
-        img->module = mod.take();
-        img->closure = warm->closure.key;
-        img->target = warm->target;
-        cache.warm.served();
-        cache.record_load(warm->closure.key, false,
-                          warm->served_by ? &*warm->served_by : nullptr);
-        return img;
-      }
-    }
+    if (auto img = load_warm(cache, warm_name, warm_target, *stamp))
+      return img;
   std::string target;
   if (target_arg.empty()) {
     KILN_TRY_ASSIGN(auto t, choose_target(store, name));

@@ -51,7 +51,9 @@ struct PublishedRoot {
   ClosureRecord closure; ///< with the members' entries
   JobRecord root;        ///< the root job's key, target, cpu and features only
   Hash128 image_of;      ///< whose image row the image is (the closure's own, a sibling's)
-  uint64_t image_offset = 0, image_size = 0, image_checksum = 0;
+  /// Where its image lies packed, its size so, and its size and XXH3-64 as
+  /// loaded (support/lz.h).
+  uint64_t image_offset = 0, image_size = 0, image_raw_size = 0, image_checksum = 0;
 };
 
 /// What Store::publish_images hands the writer: a root and its image bytes.
@@ -100,6 +102,7 @@ private:
   mode_t cache_mode_ = 0600;
   bool writable_ = false;
   std::vector<PublishedRoot> roots_; ///< sorted by (name, target)
+  std::string dict_;                 ///< the images' dictionary
 };
 
 /// One load log record's worth: a closure used at `when`, and the counters

@@ -90,6 +90,8 @@ public:
   /// The file's inode, to tell this publication from another.
   uint64_t inode() const { return ino_; }
   size_t size() const { return roots_.size(); }
+  /// Every root, in (name, target) order.
+  const std::vector<PublishedRoot>& roots() const { return roots_; }
   /// The cache file's mode, which `<cache>-loads` is created with.
   mode_t cache_mode() const { return cache_mode_; }
   bool writable() const { return writable_; }

@@ -1,0 +1,80 @@
+// Fuzz target: published host images (src/storage/published.cpp) made of
+// arbitrary bytes beside a cache file, opened and every root's image read
+// and unpacked (src/support/lz.cpp), as a loading process would. The
+// harness makes the header name this cache file and its two checksums
+// right, so that mutations reach the table, the dictionary and the packed
+// images rather than stopping at a checksum. Every path must end in a clear
+// error or the bytes, never a crash or an unbounded allocation.
+#include "storage/published.h"
+#include "support/hash.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+std::string dir() {
+  static std::string d = [] {
+    const char* t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/kiln-fuzz-published-XXXXXX";
+    if (!::mkdtemp(tmpl.data()))
+      std::abort();
+    return tmpl;
+  }();
+  return d;
+}
+
+void put_u64(std::string& s, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    s[at + size_t(i)] = char((v >> (8 * i)) & 0xff);
+}
+
+uint64_t get_u64(const std::string& s, size_t at) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | uint8_t(s[at + size_t(i)]);
+  return v;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || ::write(fd, bytes.data(), bytes.size()) != ssize_t(bytes.size()))
+    std::abort();
+  ::close(fd);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string cache = dir() + "/kiln.db";
+  struct stat st;
+  if (::lstat(cache.c_str(), &st) != 0) {
+    write_file(cache, "not read: only its device and inode count");
+    if (::lstat(cache.c_str(), &st) != 0)
+      std::abort();
+  }
+  std::string bytes(reinterpret_cast<const char*>(data), size);
+  if (bytes.size() >= 80) {
+    put_u64(bytes, 16, uint64_t(st.st_dev));
+    put_u64(bytes, 24, uint64_t(st.st_ino));
+    uint64_t table = get_u64(bytes, 32);
+    if (table <= bytes.size() - 80)
+      put_u64(bytes, 64, kiln::hash64(std::string_view(bytes).substr(80, size_t(table))));
+    put_u64(bytes, 72, kiln::hash64(std::string_view(bytes.data(), 72)));
+  }
+  write_file(kiln::storage::published_path(cache), bytes);
+  auto published = kiln::storage::PublishedImages::open(cache);
+  if (!published)
+    return 0;
+  for (const kiln::storage::PublishedRoot& r : (*published)->roots()) {
+    (void)(*published)->find(r.name.name, r.name.target);
+    (void)(*published)->image(r);
+  }
+  return 0;
+}

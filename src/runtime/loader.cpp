@@ -147,18 +147,19 @@ Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::strin
   std::string warm_name(name);
   if (auto img = load_warm(cache, warm_name, target, stamp))
     return img;
+  core::ClosureRecord closure = published->closure_of(*root);
   auto bytes = published->image(*root);
-  if (!bytes || !core::check_image(*bytes, root->closure))
+  if (!bytes || !core::check_image(*bytes, closure))
     return std::unique_ptr<kiln_image>();
   auto img = std::make_unique<kiln_image>();
   img->closure = root->closure.key;
   img->target = target;
   std::shared_ptr<HostImageFile> file;
-  KILN_TRY_ASSIGN(auto mod, load_host_image(*bytes, root->closure, img->symbols, &file));
+  KILN_TRY_ASSIGN(auto mod, load_host_image(*bytes, closure, img->symbols, &file));
   img->module = std::move(mod);
   cache.warm.keep(warm_name, target, stamp,
                   std::make_shared<const WarmImage>(WarmImage{
-                      target, root->closure,
+                      target, closure,
                       served_by ? std::optional<Hash128>(*served_by) : std::nullopt,
                       std::move(file)}));
   cache.record_load(root->closure.key, false, served_by);

@@ -1,21 +1,24 @@
 // The published host images file and the load log (storage/published.h).
 //
 // `<cache>-images`, little-endian:
-//   header (80 bytes): "KILNPUB1", u32 version, u32 roots, u64 device and
-//     u64 inode of the cache file, u64 table bytes, u64 file bytes, u64
-//     offset and u64 size of the dictionary, u64 XXH3-64 of the table, u64
-//     XXH3-64 of the 72 bytes before it;
+//   header (88 bytes): "KILNPUB1", u32 version, u32 roots, u64 device and
+//     u64 inode of the cache file, u64 table bytes as stored (packed,
+//     support/lz.h; the table ends the file), u64 file bytes, u64 offset and
+//     u64 size of the dictionary, u64 table bytes unpacked, u64 XXH3-64 of
+//     the table as stored, u64 XXH3-64 of the 80 bytes before it;
+//   the dictionary (the first images, at most 32 KiB), then the images,
+//     each once, packed with it (support/lz.h): host images of one cache
+//     share their ELF headers, dynamic sections and symbol tables;
 //   table: the CPUs (u32 count; root job target, cpu and features each:
 //     the kilobyte of features is shared by the roots built for one CPU),
+//     the member sets (u32 count; each a u32 count of (symbol, job, entry):
+//     the roots of one deferred cycle share one, as in the cache file),
 //     then one record per root, sorted by (name, target): name, target,
-//     closure key, closure target, root job key, members (symbol, job,
-//     entry each), the index of its root job's CPU, the key of the closure
-//     whose image it is, and the image's offset and size as packed, its
+//     closure key, closure target, root job key, the index of its member
+//     set, the index of its root job's CPU, the key of the closure whose
+//     image it is, and the image's offset and size as packed, its
 //     size and its XXH3-64 as loaded; strings are a u32 length and the
-//     bytes;
-//   the dictionary (the first images, at most 64 KiB), then the images,
-//     each once, packed with it (support/lz.h): host images of one cache
-//     share their ELF headers, dynamic sections and symbol tables.
+//     bytes.
 // `<cache>-loads`: 48-byte records: "KLOD", the low 32 bits of the XXH3-64
 //   of the rest, the closure key, i64 time, i64 loads, i64 image hits.
 #include "storage/published.h"
@@ -41,8 +44,10 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'U', 'B', '1'};
 constexpr uint32_t kVersion = 2;
-constexpr size_t kHeaderBytes = 80;
-constexpr size_t kDictionaryBytes = 65535; ///< as far back as a match reaches
+constexpr size_t kHeaderBytes = 88;
+/// The images' dictionary: 32 KiB packed 200 one-kernel images into the
+/// fewest bytes with it (84 KB; 16 KiB: 100 KB, 64 KiB: 111 KB).
+constexpr size_t kDictionaryBytes = 32 << 10;
 /// A table larger than this is refused unread (a million roots is ~300 MB).
 constexpr uint64_t kMaxTableBytes = uint64_t(1) << 30;
 
@@ -159,9 +164,10 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   std::sort(roots.begin(), roots.end(),
             [](const PublishInput& a, const PublishInput& b) { return root_order(a.root, b.root); });
   // Each image once, in the order first named, packed with a dictionary:
-  // the first images whole, as many as fit in 64 KiB (else the first's
-  // first 64 KiB). For 200 one-kernel images of 3 KB, 603 KB packs to 48 KB
-  // with that dictionary, 170 KB with the first image alone, 312 KB without.
+  // the first images whole, as many as fit in 32 KiB (else the first's
+  // first 32 KiB). For 200 one-kernel images of 3 KB (603 KB), the
+  // dictionary and the packed images take 84 KB; 170 KB with the first
+  // image alone as the dictionary, 312 KB without one.
   std::map<std::pair<uint64_t, uint64_t>, size_t> placed; // checksum, size -> index of first
   std::vector<const std::string*> images;
   std::vector<size_t> image_of_root;
@@ -210,6 +216,25 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
       put_str(t, std::get<1>(*cpu));
       put_str(t, std::get<2>(*cpu));
     }
+    std::map<std::string, uint32_t> sets; // a set's bytes -> its index
+    std::vector<const std::string*> set_order;
+    std::vector<uint32_t> set_of_root;
+    for (const PublishInput& in : roots) {
+      std::string bytes;
+      put_u32(bytes, uint32_t(in.root.closure.members.size()));
+      for (const ClosureMember& m : in.root.closure.members) {
+        put_str(bytes, m.symbol);
+        put_key(bytes, m.job);
+        put_str(bytes, m.entry);
+      }
+      auto [it, fresh] = sets.emplace(std::move(bytes), uint32_t(sets.size()));
+      if (fresh)
+        set_order.push_back(&it->first);
+      set_of_root.push_back(it->second);
+    }
+    put_u32(t, uint32_t(set_order.size()));
+    for (const std::string* s : set_order)
+      t += *s;
     for (size_t i = 0; i < roots.size(); ++i) {
       const PublishedRoot& r = roots[i].root;
       put_str(t, r.name.name);
@@ -217,12 +242,7 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
       put_key(t, r.closure.key);
       put_str(t, r.closure.target);
       put_key(t, r.closure.root_job);
-      put_u32(t, uint32_t(r.closure.members.size()));
-      for (const ClosureMember& m : r.closure.members) {
-        put_str(t, m.symbol);
-        put_key(t, m.job);
-        put_str(t, m.entry);
-      }
+      put_u32(t, set_of_root[i]);
       put_u32(t, cpu_of_root[i]);
       put_key(t, r.image_of);
       size_t k = image_of_root[i];
@@ -233,10 +253,12 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
     }
     return t;
   };
-  std::string table = table_with(0);
-  uint64_t dict_at = kHeaderBytes + table.size();
-  table = table_with(dict_at + dict.size());
-  uint64_t file_bytes = dict_at + dict.size();
+  // The dictionary and the images after the header; the table, packed
+  // (names, keys and member sets repeat), ends the file.
+  const uint64_t dict_at = kHeaderBytes;
+  std::string raw_table = table_with(dict_at + dict.size());
+  std::string table = lz_pack(raw_table);
+  uint64_t file_bytes = dict_at + dict.size() + table.size();
   for (const std::string& img : packed)
     file_bytes += img.size();
 
@@ -251,12 +273,13 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   put_u64(out, file_bytes);
   put_u64(out, dict_at);
   put_u64(out, dict.size());
+  put_u64(out, raw_table.size());
   put_u64(out, hash64(table));
   put_u64(out, hash64(std::string_view(out.data(), out.size())));
-  out += table;
   out += dict;
   for (const std::string& img : packed)
     out += img;
+  out += table;
 
   // No fsync: a file torn by a crash fails its checks and reads as absent.
   std::string tmp = path + ".tmpXXXXXX";
@@ -315,7 +338,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     return damaged(path, "shorter than its header");
   if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
     return damaged(path, "not a published images file");
-  if (get_u64(h + 72) != hash64(std::string_view(h, 72)))
+  if (get_u64(h + 80) != hash64(std::string_view(h, 80)))
     return damaged(path, "its header fails its checksum");
   if (get_u32(h + 8) != kVersion)
     return damaged(path, "format version " + std::to_string(get_u32(h + 8)) + ", not " +
@@ -325,21 +348,28 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     return damaged(path, "published from another cache file than '" + cache_path + "'");
   uint64_t table_bytes = get_u64(h + 32), file_bytes = get_u64(h + 40);
   uint64_t dict_at = get_u64(h + 48), dict_bytes = get_u64(h + 56);
+  uint64_t raw_table_bytes = get_u64(h + 64);
   if (file_bytes != p->size_bytes_)
     return damaged(path, "says it holds " + std::to_string(file_bytes) + " bytes, but holds " +
                              std::to_string(p->size_bytes_));
   if (table_bytes > kMaxTableBytes || table_bytes > file_bytes - kHeaderBytes)
     return damaged(path, "its table of " + std::to_string(table_bytes) +
                              " bytes does not fit the file");
-  std::string table(size_t(table_bytes), '\0');
-  if (!pread_all(p->fd_, table.data(), table.size(), kHeaderBytes))
+  const uint64_t table_at = file_bytes - table_bytes;
+  std::string packed_table(size_t(table_bytes), '\0');
+  if (!pread_all(p->fd_, packed_table.data(), packed_table.size(), table_at))
     return damaged(path, "cannot read its table");
-  if (hash64(table) != get_u64(h + 64))
+  if (hash64(packed_table) != get_u64(h + 72))
     return damaged(path, "its table fails its checksum");
+  if (raw_table_bytes > kMaxTableBytes)
+    return damaged(path, "its table claims " + std::to_string(raw_table_bytes) + " bytes");
+  auto unpacked = lz_unpack(packed_table, size_t(raw_table_bytes));
+  if (!unpacked)
+    return damaged(path, "its table: " + unpacked.error().message);
+  std::string table = unpacked.take();
   // The dictionary: after the table, within the file, at most 64 KiB. What
   // it holds is checked through every image it unpacks (their checksums).
-  if (dict_at != kHeaderBytes + table_bytes || dict_bytes > kDictionaryBytes ||
-      dict_bytes > file_bytes - dict_at)
+  if (dict_at != kHeaderBytes || dict_bytes > kDictionaryBytes || dict_bytes > table_at - dict_at)
     return damaged(path, "its dictionary does not fit the file");
   p->dict_.assign(size_t(dict_bytes), '\0');
   if (!pread_all(p->fd_, p->dict_.data(), p->dict_.size(), dict_at))
@@ -348,18 +378,35 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
   Cursor c{table};
   // The smallest record is far more than 64 bytes: a count the table cannot
   // hold is refused before anything is reserved for it.
-  if (count > table_bytes / 64)
+  if (count > table.size() / 64)
     return damaged(path, "it claims " + std::to_string(count) + " roots in a " +
-                             std::to_string(table_bytes) + "-byte table");
+                             std::to_string(table.size()) + "-byte table");
   uint32_t cpu_count = c.u32();
-  if (cpu_count > table_bytes / 12) // three string lengths each
+  if (cpu_count > table.size() / 12) // three string lengths each
     return damaged(path, "it claims " + std::to_string(cpu_count) + " CPUs in a " +
-                             std::to_string(table_bytes) + "-byte table");
+                             std::to_string(table.size()) + "-byte table");
   std::vector<JobRecord> cpus(cpu_count);
   for (JobRecord& j : cpus) {
     j.target = c.str();
     j.cpu = c.str();
     j.features = c.str();
+  }
+  uint32_t set_count = c.u32();
+  if (set_count > table.size() / 4)
+    return damaged(path, "it claims " + std::to_string(set_count) + " member sets in a " +
+                             std::to_string(table.size()) + "-byte table");
+  p->sets_.resize(set_count);
+  for (std::vector<ClosureMember>& set : p->sets_) {
+    uint32_t members = c.u32();
+    if (members > c.rest.size() / 24) // symbol and entry lengths and a key each
+      c.ok = false;
+    for (uint32_t m = 0; m < members && c.ok; ++m) {
+      ClosureMember cm;
+      cm.symbol = c.str();
+      cm.job = c.key();
+      cm.entry = c.str();
+      set.push_back(std::move(cm));
+    }
   }
   p->roots_.reserve(count);
   for (uint32_t i = 0; i < count && c.ok; ++i) {
@@ -370,16 +417,10 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     r.name.closure = r.closure.key;
     r.closure.target = c.str();
     r.closure.root_job = c.key();
-    uint32_t members = c.u32();
-    if (members > c.rest.size() / 24) // symbol and entry lengths and a key each
-      c.ok = false;
-    for (uint32_t m = 0; m < members && c.ok; ++m) {
-      ClosureMember cm;
-      cm.symbol = c.str();
-      cm.job = c.key();
-      cm.entry = c.str();
-      r.closure.members.push_back(std::move(cm));
-    }
+    r.member_set = c.u32();
+    if (c.ok && r.member_set >= p->sets_.size())
+      return damaged(path, "a root names member set " + std::to_string(r.member_set) + " of " +
+                               std::to_string(p->sets_.size()));
     uint32_t cpu = c.u32();
     if (!c.ok || cpu >= cpus.size())
       return damaged(path, "a root names CPU " + std::to_string(cpu) + " of " +
@@ -393,8 +434,8 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     r.image_checksum = c.u64();
     if (!c.ok)
       break;
-    if (r.image_offset < dict_at + dict_bytes || r.image_offset > file_bytes ||
-        r.image_size > file_bytes - r.image_offset)
+    if (r.image_offset < dict_at + dict_bytes || r.image_offset > table_at ||
+        r.image_size > table_at - r.image_offset)
       return damaged(path, "the image of '" + r.name.name + "' lies outside the file");
     if (!p->roots_.empty() && !root_order(p->roots_.back(), r))
       return damaged(path, "its roots are not in order");
@@ -422,6 +463,12 @@ const PublishedRoot* PublishedImages::find(std::string_view name, std::string_vi
   if (it == roots_.end() || it->name.name != name || it->name.target != target)
     return nullptr;
   return &*it;
+}
+
+ClosureRecord PublishedImages::closure_of(const PublishedRoot& root) const {
+  ClosureRecord c = root.closure;
+  c.members = sets_.at(root.member_set);
+  return c;
 }
 
 Result<std::string> PublishedImages::image(const PublishedRoot& root) const {

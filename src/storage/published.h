@@ -48,7 +48,10 @@ std::string load_log_path(const std::string& cache_path);
 /// One host root as a load needs it.
 struct PublishedRoot {
   NameRecord name;       ///< name, target and closure
-  ClosureRecord closure; ///< with the members' entries
+  /// The closure; read, its members are left in the file's member sets
+  /// (closure_of fills them).
+  ClosureRecord closure;
+  uint32_t member_set = 0;
   JobRecord root;        ///< the root job's key, target, cpu and features only
   Hash128 image_of;      ///< whose image row the image is (the closure's own, a sibling's)
   /// Where its image lies packed, its size so, and its size and XXH3-64 as
@@ -82,6 +85,8 @@ public:
 
   /// The root `name` names for `target`, or null.
   const PublishedRoot* find(std::string_view name, std::string_view target) const;
+  /// `root`'s closure with its members and their entries.
+  ClosureRecord closure_of(const PublishedRoot& root) const;
   /// Its image, read and checked against its checksum (corrupt otherwise).
   Result<std::string> image(const PublishedRoot& root) const;
   /// Whether `<cache>-images` is still the file opened (no commit removed or
@@ -105,6 +110,7 @@ private:
   bool writable_ = false;
   std::vector<PublishedRoot> roots_; ///< sorted by (name, target)
   std::string dict_;                 ///< the images' dictionary
+  std::vector<std::vector<ClosureMember>> sets_; ///< the member sets roots share
 };
 
 /// One load log record's worth: a closure used at `when`, and the counters

@@ -164,10 +164,17 @@ Result<std::string> lz_unpack(std::string_view packed, size_t raw_size, std::str
     size_t ml = length(token & 15, ok) + kMinMatch;
     if (!ok || off == 0 || off > out.size() || ml > limit - out.size())
       return bad("a match reaches outside the bytes so far");
-    // Byte by byte: a match may overlap what it writes.
+    // A match that overlaps what it writes (a run) is copied byte by
+    // byte; any other at once.
     size_t from = out.size() - off;
-    for (size_t i = 0; i < ml; ++i)
-      out.push_back(out[from + i]);
+    if (off >= ml) {
+      size_t at = out.size();
+      out.resize(at + ml);
+      std::memcpy(out.data() + at, out.data() + from, ml);
+    } else {
+      for (size_t i = 0; i < ml; ++i)
+        out.push_back(out[from + i]);
+    }
   }
   if (out.size() != limit)
     return bad("unpacks to " + std::to_string(out.size() - dict.size()) + " bytes, not " +

@@ -60,13 +60,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
   }
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  if (bytes.size() >= 80) {
+  // The header (88 bytes) names the cache file at 16 and 24; the packed
+  // table ends the file (its size at 32, its checksum at 72); the header's
+  // own checksum is at 80.
+  if (bytes.size() >= 88) {
     put_u64(bytes, 16, uint64_t(st.st_dev));
     put_u64(bytes, 24, uint64_t(st.st_ino));
     uint64_t table = get_u64(bytes, 32);
-    if (table <= bytes.size() - 80)
-      put_u64(bytes, 64, kiln::hash64(std::string_view(bytes).substr(80, size_t(table))));
-    put_u64(bytes, 72, kiln::hash64(std::string_view(bytes.data(), 72)));
+    if (table <= bytes.size() - 88)
+      put_u64(bytes, 72, kiln::hash64(std::string_view(bytes).substr(bytes.size() - size_t(table))));
+    put_u64(bytes, 80, kiln::hash64(std::string_view(bytes.data(), 80)));
   }
   write_file(kiln::storage::published_path(cache), bytes);
   auto published = kiln::storage::PublishedImages::open(cache);
@@ -74,6 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   for (const kiln::storage::PublishedRoot& r : (*published)->roots()) {
     (void)(*published)->find(r.name.name, r.name.target);
+    (void)(*published)->closure_of(r);
     (void)(*published)->image(r);
   }
   return 0;

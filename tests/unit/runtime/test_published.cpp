@@ -89,7 +89,7 @@ TEST_CASE("published images: a precompile publishes its host roots, and a handle
   CHECK((*p)->size() == 3);
   const storage::PublishedRoot* a = (*p)->find("nest_a", "host");
   REQUIRE(a);
-  CHECK(a->closure.members.size() == 3);
+  CHECK((*p)->closure_of(*a).members.size() == 3);
   CHECK(!(*p)->find("nest_a", "host-x86-64-v9"));
   CHECK(!(*p)->find("nest_", "host"));
 
@@ -206,7 +206,7 @@ TEST_CASE("published images: a damaged, truncated or foreign file is not believe
     return p.error().message;
   };
   std::string flipped = good;
-  flipped[100] ^= 1; // in the table
+  flipped[good.size() - 5] ^= 1; // in the table, which ends the file
   CHECK(expect_refused(flipped, "table byte").find("checksum") != std::string::npos);
   CHECK(expect_refused(good.substr(0, good.size() - 1), "truncated").find("bytes") !=
         std::string::npos);
@@ -215,21 +215,22 @@ TEST_CASE("published images: a damaged, truncated or foreign file is not believe
   std::string huge = good;
   for (int i = 0; i < 8; ++i)
     huge[32 + i] = char(i == 3 ? 0x40 : 0);
-  uint64_t h = hash64(std::string_view(huge.data(), 72));
+  uint64_t h = hash64(std::string_view(huge.data(), 80));
   for (int i = 0; i < 8; ++i)
-    huge[72 + i] = char((h >> (8 * i)) & 0xff);
+    huge[80 + i] = char((h >> (8 * i)) & 0xff);
   CHECK(expect_refused(huge, "huge table").find("does not fit") != std::string::npos);
   // Another cache's publication, sound in itself, beside this file.
   CHECK(expect_refused(read_all(storage::published_path(other.path())), "foreign")
             .find("another cache file") != std::string::npos);
 
   // An image byte flipped, or one of the dictionary the images are packed
-  // with: the table is sound, the image fails to unpack or its checksum at
-  // the load, which then reads the cache file.
+  // with (it follows the 88-byte header; the table ends the file): the
+  // table is sound, the image fails to unpack or its checksum at the load,
+  // which then reads the cache file.
   uint64_t table_bytes = 0;
   for (int i = 7; i >= 0; --i)
     table_bytes = table_bytes << 8 | uint8_t(good[size_t(32 + i)]);
-  for (size_t at : {good.size() - 10, size_t(80 + table_bytes + 20)}) {
+  for (size_t at : {size_t(good.size() - table_bytes - 10), size_t(88 + 20)}) {
     CAPTURE(at);
     std::string bad_image = good;
     bad_image[at] ^= 0x55;
@@ -276,6 +277,7 @@ TEST_CASE("published images: a root built for a CPU this one lacks is not loaded
   REQUIRE(image);
   storage::PublishInput in;
   in.root = *b;
+  in.root.closure = (*p)->closure_of(*b);
   in.root.name.name = "nest_a";
   in.root.root.features = "+" + lacking;
   in.image = *image;

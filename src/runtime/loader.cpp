@@ -377,7 +377,13 @@ void kiln_cache::flush_usage() {
       notes.push_back({c, now, 0, 0});
     notes.front().loads = counts.loads;
     notes.front().image_hits = counts.image_hits;
-    (void)kiln::storage::append_load_log(path, published->cache_mode(), notes);
+    uint64_t size = 0;
+    if (kiln::storage::append_load_log(path, published->cache_mode(), notes, &size) &&
+        size >= kiln::storage::kLoadLogTakeIn)
+      // Not to grow without bound while no writer comes: this process takes
+      // the log in, once in some twenty thousand loads.
+      if (auto opened = store())
+        (void)(*opened)->records().take_in_loads();
     return;
   }
   storage->take_remote_counters(counts);

@@ -164,8 +164,7 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   std::sort(roots.begin(), roots.end(),
             [](const PublishInput& a, const PublishInput& b) { return root_order(a.root, b.root); });
   // Each image once, in the order first named, packed with a dictionary:
-  // the first images whole, as many as fit in 32 KiB (else the first's
-  // first 32 KiB). For 200 one-kernel images of 3 KB (603 KB), the
+  // the first images, one after the other, cut at 32 KiB. For 200 one-kernel images of 3 KB (603 KB), the
   // dictionary and the packed images take 84 KB; 170 KB with the first
   // image alone as the dictionary, 312 KB without one.
   std::map<std::pair<uint64_t, uint64_t>, size_t> placed; // checksum, size -> index of first
@@ -180,12 +179,10 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   }
   std::string dict;
   for (const std::string* img : images) {
-    if (dict.size() + img->size() > kDictionaryBytes)
+    if (dict.size() >= kDictionaryBytes)
       break;
-    dict += *img;
+    dict.append(*img, 0, kDictionaryBytes - dict.size());
   }
-  if (dict.empty() && !images.empty())
-    dict = images.front()->substr(0, kDictionaryBytes);
   std::vector<std::string> packed;
   for (const std::string* img : images)
     packed.push_back(lz_pack(*img, dict));
@@ -490,7 +487,7 @@ bool PublishedImages::current() const {
 }
 
 bool append_load_log(const std::string& cache_path, mode_t mode,
-                     const std::vector<LoadNote>& notes) {
+                     const std::vector<LoadNote>& notes, uint64_t* size) {
   if (notes.empty())
     return true;
   std::string out;
@@ -516,6 +513,8 @@ bool append_load_log(const std::string& cache_path, mode_t mode,
   if (ok && st.st_size == 0)
     (void)::fchmod(fd, mode & 0644);
   ok = ok && ::write(fd, out.data(), out.size()) == ssize_t(out.size());
+  if (ok && size)
+    *size = uint64_t(st.st_size) + out.size();
   ::close(fd);
   return ok;
 }

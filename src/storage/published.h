@@ -123,9 +123,14 @@ struct LoadNote {
 };
 
 /// Appends `notes` to `<cache>-loads` in one write, creating it with
-/// `mode`. Best effort, as usage is: false if it could not.
+/// `mode`. Best effort, as usage is: false if it could not. `size`, if
+/// given, gets the log's size after the write.
 bool append_load_log(const std::string& cache_path, mode_t mode,
-                     const std::vector<LoadNote>& notes);
+                     const std::vector<LoadNote>& notes, uint64_t* size = nullptr);
+
+/// A load log this long is taken in by the loading process that made it so
+/// (it opens the cache file once): about 20,000 loads' worth.
+inline constexpr uint64_t kLoadLogTakeIn = uint64_t(1) << 20;
 
 /// Takes `<cache>-loads` away (renamed, read, removed) and returns its
 /// well-formed records; a damaged record is skipped. Empty if there is none.

@@ -225,6 +225,10 @@ public:
   /// The counters added, and each closure marked used at `when`, at once.
   virtual Status record_usage(const std::vector<Hash128>& closures, int64_t when,
                               const Counters& delta) = 0;
+  /// Takes in the usage noted beside the records by loads that did not
+  /// open them (storage/published.h's load log); records without such a
+  /// log have none.
+  virtual Status take_in_loads() { return Status::ok(); }
   virtual Result<Stats> stats() = 0;
   /// Bytes in use: cheap, for the automatic size limit.
   virtual Result<int64_t> live_bytes() = 0;

@@ -100,6 +100,7 @@ public:
   /// Takes in the load log (storage/published.h): its closures marked used,
   /// its counters added. A no-op when read-only.
   Status absorb_load_log();
+  Status take_in_loads() override { return absorb_load_log(); }
 
   /// Trains a dictionary for each kind of blob that has none and enough
   /// plain blobs (kMinDictionarySamples, and the dictionary must pay for

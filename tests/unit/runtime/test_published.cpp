@@ -332,6 +332,14 @@ TEST_CASE("published images: the load log takes only well-formed records of this
   CHECK(notes[1].when == 60);
   CHECK(!fs::exists(log));
   CHECK(storage::take_load_log(c.path()).empty());
+  // A log grown past kLoadLogTakeIn (no writer came for some twenty thousand
+  // loads) is taken in by the loading process that grows it.
+  std::vector<storage::LoadNote> many(size_t(storage::kLoadLogTakeIn / 48), {k, 80, 1, 1});
+  REQUIRE(storage::append_load_log(c.path(), 0600, many));
+  REQUIRE(served_alone(c.path(), "nest_a", 1, 333));
+  CHECK(!fs::exists(log));
+  storage::Stats s = stats_ok(*open_store(c.path()));
+  CHECK(s.counters.loads == int64_t(many.size()) + 1);
   // A log others can write is not appended to.
   write_all(log, "");
   REQUIRE(::chmod(log.c_str(), 0622) == 0);

@@ -60,16 +60,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
   }
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  // The header (88 bytes) names the cache file at 16 and 24; the packed
-  // table ends the file (its size at 32, its checksum at 72); the header's
-  // own checksum is at 80.
-  if (bytes.size() >= 88) {
+  // The header (96 bytes) names the cache file at 16 and 24; the packed
+  // table ends the file (its size at 32, its checksum at 80); the header's
+  // own checksum is at 88.
+  if (bytes.size() >= 96) {
     put_u64(bytes, 16, uint64_t(st.st_dev));
     put_u64(bytes, 24, uint64_t(st.st_ino));
     uint64_t table = get_u64(bytes, 32);
-    if (table <= bytes.size() - 88)
-      put_u64(bytes, 72, kiln::hash64(std::string_view(bytes).substr(bytes.size() - size_t(table))));
-    put_u64(bytes, 80, kiln::hash64(std::string_view(bytes.data(), 80)));
+    if (table <= bytes.size() - 96)
+      put_u64(bytes, 80, kiln::hash64(std::string_view(bytes).substr(bytes.size() - size_t(table))));
+    put_u64(bytes, 88, kiln::hash64(std::string_view(bytes.data(), 88)));
   }
   write_file(kiln::storage::published_path(cache), bytes);
   auto published = kiln::storage::PublishedImages::open(cache);

@@ -33,6 +33,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <map>
 #include <tuple>
@@ -151,6 +152,29 @@ Error damaged(const std::string& path, const std::string& why) {
   return make_error(Code::corrupt, "published images '" + path + "': " + why);
 }
 
+/// Removes the temporaries of `path` (`path.tmpXXXXXX`, this user's) that a
+/// writer which died between mkstemp and rename left. Called with the
+/// cache's write lock held, under which every publication writes and
+/// renames its own: one found then is no live writer's.
+void remove_stale_temporaries(const std::string& path) {
+  std::string dir = dir_of(path);
+  std::string prefix = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1) +
+                       ".tmp";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  while (const struct dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    if (name.size() != prefix.size() + 6 || name.substr(0, prefix.size()) != prefix)
+      continue;
+    std::string stale = dir + "/" + std::string(name);
+    struct stat st;
+    if (::lstat(stale.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+      ::unlink(stale.c_str());
+  }
+  ::closedir(d);
+}
+
 } // namespace
 
 std::string published_path(const std::string& cache_path) { return cache_path + "-images"; }
@@ -159,6 +183,7 @@ std::string load_log_path(const std::string& cache_path) { return cache_path + "
 Status write_published(const std::string& cache_path, const struct stat& cache_stat,
                        std::vector<PublishInput> roots) {
   std::string path = published_path(cache_path);
+  remove_stale_temporaries(path);
   if (roots.empty()) {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT)
       return make_error(Code::unavailable, "cannot remove '" + path + "': " + std::strerror(errno));

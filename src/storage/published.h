@@ -68,7 +68,8 @@ struct PublishInput {
 /// Writes `<cache>-images` for `roots` beside the cache file `cache_path`
 /// (`cache_stat`: its lstat, whose device and inode the file names and whose
 /// mode it takes) through a temporary file renamed into place. With no
-/// roots, removes it instead.
+/// roots, removes it instead. Called with the cache's write lock held: it
+/// first removes this user's temporaries that a writer which died left.
 Status write_published(const std::string& cache_path, const struct stat& cache_stat,
                        std::vector<PublishInput> roots);
 

@@ -317,6 +317,23 @@ TEST_CASE("published images: a cache with no host root publishes none; a connect
   CHECK(!fs::exists(storage::published_path(c.path())));
 }
 
+TEST_CASE("published images: a publication removes the temporaries a writer that died left, "
+          "and only those") {
+  TestCache c = empty_cache("kiln-published-stale");
+  std::string published = storage::published_path(c.path());
+  std::string stale = published + ".tmpAbC123";
+  std::string other = published + ".tmpAbC1234"; // not a name mkstemp gives it
+  std::string near = c.path() + "-imagesX.tmpAbC123";
+  for (const std::string& f : {stale, other, near})
+    write_all(f, "half a file");
+  precompile(data_request("nested.ll", {"nest_a"}), c.path());
+  CHECK(fs::exists(published));
+  CHECK(!fs::exists(stale));
+  CHECK(fs::exists(other));
+  CHECK(fs::exists(near));
+  CHECK(served_alone(c.path(), "nest_a", 1, 333));
+}
+
 TEST_CASE("published images: the load log takes only well-formed records of this user's file") {
   TestCache c = nested_roots("kiln-published-log");
   std::string log = storage::load_log_path(c.path());

@@ -158,8 +158,8 @@ Error damaged(const std::string& path, const std::string& why) {
 /// renames its own: one found then is no live writer's.
 void remove_stale_temporaries(const std::string& path) {
   std::string dir = dir_of(path);
-  std::string prefix = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1) +
-                       ".tmp";
+  size_t slash = path.rfind('/');
+  std::string prefix = path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp";
   DIR* d = ::opendir(dir.c_str());
   if (!d)
     return;

@@ -7,9 +7,10 @@
 //     u64 size as stored (packed) and u64 size unpacked of the dictionary,
 //     u64 table bytes unpacked, u64 XXH3-64 of the table as stored, u64
 //     XXH3-64 of the 88 bytes before it;
-//   the dictionary (the first images, at most 32 KiB, itself packed), then
-//     the images, each once, packed with it (support/lz.h): host images of
-//     one cache share their ELF headers, dynamic sections and symbol tables;
+//   the dictionary (whole images at a stride through them, at most 32 KiB,
+//     itself packed), then the images, each once, packed with it
+//     (support/lz.h): host images of one cache share their ELF headers,
+//     dynamic sections and symbol tables;
 //   table: the CPUs (u32 count; root job target, cpu and features each:
 //     the kilobyte of features is shared by the roots built for one CPU),
 //     the member sets (u32 count; each a u32 count of (symbol, job, entry):

@@ -39,11 +39,25 @@ bool supplied_at_load(TargetKind kind, const std::string& symbol) {
                             std::string_view(symbol));
 }
 
-Status check_image(const std::string& bytes, const ClosureRecord& closure) {
-  std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
+ImageCheck::ImageCheck(const std::string& bytes) {
   auto elf = read_elf(bytes);
-  if (!elf)
-    return elf.error().context(what).with_target(closure.target);
+  if (!elf) {
+    error_ = elf.error();
+    return;
+  }
+  machine_ = elf->machine;
+  for (ElfSymbol& s : elf->symbols) {
+    if (s.defined)
+      defined_.insert(std::move(s.name));
+    else if (s.function)
+      undefined_functions_.push_back(std::move(s.name));
+  }
+}
+
+Status ImageCheck::check(const ClosureRecord& closure) const {
+  std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
+  if (error_)
+    return error_->context(what).with_target(closure.target);
   TargetKind kind = target_kind(closure.target);
   uint16_t want = kind == TargetKind::nvptx    ? kElfMachineCuda
                   : kind == TargetKind::amdgpu ? kElfMachineAmdgpu
@@ -52,28 +66,29 @@ Status check_image(const std::string& bytes, const ClosureRecord& closure) {
 #else
                                                : kElfMachineX86_64;
 #endif
-  if (elf->machine != want)
-    return make_error(Code::corrupt, what + " is for ELF machine " + std::to_string(elf->machine) +
+  if (machine_ != want)
+    return make_error(Code::corrupt, what + " is for ELF machine " + std::to_string(machine_) +
                                          ", expected " + std::to_string(want))
         .with_target(closure.target);
-  std::set<std::string> defined;
-  for (const ElfSymbol& s : elf->symbols) {
-    if (s.defined)
-      defined.insert(s.name);
-    else if (kind != TargetKind::host && s.function && !supplied_at_load(kind, s.name))
-      return make_error(Code::corrupt, what + " leaves function " + s.name +
-                                           " undefined (no job, device library or driver "
-                                           "defines it)")
-          .with_target(closure.target);
-  }
+  if (kind != TargetKind::host)
+    for (const std::string& f : undefined_functions_)
+      if (!supplied_at_load(kind, f))
+        return make_error(Code::corrupt, what + " leaves function " + f +
+                                             " undefined (no job, device library or driver "
+                                             "defines it)")
+            .with_target(closure.target);
   for (const ClosureMember& m : closure.members)
-    if (!defined.count(m.symbol))
+    if (!defined_.count(m.symbol))
       return make_error(Code::corrupt, what + " lacks " + m.symbol + " (entry " + m.entry +
                                            ", job " + m.job.hex() + ")")
           .with_entry(m.entry)
           .with_target(closure.target)
           .with_job(m.job.hex());
   return Status::ok();
+}
+
+Status check_image(const std::string& bytes, const ClosureRecord& closure) {
+  return ImageCheck(bytes).check(closure);
 }
 
 Status check_closure_key(const ClosureRecord& c) {

@@ -10,6 +10,11 @@
 
 #include <kiln/result.hpp>
 
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
 namespace kiln::core {
 
 /// True if the driver of `kind` resolves `symbol` when it loads an image,
@@ -26,6 +31,21 @@ bool supplied_at_load(TargetKind kind, const std::string& symbol);
 /// every job of the closure defined in it (GPU images: no undefined
 /// functions either, except those the driver supplies).
 Status check_image(const std::string& bytes, const ClosureRecord& closure);
+
+/// check_image for the closures one image serves (a deferred cycle's roots,
+/// a library's): the image read once, each closure checked against it.
+class ImageCheck {
+public:
+  explicit ImageCheck(const std::string& bytes);
+  /// check_image(bytes, closure)'s verdict.
+  Status check(const ClosureRecord& closure) const;
+
+private:
+  std::optional<Error> error_; ///< the image could not be read as ELF
+  uint16_t machine_ = 0;
+  std::set<std::string> defined_;
+  std::vector<std::string> undefined_functions_; ///< in symbol table order
+};
 
 /// A bundle, whole: every job's key recomputed from its components, its
 /// deferred symbol and artifacts present; every closure's key recomputed from

@@ -196,14 +196,30 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   // of images. For 200 one-kernel images of 3 KB (603 KB), the dictionary
   // and the packed images took 84 KB; 170 KB with the first image alone as
   // the dictionary, 312 KB without one.
-  std::map<std::pair<uint64_t, uint64_t>, size_t> placed; // checksum, size -> index of first
+  // Roots that share an image (a deferred cycle's, a library's) hand the
+  // same bytes; other equal images are found by checksum and size, then
+  // compared byte for byte (a 64-bit checksum can be made to collide).
+  std::map<const std::string*, size_t> by_bytes; // bytes handed -> index
+  std::multimap<std::pair<uint64_t, uint64_t>, size_t> by_sum; // checksum, size -> index
   std::vector<const std::string*> images;
+  std::vector<uint64_t> checksums;
   std::vector<size_t> image_of_root;
   for (const PublishInput& in : roots) {
-    auto id = std::make_pair(hash64(in.image), uint64_t(in.image.size()));
-    auto [it, fresh] = placed.emplace(id, images.size());
-    if (fresh)
-      images.push_back(&in.image);
+    const std::string* bytes = in.image.get();
+    auto [it, fresh] = by_bytes.try_emplace(bytes, images.size());
+    if (fresh) {
+      auto sum = std::make_pair(hash64(*bytes), uint64_t(bytes->size()));
+      auto [same, end] = by_sum.equal_range(sum);
+      while (same != end && *images[same->second] != *bytes)
+        ++same;
+      if (same != end) {
+        it->second = same->second;
+      } else {
+        by_sum.emplace(sum, images.size());
+        images.push_back(bytes);
+        checksums.push_back(sum.first);
+      }
+    }
     image_of_root.push_back(it->second);
   }
   // The dictionary: whole images at an even stride through them (the first
@@ -278,7 +294,7 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
       put_u64(t, offset[k]);
       put_u64(t, packed[k].size());
       put_u64(t, images[k]->size());
-      put_u64(t, hash64(*images[k]));
+      put_u64(t, checksums[k]);
     }
     return t;
   };

@@ -59,10 +59,11 @@ struct PublishedRoot {
   uint64_t image_offset = 0, image_size = 0, image_raw_size = 0, image_checksum = 0;
 };
 
-/// What Store::publish_images hands the writer: a root and its image bytes.
+/// What Store::publish_images hands the writer: a root and its image bytes
+/// (shared by the roots one image serves).
 struct PublishInput {
   PublishedRoot root;
-  std::string image;
+  std::shared_ptr<const std::string> image;
 };
 
 /// Writes `<cache>-images` for `roots` beside the cache file `cache_path`

@@ -73,6 +73,13 @@ Result<std::string> Store::get_image_any_linker(const Hash128& closure, const st
 
 Result<std::string> Store::read_best_image(const Hash128& closure, const std::string& arch,
                                            Hash128* source) {
+  KILN_TRY_ASSIGN(ImageRow row, find_best_image(closure, arch));
+  if (source)
+    *source = row.owner;
+  return read_image_row(row.rowid, "image of closure " + closure.hex() + " for " + arch);
+}
+
+Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std::string& arch) {
   // Candidates first, by index, the choice in code: the one-statement form
   // (an IN list over the member set, ORDER BY ... LIMIT 1) built two
   // temporary b-trees on every load.
@@ -124,15 +131,17 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
       if (better(created, linker))
         best = {rowid, created, std::move(linker), owner, true};
     }));
-  std::string what = "image of closure " + closure.hex() + " for " + arch;
   if (!best.found)
-    return make_error(Code::not_found, "no " + what + " in cache '" + path() + "'");
-  if (source)
-    *source = best.owner;
+    return make_error(Code::not_found, "no image of closure " + closure.hex() + " for " + arch +
+                                           " in cache '" + path() + "'");
+  return ImageRow{best.rowid, best.owner};
+}
+
+Result<std::string> Store::read_image_row(int64_t rowid, const std::string& what) {
   KILN_TRY_ASSIGN(auto s, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
                                   "WHERE rowid = ?1"));
   Bound b(s);
-  b.i64(1, best.rowid);
+  b.i64(1, rowid);
   return step_blob(b, what);
 }
 

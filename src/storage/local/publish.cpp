@@ -9,6 +9,8 @@
 #include "core/target.h"
 
 #include <map>
+#include <memory>
+#include <optional>
 #include <sys/stat.h>
 
 namespace kiln::storage {
@@ -41,8 +43,15 @@ Status Store::publish_images() {
         return db_error("cannot list names");
     }
     std::vector<PublishInput> roots;
-    // Roots of one closure share its image: read once.
+    // Roots of one closure share what was read for it; closures one image
+    // serves (a deferred cycle's roots, a library's) share the image, read
+    // and parsed once: a 1,000-root cycle read its image a thousand times.
     std::map<std::pair<Hash128, std::string>, std::optional<PublishInput>> seen;
+    struct Image {
+      std::shared_ptr<const std::string> bytes;
+      core::ImageCheck check;
+    };
+    std::map<int64_t, std::optional<Image>> images; // by row
     for (const NameRecord& n : names) {
       // A key-form name is never read as a name (core::check_name).
       if (is_hash128_hex(n.name))
@@ -54,13 +63,18 @@ Status Store::publish_images() {
         if (!closure || closure->target != n.target)
           continue;
         auto root = read_job_row(closure->root_job);
-        if (!root)
+        auto row = find_best_image(n.closure, arch);
+        if (!root || !row)
           continue;
-        Hash128 source;
-        auto image = read_best_image(n.closure, arch, &source);
+        auto [image, first] = images.try_emplace(row->rowid);
+        if (first)
+          if (auto bytes = read_image_row(row->rowid, "image of closure " + row->owner.hex())) {
+            auto shared = std::make_shared<const std::string>(bytes.take());
+            image->second.emplace(Image{shared, core::ImageCheck(*shared)});
+          }
         // What a load would not take as it is (it links anew) is not
         // published: the load goes to the cache file.
-        if (!image || !core::check_image(*image, *closure))
+        if (!image->second || !image->second->check.check(*closure))
           continue;
         PublishInput in;
         in.root.closure = closure.take();
@@ -68,8 +82,8 @@ Status Store::publish_images() {
         in.root.root.target = root->target;
         in.root.root.cpu = root->cpu;
         in.root.root.features = root->features;
-        in.root.image_of = source;
-        in.image = image.take();
+        in.root.image_of = row->owner;
+        in.image = image->second->bytes;
         it->second = std::move(in);
       }
       if (!it->second)

@@ -288,6 +288,15 @@ private:
   /// Under mu_. Found by index alone: no temporary table or sort.
   Result<std::string> read_best_image(const Hash128& closure, const std::string& arch,
                                       Hash128* source = nullptr);
+  /// read_best_image's choice, not read: the image's row and the closure
+  /// whose image it is.
+  struct ImageRow {
+    int64_t rowid = 0;
+    Hash128 owner;
+  };
+  Result<ImageRow> find_best_image(const Hash128& closure, const std::string& arch);
+  /// The image in row `rowid`, read and checked (`what` names it in errors).
+  Result<std::string> read_image_row(int64_t rowid, const std::string& what);
   /// read_best_image's last resort: each image for `arch` of a kernel
   /// library that holds every member of `closure`, as (rowid, created_at,
   /// linker, the library's closure).

@@ -282,7 +282,7 @@ TEST_CASE("published images: a root built for a CPU this one lacks is not loaded
   in.root.closure = (*p)->closure_of(*b);
   in.root.name.name = "nest_a";
   in.root.root.features = "+" + lacking;
-  in.image = *image;
+  in.image = std::make_shared<const std::string>(*image);
   struct stat st;
   REQUIRE(::lstat(c.path().c_str(), &st) == 0);
   p->reset();

@@ -54,7 +54,8 @@ ImageCheck::ImageCheck(const std::string& bytes) {
   }
 }
 
-Status ImageCheck::check(const ClosureRecord& closure) const {
+Status ImageCheck::check(const ClosureRecord& closure,
+                         const std::vector<ClosureMember>& members) const {
   std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
   if (error_)
     return error_->context(what).with_target(closure.target);
@@ -77,7 +78,7 @@ Status ImageCheck::check(const ClosureRecord& closure) const {
                                              " undefined (no job, device library or driver "
                                              "defines it)")
             .with_target(closure.target);
-  for (const ClosureMember& m : closure.members)
+  for (const ClosureMember& m : members)
     if (!defined_.count(m.symbol))
       return make_error(Code::corrupt, what + " lacks " + m.symbol + " (entry " + m.entry +
                                            ", job " + m.job.hex() + ")")

@@ -38,7 +38,10 @@ class ImageCheck {
 public:
   explicit ImageCheck(const std::string& bytes);
   /// check_image(bytes, closure)'s verdict.
-  Status check(const ClosureRecord& closure) const;
+  Status check(const ClosureRecord& closure) const { return check(closure, closure.members); }
+  /// The same for `closure` with `members` (shared by the closures of one
+  /// member set) in place of its own.
+  Status check(const ClosureRecord& closure, const std::vector<ClosureMember>& members) const;
 
 private:
   std::optional<Error> error_; ///< the image could not be read as ELF

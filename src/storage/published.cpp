@@ -261,21 +261,27 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
       put_str(t, std::get<1>(*cpu));
       put_str(t, std::get<2>(*cpu));
     }
+    // Each member list handed once; equal lists handed apart, once too.
+    std::map<const std::vector<ClosureMember>*, uint32_t> set_of_list;
     std::map<std::string, uint32_t> sets; // a set's bytes -> its index
     std::vector<const std::string*> set_order;
     std::vector<uint32_t> set_of_root;
     for (const PublishInput& in : roots) {
-      std::string bytes;
-      put_u32(bytes, uint32_t(in.root.closure.members.size()));
-      for (const ClosureMember& m : in.root.closure.members) {
-        put_str(bytes, m.symbol);
-        put_key(bytes, m.job);
-        put_str(bytes, m.entry);
+      auto [list, first] = set_of_list.try_emplace(in.members.get(), 0);
+      if (first) {
+        std::string bytes;
+        put_u32(bytes, uint32_t(in.members->size()));
+        for (const ClosureMember& m : *in.members) {
+          put_str(bytes, m.symbol);
+          put_key(bytes, m.job);
+          put_str(bytes, m.entry);
+        }
+        auto [it, fresh] = sets.emplace(std::move(bytes), uint32_t(sets.size()));
+        if (fresh)
+          set_order.push_back(&it->first);
+        list->second = it->second;
       }
-      auto [it, fresh] = sets.emplace(std::move(bytes), uint32_t(sets.size()));
-      if (fresh)
-        set_order.push_back(&it->first);
-      set_of_root.push_back(it->second);
+      set_of_root.push_back(list->second);
     }
     put_u32(t, uint32_t(set_order.size()));
     for (const std::string* s : set_order)

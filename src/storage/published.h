@@ -59,10 +59,13 @@ struct PublishedRoot {
   uint64_t image_offset = 0, image_size = 0, image_raw_size = 0, image_checksum = 0;
 };
 
-/// What Store::publish_images hands the writer: a root and its image bytes
+/// What Store::publish_images hands the writer: a root, its closure's
+/// members (`root.closure.members` is not read: the closures of one member
+/// set, a deferred cycle's roots, share one list) and its image bytes
 /// (shared by the roots one image serves).
 struct PublishInput {
   PublishedRoot root;
+  std::shared_ptr<const std::vector<ClosureMember>> members;
   std::shared_ptr<const std::string> image;
 };
 

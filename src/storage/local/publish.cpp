@@ -43,15 +43,18 @@ Status Store::publish_images() {
         return db_error("cannot list names");
     }
     std::vector<PublishInput> roots;
-    // Roots of one closure share what was read for it; closures one image
-    // serves (a deferred cycle's roots, a library's) share the image, read
-    // and parsed once: a 1,000-root cycle read its image a thousand times.
+    // Roots of one closure share what was read for it; closures of one
+    // member set share its list, and closures one image serves (a deferred
+    // cycle's roots, a library's) the image, each read once: a 1,000-root
+    // cycle read its image and its 1,000 members a thousand times.
     std::map<std::pair<Hash128, std::string>, std::optional<PublishInput>> seen;
     struct Image {
       std::shared_ptr<const std::string> bytes;
       core::ImageCheck check;
     };
     std::map<int64_t, std::optional<Image>> images; // by row
+    std::map<Hash128, std::shared_ptr<const std::vector<ClosureMember>>> lists; // by member set
+    std::shared_ptr<const std::vector<ClosureMember>> lone; // a closure without a set's
     for (const NameRecord& n : names) {
       // A key-form name is never read as a name (core::check_name).
       if (is_hash128_hex(n.name))
@@ -59,10 +62,20 @@ Status Store::publish_images() {
       std::string arch = core::image_arch(n.target);
       auto [it, fresh] = seen.try_emplace({n.closure, arch});
       if (fresh) {
-        auto closure = read_closure_rows(n.closure);
-        if (!closure || closure->target != n.target)
+        ClosureRecord closure;
+        auto set = read_closure_head(n.closure, closure);
+        if (!set || closure.target != n.target)
           continue;
-        auto root = read_job_row(closure->root_job);
+        // A member set's list, read once for the closures that share it.
+        std::shared_ptr<const std::vector<ClosureMember>>& members =
+            *set ? lists[**set] : lone;
+        if (!*set || !members) {
+          auto read = std::make_shared<std::vector<ClosureMember>>();
+          if (!read_member_rows(*set, closure, *read))
+            continue;
+          members = std::move(read);
+        }
+        auto root = read_job_row(closure.root_job);
         auto row = find_best_image(n.closure, arch);
         if (!root || !row)
           continue;
@@ -74,10 +87,11 @@ Status Store::publish_images() {
           }
         // What a load would not take as it is (it links anew) is not
         // published: the load goes to the cache file.
-        if (!image->second || !image->second->check.check(*closure))
+        if (!image->second || !image->second->check.check(closure, *members))
           continue;
         PublishInput in;
-        in.root.closure = closure.take();
+        in.root.closure = std::move(closure);
+        in.members = members;
         in.root.root.key = root->key;
         in.root.root.target = root->target;
         in.root.root.cpu = root->cpu;

@@ -280,6 +280,7 @@ TEST_CASE("published images: a root built for a CPU this one lacks is not loaded
   storage::PublishInput in;
   in.root = *b;
   in.root.closure = (*p)->closure_of(*b);
+  in.members = std::make_shared<const std::vector<core::ClosureMember>>(in.root.closure.members);
   in.root.name.name = "nest_a";
   in.root.root.features = "+" + lacking;
   in.image = std::make_shared<const std::string>(*image);

@@ -7,7 +7,9 @@
 -- this version on; a Kiln of an earlier version would not, and refuses a
 -- cache of a newer schema, which this version number makes this one.
 --
--- Whatever else writes this file (the sqlite3 shell, a script) must remove
--- `<cache>-images` too, or loads keep reading the host images it held.
+-- What else writes this file (the sqlite3 shell, a script, a copy over
+-- it) is seen too: `<cache>-images` carries the sizes and times of this
+-- file and its WAL it was published for, and a load does not believe it
+-- once either has changed (its format 4).
 
 INSERT OR REPLACE INTO meta(key, value) VALUES ('published images', '<cache>-images');

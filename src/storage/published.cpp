@@ -1,12 +1,14 @@
 // The published host images file and the load log (storage/published.h).
 //
 // `<cache>-images`, little-endian:
-//   header (96 bytes): "KILNPUB1", u32 version, u32 roots, u64 device and
+//   header (128 bytes): "KILNPUB1", u32 version, u32 roots, u64 device and
 //     u64 inode of the cache file, u64 table bytes as stored (packed,
 //     support/lz.h; the table ends the file), u64 file bytes, u64 offset,
 //     u64 size as stored (packed) and u64 size unpacked of the dictionary,
-//     u64 table bytes unpacked, u64 XXH3-64 of the table as stored, u64
-//     XXH3-64 of the 88 bytes before it;
+//     u64 table bytes unpacked; the stamp: i64 size and i64 modification
+//     time (ns) of the cache file, i64 size and i64 modification time of its
+//     WAL (both 0: none, or empty); u64 XXH3-64 of the table as stored, u64
+//     XXH3-64 of the 120 bytes before it;
 //   the dictionary (whole images at a stride through them, at most 32 KiB,
 //     itself packed), then the images, each once, packed with it
 //     (support/lz.h): host images of one cache share their ELF headers,
@@ -46,8 +48,9 @@ namespace kiln::storage {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'U', 'B', '1'};
-constexpr uint32_t kVersion = 3;
-constexpr size_t kHeaderBytes = 96;
+constexpr uint32_t kVersion = 4;
+constexpr size_t kHeaderBytes = 128;
+constexpr size_t kStampAt = 80, kTableSumAt = 112, kHeaderSumAt = 120;
 /// The images' dictionary: 32 KiB packed 200 one-kernel images into the
 /// fewest bytes with it, stored unpacked (84 KB; 16 KiB: 100 KB, 64 KiB:
 /// 111 KB); stored packed, 64 KiB saves 3% more on every benchmark workload
@@ -89,6 +92,60 @@ uint32_t get_u32(const char* p) {
   for (int i = 3; i >= 0; --i)
     v = (v << 8) | uint8_t(p[i]);
   return v;
+}
+
+void set_u64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = char((v >> (8 * i)) & 0xff);
+}
+
+/// The state of the cache file and its WAL that published images are true
+/// for. Every write to either, by Kiln or by any other tool, changes a size
+/// or a modification time; a WAL that is empty or absent is one state (the
+/// last connection to close removes or empties it, after copying its frames
+/// into the file, which changes the file's).
+struct CacheState {
+  uint64_t dev = 0, ino = 0;
+  int64_t db_size = 0, db_mtime = 0, wal_size = 0, wal_mtime = 0;
+
+  static CacheState of(const FileStamp& db, const FileStamp& wal) {
+    CacheState s{db.dev, db.ino, db.size, db.mtime_ns, 0, 0};
+    if (wal.present && wal.size > 0) {
+      s.wal_size = wal.size;
+      s.wal_mtime = wal.mtime_ns;
+    }
+    return s;
+  }
+  static CacheState at(const std::string& cache_path, const std::string& wal_path) {
+    return of(FileStamp::at(cache_path), FileStamp::at(wal_path));
+  }
+  static CacheState in(const char* h) {
+    return {get_u64(h + 16),          get_u64(h + 24),
+            int64_t(get_u64(h + 80)), int64_t(get_u64(h + 88)),
+            int64_t(get_u64(h + 96)), int64_t(get_u64(h + 104))};
+  }
+  bool operator==(const CacheState&) const = default;
+};
+
+/// A header with this format's magic, version and checksum.
+bool sound_header(const char* h) {
+  return std::memcmp(h, kMagic, sizeof kMagic) == 0 && get_u32(h + 8) == kVersion &&
+         get_u64(h + kHeaderSumAt) == hash64(std::string_view(h, kHeaderSumAt));
+}
+
+/// `h` stamped with `state`, its checksum made again.
+void stamp_header(char* h, const CacheState& state) {
+  set_u64(h + kStampAt, uint64_t(state.db_size));
+  set_u64(h + kStampAt + 8, uint64_t(state.db_mtime));
+  set_u64(h + kStampAt + 16, uint64_t(state.wal_size));
+  set_u64(h + kStampAt + 24, uint64_t(state.wal_mtime));
+  set_u64(h + kHeaderSumAt, hash64(std::string_view(h, kHeaderSumAt)));
+}
+
+/// Two headers of one publication, whatever their stamps.
+bool same_publication(const char* a, const char* b) {
+  return std::memcmp(a, b, kStampAt) == 0 &&
+         std::memcmp(a + kTableSumAt, b + kTableSumAt, 8) == 0;
 }
 
 // Reads the table front to back; any read past its end fails the whole table.
@@ -329,8 +386,13 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   put_u64(out, packed_dict.size());
   put_u64(out, dict.size());
   put_u64(out, raw_table.size());
+  out.append(kTableSumAt - kStampAt, '\0'); // the stamp, below
   put_u64(out, hash64(table));
-  put_u64(out, hash64(std::string_view(out.data(), out.size())));
+  put_u64(out, 0); // the header's checksum, below
+  // What the cache file and its WAL look like now, under the write lock:
+  // the state the file is true for.
+  stamp_header(out.data(), CacheState::of(FileStamp::of(cache_stat),
+                                          FileStamp::at(cache_path + "-wal")));
   out += packed_dict;
   for (const std::string& img : packed)
     out += img;
@@ -393,7 +455,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     return damaged(path, "shorter than its header");
   if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
     return damaged(path, "not a published images file");
-  if (get_u64(h + 88) != hash64(std::string_view(h, 88)))
+  if (get_u64(h + kHeaderSumAt) != hash64(std::string_view(h, kHeaderSumAt)))
     return damaged(path, "its header fails its checksum");
   if (get_u32(h + 8) != kVersion)
     return damaged(path, "format version " + std::to_string(get_u32(h + 8)) + ", not " +
@@ -401,6 +463,14 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
   uint32_t count = get_u32(h + 12);
   if (get_u64(h + 16) != files.db.dev || get_u64(h + 24) != files.db.ino)
     return damaged(path, "published from another cache file than '" + cache_path + "'");
+  // Written since, by a tool other than Kiln (Kiln's commits remove the
+  // file first), or copied over: what it holds may no longer be true.
+  if (!(CacheState::in(h) == CacheState::of(files.db, files.wal)))
+    return make_error(Code::not_found, "published images '" + path +
+                                           "' are older than the cache file: it was written "
+                                           "since they were published");
+  p->cache_path_ = cache_path;
+  p->header_.assign(h, kHeaderBytes);
   uint64_t table_bytes = get_u64(h + 32), file_bytes = get_u64(h + 40);
   uint64_t dict_at = get_u64(h + 48), dict_bytes = get_u64(h + 56);
   uint64_t raw_dict_bytes = get_u64(h + 64), raw_table_bytes = get_u64(h + 72);
@@ -414,7 +484,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
   std::string packed_table(size_t(table_bytes), '\0');
   if (!pread_all(p->fd_, packed_table.data(), packed_table.size(), table_at))
     return damaged(path, "cannot read its table");
-  if (hash64(packed_table) != get_u64(h + 80))
+  if (hash64(packed_table) != get_u64(h + kTableSumAt))
     return damaged(path, "its table fails its checksum");
   if (raw_table_bytes > kMaxTableBytes)
     return damaged(path, "its table claims " + std::to_string(raw_table_bytes) + " bytes");
@@ -546,8 +616,87 @@ Result<std::string> PublishedImages::image(const PublishedRoot& root) const {
 
 bool PublishedImages::current() const {
   struct stat st;
-  return ::lstat(path_.c_str(), &st) == 0 && uint64_t(st.st_dev) == dev_ &&
-         uint64_t(st.st_ino) == ino_ && uint64_t(st.st_size) == size_bytes_;
+  if (::lstat(path_.c_str(), &st) != 0 || uint64_t(st.st_dev) != dev_ ||
+      uint64_t(st.st_ino) != ino_ || uint64_t(st.st_size) != size_bytes_)
+    return false;
+  CacheState now = CacheState::at(cache_path_, cache_path_ + "-wal");
+  std::lock_guard lock(header_mu_);
+  if (now == CacheState::in(header_.data()))
+    return true;
+  // Stamped anew since it was opened (PublishedHold): the header says so.
+  char h[kHeaderBytes];
+  if (!pread_all(fd_, h, kHeaderBytes, 0) || !sound_header(h) ||
+      !same_publication(h, header_.data()) || !(CacheState::in(h) == now))
+    return false;
+  header_.assign(h, kHeaderBytes);
+  return true;
+}
+
+namespace {
+
+/// Opens `<cache>-images` for writing if it is this user's regular file
+/// with a sound header stamped with the files' state now; its header then
+/// in `h`, its stat in `st`.
+int open_current(const std::string& cache_path, char* h, struct stat& st) {
+  std::string path = published_path(cache_path);
+  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+      pread_all(fd, h, kHeaderBytes, 0) && sound_header(h) &&
+      CacheState::in(h) == CacheState::at(cache_path, cache_path + "-wal"))
+    return fd;
+  ::close(fd);
+  return -1;
+}
+
+} // namespace
+
+bool published_current(const std::string& cache_path) {
+  // Opened as a load would: a damaged one is not current either.
+  return bool(PublishedImages::open(cache_path));
+}
+
+std::unique_ptr<PublishedHold> PublishedHold::take(const std::string& cache_path) {
+  char h[kHeaderBytes];
+  struct stat st;
+  int fd = open_current(cache_path, h, st);
+  if (fd < 0)
+    return nullptr;
+  std::unique_ptr<PublishedHold> hold(new PublishedHold());
+  hold->cache_path_ = cache_path;
+  hold->fd_ = fd;
+  hold->dev_ = uint64_t(st.st_dev);
+  hold->ino_ = uint64_t(st.st_ino);
+  hold->header_.assign(h, kHeaderBytes);
+  return hold;
+}
+
+PublishedHold::~PublishedHold() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+void PublishedHold::renew() {
+  if (fd_ < 0)
+    return;
+  CacheState now = CacheState::at(cache_path_, cache_path_ + "-wal");
+  // Still the file in place (a publication since renamed another there),
+  // and stamped as when taken (another process's renewal is as new).
+  struct stat st;
+  char h[kHeaderBytes];
+  std::string path = published_path(cache_path_);
+  if (::lstat(path.c_str(), &st) != 0 || uint64_t(st.st_dev) != dev_ ||
+      uint64_t(st.st_ino) != ino_ || !pread_all(fd_, h, kHeaderBytes, 0) ||
+      std::memcmp(h, header_.data(), kHeaderBytes) != 0)
+    return;
+  CacheState was = CacheState::in(h);
+  if (now == was || now.dev != was.dev || now.ino != was.ino)
+    return;
+  stamp_header(h, now);
+  // One write of the header: a load that reads it half written finds its
+  // checksum wrong, and reads the cache file that once.
+  (void)::pwrite(fd_, h, kHeaderBytes, 0);
 }
 
 bool append_load_log(const std::string& cache_path, mode_t mode,

@@ -13,6 +13,12 @@
 //    holds then (Store::publish_images), and renamed into place;
 //  - it names the cache file (device and inode) it was published from, and
 //    a load reads it only beside that file;
+//  - it carries the state of the cache file and its WAL (sizes and times)
+//    it is true for, and a load reads it only while they are in that
+//    state: a write by any other tool (SQLite's shell, a copy over the
+//    file) changes one, and the load reads the cache file. Kiln's own
+//    changes that leave what it holds true (a commit of usage alone, a
+//    checkpoint) stamp it anew (PublishedHold);
 //  - it obeys the cache's trust rules (storage/local/file_trust.h: owner,
 //    mode, no link), and every byte it holds is checked (checksums, bounds)
 //    before it is believed: a damaged or foreign one reads as absent, and
@@ -33,6 +39,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
@@ -95,7 +102,8 @@ public:
   /// Its image, read and checked against its checksum (corrupt otherwise).
   Result<std::string> image(const PublishedRoot& root) const;
   /// Whether `<cache>-images` is still the file opened (no commit removed or
-  /// replaced it since): one lstat.
+  /// replaced it since) and the cache file and its WAL are in the state it
+  /// is stamped with: three lstats.
   bool current() const;
   /// The file's inode, to tell this publication from another.
   uint64_t inode() const { return ino_; }
@@ -108,7 +116,7 @@ public:
 
 private:
   PublishedImages() = default;
-  std::string path_;
+  std::string path_, cache_path_;
   int fd_ = -1;
   uint64_t dev_ = 0, ino_ = 0, size_bytes_ = 0;
   mode_t cache_mode_ = 0600;
@@ -116,6 +124,40 @@ private:
   std::vector<PublishedRoot> roots_; ///< sorted by (name, target)
   std::string dict_;                 ///< the images' dictionary
   std::vector<std::vector<ClosureMember>> sets_; ///< the member sets roots share
+  mutable std::mutex header_mu_;
+  mutable std::string header_; ///< as read, or as another process stamped it anew since
+};
+
+/// Whether `<cache>-images` beside `cache_path` is current: it opens as a
+/// load would open it (sound, of this cache file, stamped with the state it
+/// and its WAL are in now).
+bool published_current(const std::string& cache_path);
+
+/// The published images held across a change of the cache's files that
+/// leaves what they hold true (a commit of usage alone, a checkpoint):
+/// taken while they are current (under the cache's write lock, where it
+/// can be), then renew() stamps them with the state the files are in after
+/// the change, so that loads go on reading them. Any other change in
+/// between is taken in with it: the window is the time between the change
+/// and renew(). Only this user's file is held.
+class PublishedHold {
+public:
+  /// Null if there are none, or they are not current now.
+  static std::unique_ptr<PublishedHold> take(const std::string& cache_path);
+  ~PublishedHold();
+  PublishedHold(const PublishedHold&) = delete;
+  PublishedHold& operator=(const PublishedHold&) = delete;
+  /// Stamps them with the files' state now, if they are still the file
+  /// taken and no one stamped them since. Best effort: a failure leaves
+  /// them stale, and loads read the cache file until the next publication.
+  void renew();
+
+private:
+  PublishedHold() = default;
+  std::string cache_path_;
+  int fd_ = -1;
+  uint64_t dev_ = 0, ino_ = 0;
+  std::string header_;
 };
 
 /// One load log record's worth: a closure used at `when`, and the counters

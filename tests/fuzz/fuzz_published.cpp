@@ -1,9 +1,9 @@
 // Fuzz target: published host images (src/storage/published.cpp) made of
 // arbitrary bytes beside a cache file, opened and every root's image read
 // and unpacked (src/support/lz.cpp), as a loading process would. The
-// harness makes the header name this cache file and its two checksums
-// right, so that mutations reach the table, the dictionary and the packed
-// images rather than stopping at a checksum. Every path must end in a clear
+// harness makes the header name this cache file and the state it is in,
+// and its two checksums right, so that mutations reach the table, the
+// dictionary and the packed images rather than stopping at a checksum. Every path must end in a clear
 // error or the bytes, never a crash or an unbounded allocation.
 #include "storage/published.h"
 #include "support/hash.h"
@@ -60,16 +60,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
   }
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  // The header (96 bytes) names the cache file at 16 and 24; the packed
-  // table ends the file (its size at 32, its checksum at 80); the header's
-  // own checksum is at 88.
-  if (bytes.size() >= 96) {
+  // The header (128 bytes) names the cache file at 16 and 24, and the
+  // state it and its WAL are in at 80 (sizes and times; there is no WAL);
+  // the packed table ends the file (its size at 32, its checksum at 112);
+  // the header's own checksum is at 120.
+  if (bytes.size() >= 128) {
     put_u64(bytes, 16, uint64_t(st.st_dev));
     put_u64(bytes, 24, uint64_t(st.st_ino));
+    put_u64(bytes, 80, uint64_t(st.st_size));
+    put_u64(bytes, 88, uint64_t(st.st_mtim.tv_sec) * 1000000000 + uint64_t(st.st_mtim.tv_nsec));
+    put_u64(bytes, 96, 0);
+    put_u64(bytes, 104, 0);
     uint64_t table = get_u64(bytes, 32);
-    if (table <= bytes.size() - 96)
-      put_u64(bytes, 80, kiln::hash64(std::string_view(bytes).substr(bytes.size() - size_t(table))));
-    put_u64(bytes, 88, kiln::hash64(std::string_view(bytes.data(), 88)));
+    if (table <= bytes.size() - 128)
+      put_u64(bytes, 112,
+              kiln::hash64(std::string_view(bytes).substr(bytes.size() - size_t(table))));
+    put_u64(bytes, 120, kiln::hash64(std::string_view(bytes.data(), 120)));
   }
   write_file(kiln::storage::published_path(cache), bytes);
   auto published = kiln::storage::PublishedImages::open(cache);

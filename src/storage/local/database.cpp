@@ -340,11 +340,22 @@ Result<sqlite3_stmt*> Database::prepare(const char* sql) {
 Database::~Database() {
   for (auto& [k, s] : stmts_)
     sqlite3_finalize(s);
-  std::lock_guard lock(open_files().mu);
-  if (db_)
-    sqlite3_close_v2(db_);
-  if (registered_ && --open_files().count[file_id_] == 0)
-    open_files().count.erase(file_id_);
+  {
+    std::lock_guard lock(open_files().mu);
+    if (db_)
+      sqlite3_close_v2(db_);
+    if (registered_ && --open_files().count[file_id_] == 0)
+      open_files().count.erase(file_id_);
+  }
+  // The close copied the WAL's frames into the file, or removed the WAL:
+  // what the file holds is as it was (close_wal took the hold).
+  renew_published();
+}
+
+void Database::renew_published() {
+  if (held_)
+    held_->renew();
+  held_.reset();
 }
 
 namespace {
@@ -622,13 +633,21 @@ Status Database::connect(const CacheFiles& files, bool wal_format, const Trusted
 
 int Database::before_commit(void* self) {
   auto* db = static_cast<Database*>(self);
-  if (db->bookkeeping_ > 0)
+  if (db->bookkeeping_ > 0) {
+    // Usage alone: the published images stay true. Held here, under the
+    // write lock, if they are current, to be stamped with the files' state
+    // once the commit is made (Bookkeeping's end); otherwise they stay as
+    // stale as they are, and loads read this file.
+    if (!db->held_ && db->wal_)
+      db->held_ = PublishedHold::take(db->path_);
     return 0;
+  }
   // Under the write lock, before the commit is visible: a load that opens
   // the published images from now on finds none, and reads this file. One
   // that cannot be removed would be a copy of the file as it was: the
   // commit is refused (SQLite rolls it back).
   db->published_stale_ = true;
+  db->held_.reset();
   std::string published = published_path(db->path_);
   if (::unlink(published.c_str()) == 0 || errno == ENOENT)
     return 0;
@@ -706,6 +725,11 @@ bool Database::wrote() const { return migrated_ || sqlite3_total_changes64(db_) 
 void Database::close_wal() {
   if (!db_ || read_only_ || !wal_)
     return;
+  // Frames in the WAL may be copied into the file below or at the close
+  // (the last connection's checkpoint), and the WAL removed: published
+  // images current now are stamped anew after it (~Database).
+  if (!held_ && FileStamp::at(path_ + "-wal").size > 0)
+    held_ = PublishedHold::take(path_);
   bool wrote = this->wrote();
   // A loader that wrote leaves its frames for the next writer (no fsync
   // here); any other connection, when it is the last one open, checkpoints

@@ -24,6 +24,8 @@ struct sqlite3_stmt;
 
 namespace kiln::storage {
 
+class PublishedHold;
+
 /// One connection. Not thread-safe: its owner (Store) serialises calls.
 class Database {
 public:
@@ -72,12 +74,16 @@ public:
 
   /// While one lives, this connection's commits record usage alone
   /// (recency, counters, leases, memos, settings): what a load reads is
-  /// unchanged, and the published images (storage/published.h) stay. Every
-  /// other commit removes them first.
+  /// unchanged, and the published images (storage/published.h) stay,
+  /// stamped anew with the files' state when the last one ends. Every other
+  /// commit removes them first.
   class Bookkeeping {
   public:
     explicit Bookkeeping(Database& db) : db_(db) { ++db_.bookkeeping_; }
-    ~Bookkeeping() { --db_.bookkeeping_; }
+    ~Bookkeeping() {
+      if (--db_.bookkeeping_ == 0)
+        db_.renew_published();
+    }
     Bookkeeping(const Bookkeeping&) = delete;
     Bookkeeping& operator=(const Bookkeeping&) = delete;
 
@@ -108,6 +114,9 @@ private:
   static int before_commit(void* self);
   /// The migrations this file lacks, in one write transaction.
   Status migrate_steps(int* from);
+  /// Stamps the published images held across this connection's
+  /// bookkeeping or its close (PublishedHold) with the files' state now.
+  void renew_published();
 
   std::string path_;
   sqlite3* db_ = nullptr;
@@ -119,6 +128,9 @@ private:
   bool migrated_ = false;  ///< this connection created or migrated the schema
   int bookkeeping_ = 0;    ///< live Bookkeeping scopes
   bool published_stale_ = false;
+  /// The published images, current when a bookkeeping commit or the close
+  /// began, to be stamped anew after it.
+  std::unique_ptr<PublishedHold> held_;
   bool wal_ = false;       ///< in WAL mode (not on a network file system)
   bool immutable_ = false; ///< read-only without locks: the file alone, watched
   int64_t reconnects_ = 0; ///< refresh() reconnections, for stamp()

@@ -27,10 +27,10 @@ Store::~Store() {
     (void)compact();
   // Also an optimisation: without them, host loads read this file. Written
   // when a commit of this connection removed them, or a host load found
-  // none; a connection that only read, or read for GPUs, takes no lock here.
+  // none current (none, or stale: another tool wrote the file since); a
+  // connection that only read, or read for GPUs, takes no lock here.
   if (!db_->read_only() && db_->wal() &&
-      (db_->published_stale() ||
-       (read_host_root_ && !FileStamp::at(published_path(path())).present)))
+      (db_->published_stale() || (read_host_root_ && !published_current(path()))))
     (void)publish_images();
   db_->close_wal();
 }

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sqlite3.h>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -54,6 +55,38 @@ void write_all(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
   REQUIRE(out.good());
+}
+
+// The header's fields this test writes (src/storage/published.cpp): the
+// stamp at 80 (the cache file's size and time, the WAL's size and time),
+// the header's checksum at 120, of the 120 bytes before it.
+constexpr size_t kStampAt = 80, kHeaderSumAt = 120, kHeaderBytes = 128;
+
+void set_u64(std::string& s, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    s[at + size_t(i)] = char((v >> (8 * i)) & 0xff);
+}
+
+void seal(std::string& bytes) {
+  set_u64(bytes, kHeaderSumAt, hash64(std::string_view(bytes.data(), kHeaderSumAt)));
+}
+
+// `bytes` (a published file) stamped with the state `cache` and its WAL
+// are in now, as a publication now would be.
+std::string stamped_now(std::string bytes, const std::string& cache) {
+  REQUIRE(bytes.size() >= kHeaderBytes);
+  struct stat db {}, wal {};
+  REQUIRE(::lstat(cache.c_str(), &db) == 0);
+  bool has_wal = ::lstat((cache + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+  auto ns = [](const struct stat& st) {
+    return uint64_t(st.st_mtim.tv_sec) * 1000000000 + uint64_t(st.st_mtim.tv_nsec);
+  };
+  set_u64(bytes, kStampAt, uint64_t(db.st_size));
+  set_u64(bytes, kStampAt + 8, ns(db));
+  set_u64(bytes, kStampAt + 16, has_wal ? uint64_t(wal.st_size) : 0);
+  set_u64(bytes, kStampAt + 24, has_wal ? ns(wal) : 0);
+  seal(bytes);
+  return bytes;
 }
 
 // The three roots of nested.ll, precompiled for the host.
@@ -110,7 +143,7 @@ TEST_CASE("published images: a precompile publishes its host roots, and a handle
 TEST_CASE("published images: their loads are counted and mark their closures used, through "
           "the load log") {
   TestCache c = nested_roots("kiln-published-usage");
-  raw_exec(c.path(), "UPDATE closures SET last_used = 1"); // removes the published file too
+  raw_exec(c.path(), "UPDATE closures SET last_used = 1"); // leaves the published file stale
   REQUIRE(open_store(c.path())->publish_images());
   REQUIRE(fs::exists(storage::published_path(c.path())));
   for (int i = 0; i < 3; ++i)
@@ -172,14 +205,80 @@ TEST_CASE("published images: a commit removes them before it is visible; a handl
   }
   CHECK(served_alone(c.path(), "chg_parent", 5, 12));
 
-  // Usage alone (the load log taken in, counters) leaves them in place.
+  // Usage alone (the load log taken in, counters) leaves them in place,
+  // stamped anew after the commit and after the close's checkpoint: the
+  // next handle still reads them alone.
   {
     auto st = open_store(c.path());
     storage::Counters one;
     one.job_hits = 1;
     REQUIRE(st->add_counters(one));
     CHECK(fs::exists(storage::published_path(c.path())));
+    CHECK(storage::published_current(c.path()));
   }
+  CHECK(served_alone(c.path(), "chg_parent", 5, 12));
+}
+
+TEST_CASE("published images: a write by another tool than Kiln, or a file copied over the "
+          "cache file, is seen: the load reads the cache file") {
+  TestCache c = empty_cache("kiln-published-foreign-write");
+  precompile(data_request("change_v1.ll", {"chg_parent"}), c.path());
+  TestCache other = empty_cache("kiln-published-foreign-copy");
+  precompile(data_request("change_v2.ll", {"chg_parent"}), other.path());
+  REQUIRE(served_alone(c.path(), "chg_parent", 5, 12));
+  std::string published = storage::published_path(c.path());
+
+  // SQLite's shell, say, removes the name and leaves the published file:
+  // the load does not run the image it names.
+  {
+    // Another connection keeps the write in the WAL (no checkpoint at the
+    // shell's close), then the last one copies it into the file.
+    sqlite3* reader = nullptr;
+    REQUIRE(sqlite3_open_v2(c.path().c_str(), &reader, SQLITE_OPEN_READONLY, nullptr) ==
+            SQLITE_OK);
+    REQUIRE(sqlite3_exec(reader, "SELECT count(*) FROM names", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
+    CHECK(raw_exec(c.path(), "DELETE FROM names WHERE name = 'chg_parent'") == 1);
+    REQUIRE(fs::exists(published));
+    CHECK(!storage::published_current(c.path()));
+    auto p = storage::PublishedImages::open(c.path());
+    REQUIRE(!p);
+    CHECK(p.error().message.find("older than the cache file") != std::string::npos);
+    kiln_cache* cache = open_ok(c.path());
+    kiln_image* img = nullptr;
+    CHECK(kiln_image_load(cache, "chg_parent", "host", &img) == KILN_NOT_FOUND);
+    kiln_cache_close(cache);
+    sqlite3_close(reader);
+  }
+  // A handle that opened them before such a write reads the file after it.
+  precompile(data_request("change_v1.ll", {"chg_parent"}), c.path());
+  kiln_cache* held = open_ok(c.path());
+  REQUIRE(held->published);
+  CHECK(call_once(held, "chg_parent", 5) == 12);
+  CHECK(raw_exec(c.path(), "DELETE FROM names WHERE name = 'chg_parent'") == 1);
+  kiln_image* img = nullptr;
+  CHECK(kiln_image_load(held, "chg_parent", "host", &img) == KILN_NOT_FOUND);
+  kiln_cache_close(held);
+
+  // Another cache's bytes copied over this file, in place (its device and
+  // inode stay): the published file is not believed, and the load runs what
+  // the file now names.
+  precompile(data_request("change_v1.ll", {"chg_parent"}), c.path());
+  REQUIRE(served_alone(c.path(), "chg_parent", 5, 12));
+  std::string copied = read_all(other.path());
+  {
+    std::ofstream out(c.path(), std::ios::binary | std::ios::in | std::ios::out);
+    out.write(copied.data(), std::streamsize(copied.size()));
+    REQUIRE(out.good());
+  }
+  fs::resize_file(c.path(), copied.size());
+  REQUIRE(fs::exists(published));
+  kiln_cache* cache = open_ok(c.path());
+  CHECK(cache->published == nullptr);
+  CHECK(call_once(cache, "chg_parent", 5) == 210);
+  kiln_cache_close(cache);
+  // That load's close published the file as it is now.
+  CHECK(served_alone(c.path(), "chg_parent", 5, 210));
 }
 
 TEST_CASE("published images: a damaged, truncated or foreign file is not believed, and the "
@@ -191,8 +290,10 @@ TEST_CASE("published images: a damaged, truncated or foreign file is not believe
   const std::string good = read_all(published);
   REQUIRE(good.size() > 200);
 
+  // Each load below reads the cache file, which its close may change (a
+  // checkpoint): the bytes are stamped with the state of the moment.
   auto expect_refused = [&](const std::string& bytes, const char* what) {
-    write_all(published, bytes);
+    write_all(published, bytes.size() >= kHeaderBytes ? stamped_now(bytes, c.path()) : bytes);
     ::chmod(published.c_str(), 0600);
     auto p = storage::PublishedImages::open(c.path());
     INFO(what);
@@ -211,33 +312,35 @@ TEST_CASE("published images: a damaged, truncated or foreign file is not believe
   CHECK(expect_refused(good.substr(0, good.size() - 1), "truncated").find("bytes") !=
         std::string::npos);
   CHECK(expect_refused(good.substr(0, 40), "no header").find("header") != std::string::npos);
+  std::string unsealed = stamped_now(good, c.path());
+  unsealed[kStampAt] ^= 1;
+  write_all(published, unsealed);
+  CHECK(storage::PublishedImages::open(c.path()).error().message.find("header fails") !=
+        std::string::npos);
   // A header that claims a table of a gigabyte, its checksum made right.
   std::string huge = good;
   for (int i = 0; i < 8; ++i)
     huge[32 + i] = char(i == 3 ? 0x40 : 0);
-  uint64_t h = hash64(std::string_view(huge.data(), 88));
-  for (int i = 0; i < 8; ++i)
-    huge[88 + i] = char((h >> (8 * i)) & 0xff);
   CHECK(expect_refused(huge, "huge table").find("does not fit") != std::string::npos);
   // Another cache's publication, sound in itself, beside this file.
   CHECK(expect_refused(read_all(storage::published_path(other.path())), "foreign")
             .find("another cache file") != std::string::npos);
 
   // An image byte flipped, or one of the dictionary the images are packed
-  // with (it follows the 96-byte header; the table ends the file): the
-  // table is sound, the image (or the dictionary, at the open) fails to
-  // unpack or the image its checksum at the load, which then reads the
-  // cache file.
+  // with (it follows the header; the table ends the file): the table is
+  // sound, the image (or the dictionary, at the open) fails to unpack or
+  // the image its checksum at the load, which then reads the cache file.
   uint64_t table_bytes = 0;
   for (int i = 7; i >= 0; --i)
     table_bytes = table_bytes << 8 | uint8_t(good[size_t(32 + i)]);
-  for (size_t at : {size_t(good.size() - table_bytes - 10), size_t(96 + 20)}) {
+  const size_t in_dictionary = kHeaderBytes + 20;
+  for (size_t at : {size_t(good.size() - table_bytes - 10), in_dictionary}) {
     CAPTURE(at);
     std::string bad_image = good;
     bad_image[at] ^= 0x55;
-    write_all(published, bad_image);
+    write_all(published, stamped_now(bad_image, c.path()));
     kiln_cache* cache = open_ok(c.path());
-    if (at != 96 + 20)
+    if (at != in_dictionary)
       REQUIRE(cache->published);
     CHECK(call_once(cache, "nest_c", 7) == 21);
     CHECK(call_once(cache, "nest_a", 1) == 333);

@@ -438,6 +438,73 @@ TEST_CASE("published images: a publication removes the temporaries a writer that
   CHECK(served_alone(c.path(), "nest_a", 1, 333));
 }
 
+TEST_CASE("published images: the table gives back every field as handed, the forms it "
+          "stores apart and the ones it does not") {
+  TestCache c = empty_cache("kiln-published-table");
+  write_all(c.path(), "a cache file: only its stat counts here");
+  ::chmod(c.path().c_str(), 0600);
+  struct stat st {};
+  REQUIRE(::lstat(c.path().c_str(), &st) == 0);
+  const std::string lower = "__kiln_deferred_0123456789abcdef0123456789abcdef";
+  const std::string upper = "__kiln_deferred_0123456789ABCDEF0123456789ABCDEF";
+  auto members = std::make_shared<std::vector<core::ClosureMember>>(std::vector<core::ClosureMember>{
+      {lower, Hash128{11, 12}, "child"},
+      {upper, Hash128{13, 14}, "upper"},
+      {"__kiln_deferred_0123", Hash128{15, 16}, "short"},
+      {"kernel_name", Hash128{17, 18}, "kernel_name"},
+  });
+  auto image_a = std::make_shared<const std::string>(std::string(3000, 'a') + "tail");
+  auto image_b = std::make_shared<const std::string>("another image");
+  std::vector<storage::PublishInput> in;
+  auto root = [&](const char* name, const char* target, Hash128 closure, const char* ctarget,
+                  Hash128 root_job, Hash128 image_of,
+                  std::shared_ptr<const std::string> image) {
+    storage::PublishInput i;
+    i.root.name = {name, target, closure};
+    i.root.closure.key = closure;
+    i.root.closure.target = ctarget;
+    i.root.closure.root_job = root_job;
+    i.root.root.key = root_job;
+    i.root.root.target = target;
+    i.root.root.cpu = "cpu-" + std::string(name);
+    i.root.root.features = "+f";
+    i.root.image_of = image_of;
+    i.members = members;
+    i.image = std::move(image);
+    in.push_back(std::move(i));
+  };
+  // A root whose job is a member, with its own image; one whose job is not
+  // and whose image is another closure's, for another target than its name.
+  root("r_member", "host", Hash128{1, 2}, "host", Hash128{13, 14}, Hash128{1, 2}, image_a);
+  root("r_apart", "host-x86-64-v2", Hash128{3, 4}, "host", Hash128{99, 98}, Hash128{1, 2},
+       image_b);
+  REQUIRE(storage::write_published(c.path(), st, in));
+  auto p = storage::PublishedImages::open(c.path());
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p);
+  for (const storage::PublishInput& want : in) {
+    const storage::PublishedRoot* got = (*p)->find(want.root.name.name, want.root.name.target);
+    REQUIRE(got);
+    CHECK(got->closure.key == want.root.closure.key);
+    CHECK(got->closure.target == want.root.closure.target);
+    CHECK(got->closure.root_job == want.root.closure.root_job);
+    CHECK(got->root.key == want.root.closure.root_job);
+    CHECK(got->root.cpu == want.root.root.cpu);
+    CHECK(got->root.features == "+f");
+    CHECK(got->image_of == want.root.image_of);
+    core::ClosureRecord closure = (*p)->closure_of(*got);
+    REQUIRE(closure.members.size() == members->size());
+    for (size_t i = 0; i < members->size(); ++i) {
+      CHECK(closure.members[i].symbol == (*members)[i].symbol);
+      CHECK(closure.members[i].job == (*members)[i].job);
+      CHECK(closure.members[i].entry == (*members)[i].entry);
+    }
+    auto bytes = (*p)->image(*got);
+    REQUIRE(bytes);
+    CHECK(*bytes == *want.image);
+  }
+}
+
 TEST_CASE("published images: the load log takes only well-formed records of this user's file") {
   TestCache c = nested_roots("kiln-published-log");
   std::string log = storage::load_log_path(c.path());

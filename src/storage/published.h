@@ -38,6 +38,7 @@
 #include <kiln/result.hpp>
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -102,8 +103,10 @@ public:
   /// Its image, read and checked against its checksum (corrupt otherwise).
   Result<std::string> image(const PublishedRoot& root) const;
   /// Whether `<cache>-images` is still the file opened (no commit removed or
-  /// replaced it since) and the cache file and its WAL are in the state it
-  /// is stamped with: three lstats.
+  /// replaced it since: an fstat) and the cache file and its WAL are in the
+  /// state it is stamped with (two lstats, at most once per tick of the
+  /// coarse clock). Once removed or replaced, it is never current again,
+  /// and this is one load of a flag.
   bool current() const;
   /// The file's inode, to tell this publication from another.
   uint64_t inode() const { return ino_; }
@@ -116,7 +119,7 @@ public:
 
 private:
   PublishedImages() = default;
-  std::string path_, cache_path_;
+  std::string path_, cache_path_, wal_path_;
   int fd_ = -1;
   uint64_t dev_ = 0, ino_ = 0, size_bytes_ = 0;
   mode_t cache_mode_ = 0600;
@@ -124,6 +127,9 @@ private:
   std::vector<PublishedRoot> roots_; ///< sorted by (name, target)
   std::string dict_;                 ///< the images' dictionary
   std::vector<std::vector<ClosureMember>> sets_; ///< the member sets roots share
+  mutable std::atomic<bool> gone_{false};
+  /// The coarse clock's tick at which the files were last found as stamped.
+  mutable std::atomic<int64_t> checked_at_{-1};
   mutable std::mutex header_mu_;
   mutable std::string header_; ///< as read, or as another process stamped it anew since
 };

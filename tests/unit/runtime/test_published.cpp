@@ -12,12 +12,15 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sqlite3.h>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 using namespace kiln;
@@ -256,6 +259,12 @@ TEST_CASE("published images: a write by another tool than Kiln, or a file copied
   REQUIRE(held->published);
   CHECK(call_once(held, "chg_parent", 5) == 12);
   CHECK(raw_exec(c.path(), "DELETE FROM names WHERE name = 'chg_parent'") == 1);
+  // It looks at the files once per tick of the coarse clock: from the next
+  // tick on, it has seen the write.
+  struct timespec tick {};
+  REQUIRE(::clock_getres(CLOCK_MONOTONIC_COARSE, &tick) == 0);
+  std::this_thread::sleep_for(2 * (std::chrono::seconds(tick.tv_sec) +
+                                   std::chrono::nanoseconds(tick.tv_nsec)));
   kiln_image* img = nullptr;
   CHECK(kiln_image_load(held, "chg_parent", "host", &img) == KILN_NOT_FOUND);
   kiln_cache_close(held);

@@ -172,6 +172,24 @@ struct CacheState {
   bool operator==(const CacheState&) const = default;
 };
 
+/// The files' state, their modification times set first to the fine
+/// clock's now. A file system stamps each write with its coarse clock (one
+/// tick is 1-4 ms), so that another tool's write in the same tick as Kiln's
+/// last could leave both a time and a size as they were; a time set between
+/// two ticks is one that no write gives. Only the files' owner may set
+/// their times: for another writer they stay as written, and that window
+/// stays.
+CacheState fresh_state(const std::string& cache_path, const std::string& wal_path) {
+  struct timespec times[2];
+  times[0].tv_sec = 0;
+  times[0].tv_nsec = UTIME_OMIT;
+  ::clock_gettime(CLOCK_REALTIME, &times[1]);
+  (void)::utimensat(AT_FDCWD, cache_path.c_str(), times, AT_SYMLINK_NOFOLLOW);
+  if (FileStamp::at(wal_path).size > 0)
+    (void)::utimensat(AT_FDCWD, wal_path.c_str(), times, AT_SYMLINK_NOFOLLOW);
+  return CacheState::at(cache_path, wal_path);
+}
+
 /// A header with this format's magic, version and checksum.
 bool sound_header(const char* h) {
   return std::memcmp(h, kMagic, sizeof kMagic) == 0 && get_u32(h + 8) == kVersion &&
@@ -474,8 +492,7 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   put_u64(out, 0); // the header's checksum, below
   // What the cache file and its WAL look like now, under the write lock:
   // the state the file is true for.
-  stamp_header(out.data(), CacheState::of(FileStamp::of(cache_stat),
-                                          FileStamp::at(cache_path + "-wal")));
+  stamp_header(out.data(), fresh_state(cache_path, cache_path + "-wal"));
   out += packed_dict;
   for (const std::string& img : packed)
     out += img;
@@ -832,7 +849,7 @@ void PublishedHold::renew() {
   CacheState was = CacheState::in(h);
   if (now == was || now.dev != was.dev || now.ino != was.ino)
     return;
-  stamp_header(h, now);
+  stamp_header(h, fresh_state(cache_path_, cache_path_ + "-wal"));
   // One write of the header: a load that reads it half written finds its
   // checksum wrong, and reads the cache file that once.
   (void)::pwrite(fd_, h, kHeaderBytes, 0);

@@ -132,19 +132,24 @@ std::unique_ptr<kiln_image> load_warm(kiln_cache& cache, const std::string& name
 // its image sound. Null where they do not serve it (not published, another
 // CPU's build, a changed or damaged file): the full load then reads the
 // cache file, and explains any refusal.
+// A library is looked up among the libraries, and kept warm under its
+// closure's key, as its load through the cache file keeps it (a key is never
+// a root's name).
 Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::string_view name,
-                                                   const std::string& target) {
+                                                   const std::string& target,
+                                                   bool library = false) {
   const storage::PublishedImages* published = cache.published.get();
   // A commit since the open removed or replaced the file: it is old news.
   if (!published || !published->current())
     return std::unique_ptr<kiln_image>();
-  const storage::PublishedRoot* root = published->find(name, target);
+  const storage::PublishedRoot* root =
+      library ? published->find_library(name, target) : published->find(name, target);
   if (!root || !check_host_job(root->root))
     return std::unique_ptr<kiln_image>();
   const Hash128* served_by = root->image_of == root->closure.key ? nullptr : &root->image_of;
   // Kept images are tagged with this publication (the inode of its file).
   storage::DataStamp stamp{-2, int64_t(published->inode()), 0};
-  std::string warm_name(name);
+  std::string warm_name = library ? root->closure.key.hex() : std::string(name);
   if (auto img = load_warm(cache, warm_name, target, stamp))
     return img;
   core::ClosureRecord closure = published->closure_of(*root);
@@ -311,6 +316,12 @@ Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_
   // library's name (none is recorded so), and a library's closure loads by it.
   if (is_hash128_hex(name))
     return load_image(cache, name, target_arg);
+  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host &&
+      !target_arg.empty()) {
+    KILN_TRY_ASSIGN(auto img, load_published(cache, name, std::string(target_arg), true));
+    if (img)
+      return img;
+  }
   KILN_TRY_ASSIGN(storage::Storage * opened, cache.store());
   storage::Records& store = opened->records();
   std::string target(target_arg);

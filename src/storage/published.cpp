@@ -21,9 +21,10 @@
 //     text: the roots of one deferred cycle share one, as in the cache
 //     file); the images (count; each its size packed and loaded and its
 //     XXH3-64 as loaded, lying one after another from the dictionary's end
-//     to the table); then one record per root, sorted by (name, target):
-//     name, target, closure key, flags (kSameTarget, kOwnImage,
-//     kRootMember), the closure's target unless the name's, its member
+//     to the table); then one record per root, sorted by (name, target),
+//     then one per kernel library, so sorted too (kLibrary set): name,
+//     target, closure key, flags (kSameTarget, kOwnImage, kRootMember,
+//     kLibrary), the closure's target unless the name's, its member
 //     set, its root job (the index of the member that is it, or its key),
 //     its root job's CPU, its image, and the key of the closure whose image
 //     that is unless its own. The table of every benchmark workload in one
@@ -56,13 +57,15 @@ namespace kiln::storage {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'U', 'B', '1'};
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 6;
 constexpr size_t kHeaderBytes = 128;
 constexpr size_t kStampAt = 80, kTableSumAt = 112, kHeaderSumAt = 120;
 /// A root's flags: its closure is for its name's target; its image is its
 /// closure's own (not a sibling's or a library's); its root job is one of
 /// its members (listed by index).
 constexpr uint8_t kSameTarget = 1, kOwnImage = 2, kRootMember = 4;
+/// A kernel library's record, not a root's (they follow the roots).
+constexpr uint8_t kLibrary = 8;
 /// The images' dictionary: 32 KiB packed 200 one-kernel images into the
 /// fewest bytes with it, stored unpacked (84 KB; 16 KiB: 100 KB, 64 KiB:
 /// 111 KB); stored packed, 64 KiB saves 3% more on every benchmark workload
@@ -294,6 +297,8 @@ std::string dir_of(const std::string& path) {
 }
 
 bool root_order(const PublishedRoot& a, const PublishedRoot& b) {
+  if (a.library != b.library)
+    return b.library;
   return a.name.name != b.name.name ? a.name.name < b.name.name : a.name.target < b.name.target;
 }
 
@@ -443,7 +448,8 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
         ++root_member;
       uint8_t flags = (r.closure.target == r.name.target ? kSameTarget : 0) |
                       (r.image_of == r.closure.key ? kOwnImage : 0) |
-                      (root_member < members.size() ? kRootMember : 0);
+                      (root_member < members.size() ? kRootMember : 0) |
+                      (r.library ? kLibrary : 0);
       put_vstr(t, r.name.name);
       put_vstr(t, r.name.target);
       put_key(t, r.closure.key);
@@ -674,6 +680,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     const char* flags = c.take(1);
     if (!flags)
       break;
+    r.library = (*flags & kLibrary) != 0;
     r.closure.target = (*flags & kSameTarget) ? r.name.target : c.str();
     uint64_t set = c.var();
     if (c.ok && set >= p->sets_.size())
@@ -722,17 +729,32 @@ PublishedImages::~PublishedImages() {
     ::close(fd_);
 }
 
-const PublishedRoot* PublishedImages::find(std::string_view name, std::string_view target) const {
-  auto it = std::lower_bound(roots_.begin(), roots_.end(), std::make_pair(name, target),
-                             [](const PublishedRoot& r, const std::pair<std::string_view,
-                                                                        std::string_view>& k) {
-                               return std::string_view(r.name.name) != k.first
-                                          ? std::string_view(r.name.name) < k.first
-                                          : std::string_view(r.name.target) < k.second;
-                             });
-  if (it == roots_.end() || it->name.name != name || it->name.target != target)
+namespace {
+
+const PublishedRoot* find_in(const std::vector<PublishedRoot>& roots, bool library,
+                             std::string_view name, std::string_view target) {
+  auto before = [&](const PublishedRoot& r) {
+    if (r.library != library)
+      return library;
+    return std::string_view(r.name.name) != name ? std::string_view(r.name.name) < name
+                                                 : std::string_view(r.name.target) < target;
+  };
+  auto it = std::partition_point(roots.begin(), roots.end(), before);
+  if (it == roots.end() || it->library != library || it->name.name != name ||
+      it->name.target != target)
     return nullptr;
   return &*it;
+}
+
+} // namespace
+
+const PublishedRoot* PublishedImages::find(std::string_view name, std::string_view target) const {
+  return find_in(roots_, false, name, target);
+}
+
+const PublishedRoot* PublishedImages::find_library(std::string_view name,
+                                                   std::string_view target) const {
+  return find_in(roots_, true, name, target);
 }
 
 ClosureRecord PublishedImages::closure_of(const PublishedRoot& root) const {

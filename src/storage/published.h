@@ -1,6 +1,6 @@
-// Published host images: for each host root of a cache, what a load reads
-// (its closure with the members' entries, the CPU its root job was built
-// for, the checked image), written beside the cache file as `<cache>-images`
+// Published host images: for each host root and host kernel library of a
+// cache, what a load reads (its closure with the members' entries, the CPU
+// its root job was built for, the checked image), written beside the cache file as `<cache>-images`
 // so that a process that only loads host code reads that one file, with a
 // few system calls and without SQLite, instead of opening the cache file.
 //
@@ -53,8 +53,10 @@ namespace kiln::storage {
 std::string published_path(const std::string& cache_path);
 std::string load_log_path(const std::string& cache_path);
 
-/// One host root as a load needs it.
+/// One host root, or host library, as a load needs it.
 struct PublishedRoot {
+  /// A kernel library's (kiln_library_load): its name, target and closure.
+  bool library = false;
   NameRecord name;       ///< name, target and closure
   /// The closure; read, its members are left in the file's member sets
   /// (closure_of fills them).
@@ -98,6 +100,8 @@ public:
 
   /// The root `name` names for `target`, or null.
   const PublishedRoot* find(std::string_view name, std::string_view target) const;
+  /// The library `name` for `target`, or null.
+  const PublishedRoot* find_library(std::string_view name, std::string_view target) const;
   /// `root`'s closure with its members and their entries.
   ClosureRecord closure_of(const PublishedRoot& root) const;
   /// Its image, read and checked against its checksum (corrupt otherwise).
@@ -111,7 +115,7 @@ public:
   /// The file's inode, to tell this publication from another.
   uint64_t inode() const { return ino_; }
   size_t size() const { return roots_.size(); }
-  /// Every root, in (name, target) order.
+  /// Every root, in (name, target) order, then every library.
   const std::vector<PublishedRoot>& roots() const { return roots_; }
   /// The cache file's mode, which `<cache>-loads` is created with.
   mode_t cache_mode() const { return cache_mode_; }
@@ -124,7 +128,7 @@ private:
   uint64_t dev_ = 0, ino_ = 0, size_bytes_ = 0;
   mode_t cache_mode_ = 0600;
   bool writable_ = false;
-  std::vector<PublishedRoot> roots_; ///< sorted by (name, target)
+  std::vector<PublishedRoot> roots_; ///< sorted by (library, name, target)
   std::string dict_;                 ///< the images' dictionary
   std::vector<std::vector<ClosureMember>> sets_; ///< the member sets roots share
   mutable std::atomic<bool> gone_{false};

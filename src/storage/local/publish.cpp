@@ -29,18 +29,21 @@ Status Store::publish_images() {
     struct stat st;
     if (::lstat(path().c_str(), &st) != 0)
       return make_error(Code::unavailable, "cannot stat cache '" + path() + "'");
-    KILN_TRY_ASSIGN(auto s, prepare("SELECT name, target, closure_key FROM names "
-                                    "ORDER BY name, target"));
-    std::vector<NameRecord> names;
-    {
+    // The host roots' names, then the host kernel libraries.
+    std::vector<std::pair<NameRecord, bool>> names;
+    for (bool library : {false, true}) {
+      KILN_TRY_ASSIGN(auto s, prepare(library ? "SELECT name, target, closure_key FROM libraries "
+                                                "ORDER BY name, target"
+                                              : "SELECT name, target, closure_key FROM names "
+                                                "ORDER BY name, target"));
       Bound b(s);
       int rc;
       while ((rc = b.step()) == SQLITE_ROW)
         if (core::is_host_spec(b.col_text(1)))
           if (auto key = b.col_key_opt(2))
-            names.push_back({b.col_text(0), b.col_text(1), *key});
+            names.push_back({NameRecord{b.col_text(0), b.col_text(1), *key}, library});
       if (rc != SQLITE_DONE)
-        return db_error("cannot list names");
+        return db_error(library ? "cannot list libraries" : "cannot list names");
     }
     std::vector<PublishInput> roots;
     // Roots of one closure share what was read for it; closures of one
@@ -55,8 +58,9 @@ Status Store::publish_images() {
     std::map<int64_t, std::optional<Image>> images; // by row
     std::map<Hash128, std::shared_ptr<const std::vector<ClosureMember>>> lists; // by member set
     std::shared_ptr<const std::vector<ClosureMember>> lone; // a closure without a set's
-    for (const NameRecord& n : names) {
-      // A key-form name is never read as a name (core::check_name).
+    for (const auto& [n, library] : names) {
+      // A key-form name is never read as a name (core::check_name), nor as
+      // a library's.
       if (is_hash128_hex(n.name))
         continue;
       std::string arch = core::image_arch(n.target);
@@ -104,6 +108,7 @@ Status Store::publish_images() {
         continue;
       PublishInput in = *it->second;
       in.root.name = n;
+      in.root.library = library;
       roots.push_back(std::move(in));
     }
     return write_published(path(), st, std::move(roots));

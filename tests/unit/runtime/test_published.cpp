@@ -222,6 +222,46 @@ TEST_CASE("published images: a commit removes them before it is visible; a handl
   CHECK(served_alone(c.path(), "chg_parent", 5, 12));
 }
 
+TEST_CASE("published images: a host kernel library is published, and loads without opening "
+          "the cache file") {
+  TestCache c = empty_cache("kiln-published-library");
+  CompileRequest req = data_request("nested.ll", {"nest_a", "nest_b", "nest_c"});
+  req.library = "nest";
+  CompileReport rep = precompile(req, c.path());
+  REQUIRE(rep.libraries.size() == 1);
+  auto p = storage::PublishedImages::open(c.path());
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p);
+  const storage::PublishedRoot* lib = (*p)->find_library("nest", "host");
+  REQUIRE(lib);
+  CHECK(lib->library);
+  CHECK(lib->closure.key.hex() == rep.libraries[0].closure);
+  CHECK(!(*p)->find("nest", "host"));         // a library is not a root
+  CHECK(!(*p)->find_library("nest_a", "host")); // nor a root a library
+  CHECK((*p)->find("nest_a", "host"));
+
+  kiln_cache* cache = open_ok(c.path());
+  for (int i = 0; i < 2; ++i) {
+    kiln_image* img = nullptr;
+    INFO(kiln_last_error());
+    REQUIRE(kiln_library_load(cache, "nest", "host", &img) == KILN_OK);
+    void *a = nullptr, *cf = nullptr;
+    REQUIRE(kiln_image_lookup(img, "nest_a", &a) == KILN_OK);
+    REQUIRE(kiln_image_lookup(img, "nest_c", &cf) == KILN_OK);
+    CHECK(reinterpret_cast<IntFn>(a)(1) == 333);
+    CHECK(reinterpret_cast<IntFn>(cf)(7) == 21);
+    kiln_image_release(img);
+  }
+  CHECK(cache->warm.hits() == 1); // the second, from its memory file
+  CHECK(cache->storage == nullptr);
+  // A library's name is not a root's: that load reads the cache file, which
+  // has no such root.
+  kiln_image* img = nullptr;
+  CHECK(kiln_image_load(cache, "nest", "host", &img) == KILN_NOT_FOUND);
+  CHECK(cache->storage != nullptr);
+  kiln_cache_close(cache);
+}
+
 TEST_CASE("published images: a write by another tool than Kiln, or a file copied over the "
           "cache file, is seen: the load reads the cache file") {
   TestCache c = empty_cache("kiln-published-foreign-write");

@@ -75,8 +75,11 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
     // file's open reports what the trust rules refuse.
     const char* remote = std::getenv("KILN_REMOTE");
     if ((flags & KILN_CACHE_LOCAL_ONLY) || !remote || !*remote)
-      if (auto published = kiln::storage::PublishedImages::open(p))
+      if (auto published = kiln::storage::PublishedImages::open(p)) {
         cache->published = published.take();
+        cache->published_cpu_ok =
+            std::make_unique<std::atomic<int8_t>[]>(cache->published->cpu_count());
+      }
     if (!cache->published)
       if (kiln::Status opened = open_storage(*cache); !opened)
         return fail(opened.error());

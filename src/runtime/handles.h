@@ -7,6 +7,7 @@
 #include "storage/published.h"
 #include "storage/storage.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,10 @@ struct kiln_cache {
   /// The published host images (storage/published.h) the open found, if any:
   /// a host load they hold reads them alone while they are current.
   std::unique_ptr<kiln::storage::PublishedImages> published;
+  /// Whether this machine runs each of their CPUs' code (check_host_job),
+  /// by the file's CPU index: 0 not yet asked, 1 yes, 2 no. A load asks
+  /// once per CPU, not once per load.
+  std::unique_ptr<std::atomic<int8_t>[]> published_cpu_ok;
   /// What kiln_cache_open was given, for a later open of `storage`.
   std::string path;
   unsigned flags = 0;

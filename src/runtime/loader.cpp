@@ -144,7 +144,12 @@ Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::strin
     return std::unique_ptr<kiln_image>();
   const storage::PublishedRoot* root =
       library ? published->find_library(name, target) : published->find(name, target);
-  if (!root || !check_host_job(root->root))
+  if (!root)
+    return std::unique_ptr<kiln_image>();
+  std::atomic<int8_t>& runs = cache.published_cpu_ok[root->cpu];
+  if (runs.load(std::memory_order_relaxed) == 0)
+    runs.store(check_host_job(published->cpu(*root)) ? 1 : 2, std::memory_order_relaxed);
+  if (runs.load(std::memory_order_relaxed) != 1)
     return std::unique_ptr<kiln_image>();
   const Hash128* served_by = root->image_of == root->closure.key ? nullptr : &root->image_of;
   // Kept images are tagged with this publication (the inode of its file).

@@ -62,7 +62,11 @@ struct PublishedRoot {
   /// (closure_of fills them).
   ClosureRecord closure;
   uint32_t member_set = 0;
-  JobRecord root;        ///< the root job's key, target, cpu and features only
+  /// The root job's key, target, cpu and features only; read, its key and
+  /// target only, its CPU being the file's record `cpu` (PublishedImages::cpu):
+  /// roots built for one CPU share its kilobyte of features.
+  JobRecord root;
+  uint32_t cpu = 0;
   Hash128 image_of;      ///< whose image row the image is (the closure's own, a sibling's)
   /// Where its image lies packed, its size so, and its size and XXH3-64 as
   /// loaded (support/lz.h).
@@ -104,6 +108,9 @@ public:
   const PublishedRoot* find_library(std::string_view name, std::string_view target) const;
   /// `root`'s closure with its members and their entries.
   ClosureRecord closure_of(const PublishedRoot& root) const;
+  /// The CPU `root`'s job was built for: its target, cpu and features.
+  const JobRecord& cpu(const PublishedRoot& root) const { return cpus_.at(root.cpu); }
+  size_t cpu_count() const { return cpus_.size(); }
   /// Its image, read and checked against its checksum (corrupt otherwise).
   Result<std::string> image(const PublishedRoot& root) const;
   /// Whether `<cache>-images` is still the file opened (no commit removed or
@@ -131,6 +138,7 @@ private:
   std::vector<PublishedRoot> roots_; ///< sorted by (library, name, target)
   std::string dict_;                 ///< the images' dictionary
   std::vector<std::vector<ClosureMember>> sets_; ///< the member sets roots share
+  std::vector<JobRecord> cpus_;                  ///< the CPUs roots share
   mutable std::atomic<bool> gone_{false};
   /// The coarse clock's tick at which the files were last found as stamped.
   mutable std::atomic<int64_t> checked_at_{-1};

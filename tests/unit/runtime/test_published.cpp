@@ -7,6 +7,7 @@
 #include "fixtures/cpu.hpp"
 #include "runtime/handles.h"
 #include "storage/published.h"
+#include "support/lz.h"
 
 #include <kiln/kiln.h>
 
@@ -374,6 +375,31 @@ TEST_CASE("published images: a damaged, truncated or foreign file is not believe
   // Another cache's publication, sound in itself, beside this file.
   CHECK(expect_refused(read_all(storage::published_path(other.path())), "foreign")
             .find("another cache file") != std::string::npos);
+  // Tables of other contents, sound as stored: what is held for one stays in
+  // proportion to the file.
+  uint64_t stored_table = 0;
+  for (int i = 7; i >= 0; --i)
+    stored_table = stored_table << 8 | uint8_t(good[size_t(32 + i)]);
+  auto with_table = [&](const std::string& raw, uint64_t claimed_raw) {
+    std::string f = good.substr(0, good.size() - stored_table);
+    std::string packed = lz_pack(raw);
+    f += packed;
+    set_u64(f, 32, packed.size());
+    set_u64(f, 40, f.size());
+    set_u64(f, 72, claimed_raw);
+    set_u64(f, 112, hash64(packed));
+    return f;
+  };
+  // More CPUs than the three roots it claims: each is some root's.
+  std::string four_cpus(1, '\x04');
+  four_cpus += std::string(12 + 64, '\0');
+  CHECK(expect_refused(with_table(four_cpus, four_cpus.size()), "more CPUs than roots")
+            .find("4 CPUs for 3 roots") != std::string::npos);
+  // A table that claims to unpack to more than 16 times its bytes (and
+  // more than 64 KiB): refused before anything is reserved for it.
+  std::string zeros(1000, '\0');
+  CHECK(expect_refused(with_table(zeros, 1 << 20), "unpacks far").find("unpacked from") !=
+        std::string::npos);
 
   // An image byte flipped, or one of the dictionary the images are packed
   // with (it follows the header; the table ends the file): the table is
@@ -538,8 +564,10 @@ TEST_CASE("published images: the table gives back every field as handed, the for
     CHECK(got->closure.target == want.root.closure.target);
     CHECK(got->closure.root_job == want.root.closure.root_job);
     CHECK(got->root.key == want.root.closure.root_job);
-    CHECK(got->root.cpu == want.root.root.cpu);
-    CHECK(got->root.features == "+f");
+    CHECK((*p)->cpu(*got).cpu == want.root.root.cpu);
+    CHECK((*p)->cpu(*got).features == "+f");
+    CHECK((*p)->cpu(*got).target == want.root.root.target);
+    CHECK(got->root.target == want.root.root.target);
     CHECK(got->image_of == want.root.image_of);
     core::ClosureRecord closure = (*p)->closure_of(*got);
     REQUIRE(closure.members.size() == members->size());

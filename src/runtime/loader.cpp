@@ -132,9 +132,10 @@ std::unique_ptr<kiln_image> load_warm(kiln_cache& cache, const std::string& name
 // its image sound. Null where they do not serve it (not published, another
 // CPU's build, a changed or damaged file): the full load then reads the
 // cache file, and explains any refusal.
-// A library is looked up among the libraries, and kept warm under its
-// closure's key, as its load through the cache file keeps it (a key is never
-// a root's name).
+// A library is looked up among the libraries, and a closure key (key-form
+// `name`) among every root's and library's closures; both are kept warm
+// under the closure's key, as their loads through the cache file keep them
+// (a key is never a root's name).
 Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::string_view name,
                                                    const std::string& target,
                                                    bool library = false) {
@@ -142,8 +143,11 @@ Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::strin
   // A commit since the open removed or replaced the file: it is old news.
   if (!published || !published->current())
     return std::unique_ptr<kiln_image>();
+  const bool by_key = is_hash128_hex(name);
   const storage::PublishedRoot* root =
-      library ? published->find_library(name, target) : published->find(name, target);
+      by_key    ? published->find_closure(*parse_hash128(name), target)
+      : library ? published->find_library(name, target)
+                : published->find(name, target);
   if (!root)
     return std::unique_ptr<kiln_image>();
   std::atomic<int8_t>& runs = cache.published_cpu_ok[root->cpu];
@@ -154,7 +158,7 @@ Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::strin
   const Hash128* served_by = root->image_of == root->closure.key ? nullptr : &root->image_of;
   // Kept images are tagged with this publication (the inode of its file).
   storage::DataStamp stamp{-2, int64_t(published->inode()), 0};
-  std::string warm_name = library ? root->closure.key.hex() : std::string(name);
+  std::string warm_name = library || by_key ? root->closure.key.hex() : std::string(name);
   if (auto img = load_warm(cache, warm_name, target, stamp))
     return img;
   core::ClosureRecord closure = published->closure_of(*root);
@@ -183,7 +187,7 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
   if (cache.published && core::target_kind(target_arg) == core::TargetKind::host &&
-      !target_arg.empty() && !is_hash128_hex(name)) {
+      !target_arg.empty()) {
     KILN_TRY_ASSIGN(auto img, load_published(cache, name, std::string(target_arg)));
     if (img)
       return img;

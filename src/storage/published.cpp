@@ -745,6 +745,14 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
   if (!c.ok || !c.rest.empty() || p->roots_.size() != count)
     return damaged(path, "its table does not hold the " + std::to_string(count) +
                              " roots it claims");
+  // For a load by closure key.
+  p->by_closure_.resize(p->roots_.size());
+  for (uint32_t i = 0; i < p->by_closure_.size(); ++i)
+    p->by_closure_[i] = i;
+  std::sort(p->by_closure_.begin(), p->by_closure_.end(), [&](uint32_t a, uint32_t b) {
+    const ClosureRecord &x = p->roots_[a].closure, &y = p->roots_[b].closure;
+    return std::tie(x.key.hi, x.key.lo, x.target) < std::tie(y.key.hi, y.key.lo, y.target);
+  });
   return p;
 }
 
@@ -779,6 +787,20 @@ const PublishedRoot* PublishedImages::find(std::string_view name, std::string_vi
 const PublishedRoot* PublishedImages::find_library(std::string_view name,
                                                    std::string_view target) const {
   return find_in(roots_, true, name, target);
+}
+
+const PublishedRoot* PublishedImages::find_closure(const Hash128& key,
+                                                   std::string_view target) const {
+  auto it = std::partition_point(by_closure_.begin(), by_closure_.end(), [&](uint32_t i) {
+    const ClosureRecord& c = roots_[i].closure;
+    return std::tie(c.key.hi, c.key.lo) != std::tie(key.hi, key.lo)
+               ? std::tie(c.key.hi, c.key.lo) < std::tie(key.hi, key.lo)
+               : std::string_view(c.target) < target;
+  });
+  if (it == by_closure_.end() || !(roots_[*it].closure.key == key) ||
+      roots_[*it].closure.target != target)
+    return nullptr;
+  return &roots_[*it];
 }
 
 ClosureRecord PublishedImages::closure_of(const PublishedRoot& root) const {

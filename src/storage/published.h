@@ -106,6 +106,8 @@ public:
   const PublishedRoot* find(std::string_view name, std::string_view target) const;
   /// The library `name` for `target`, or null.
   const PublishedRoot* find_library(std::string_view name, std::string_view target) const;
+  /// A root or library whose closure is `key`, for `target`, or null.
+  const PublishedRoot* find_closure(const Hash128& key, std::string_view target) const;
   /// `root`'s closure with its members and their entries.
   ClosureRecord closure_of(const PublishedRoot& root) const;
   /// The CPU `root`'s job was built for: its target, cpu and features.
@@ -139,6 +141,7 @@ private:
   std::string dict_;                 ///< the images' dictionary
   std::vector<std::vector<ClosureMember>> sets_; ///< the member sets roots share
   std::vector<JobRecord> cpus_;                  ///< the CPUs roots share
+  std::vector<uint32_t> by_closure_;             ///< roots_ by (closure key, target)
   mutable std::atomic<bool> gone_{false};
   /// The coarse clock's tick at which the files were last found as stamped.
   mutable std::atomic<int64_t> checked_at_{-1};

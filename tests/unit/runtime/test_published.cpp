@@ -254,7 +254,26 @@ TEST_CASE("published images: a host kernel library is published, and loads witho
     kiln_image_release(img);
   }
   CHECK(cache->warm.hits() == 1); // the second, from its memory file
+  // By closure key: the library's, and a root's.
+  for (const std::string& key : {rep.libraries[0].closure, lib->closure.key.hex(),
+                                 (*p)->find("nest_c", "host")->closure.key.hex()}) {
+    kiln_image* img = nullptr;
+    INFO(key << ": " << kiln_last_error());
+    REQUIRE(kiln_image_load(cache, key.c_str(), "host", &img) == KILN_OK);
+    void* cf = nullptr;
+    REQUIRE(kiln_image_lookup(img, "nest_c", &cf) == KILN_OK);
+    CHECK(reinterpret_cast<IntFn>(cf)(7) == 21);
+    kiln_image_release(img);
+  }
+  CHECK(cache->warm.hits() == 3); // the library's twice more, by its key
   CHECK(cache->storage == nullptr);
+  // A key for another target than its closure's is not theirs to serve.
+  {
+    kiln_image* img = nullptr;
+    CHECK(kiln_image_load(cache, lib->closure.key.hex().c_str(), "host-x86-64-v2", &img) !=
+          KILN_OK);
+    CHECK(cache->storage != nullptr);
+  }
   // A library's name is not a root's: that load reads the cache file, which
   // has no such root.
   kiln_image* img = nullptr;

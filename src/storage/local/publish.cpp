@@ -32,11 +32,13 @@ Status Store::publish_images() {
     // The host roots' names, then the host kernel libraries.
     std::vector<std::pair<NameRecord, bool>> names;
     for (bool library : {false, true}) {
-      KILN_TRY_ASSIGN(auto s, prepare(library ? "SELECT name, target, closure_key FROM libraries "
-                                                "ORDER BY name, target"
-                                              : "SELECT name, target, closure_key FROM names "
-                                                "ORDER BY name, target"));
-      Bound b(s);
+      auto s = library ? prepare("SELECT name, target, closure_key FROM libraries "
+                                 "ORDER BY name, target")
+                       : prepare("SELECT name, target, closure_key FROM names "
+                                 "ORDER BY name, target");
+      if (!s)
+        return s.error();
+      Bound b(*s);
       int rc;
       while ((rc = b.step()) == SQLITE_ROW)
         if (core::is_host_spec(b.col_text(1)))

@@ -745,14 +745,6 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
   if (!c.ok || !c.rest.empty() || p->roots_.size() != count)
     return damaged(path, "its table does not hold the " + std::to_string(count) +
                              " roots it claims");
-  // For a load by closure key.
-  p->by_closure_.resize(p->roots_.size());
-  for (uint32_t i = 0; i < p->by_closure_.size(); ++i)
-    p->by_closure_[i] = i;
-  std::sort(p->by_closure_.begin(), p->by_closure_.end(), [&](uint32_t a, uint32_t b) {
-    const ClosureRecord &x = p->roots_[a].closure, &y = p->roots_[b].closure;
-    return std::tie(x.key.hi, x.key.lo, x.target) < std::tie(y.key.hi, y.key.lo, y.target);
-  });
   return p;
 }
 
@@ -791,6 +783,16 @@ const PublishedRoot* PublishedImages::find_library(std::string_view name,
 
 const PublishedRoot* PublishedImages::find_closure(const Hash128& key,
                                                    std::string_view target) const {
+  // Sorted at the first load by key, not at every open.
+  std::call_once(by_closure_once_, [this] {
+    by_closure_.resize(roots_.size());
+    for (uint32_t i = 0; i < by_closure_.size(); ++i)
+      by_closure_[i] = i;
+    std::sort(by_closure_.begin(), by_closure_.end(), [&](uint32_t a, uint32_t b) {
+      const ClosureRecord &x = roots_[a].closure, &y = roots_[b].closure;
+      return std::tie(x.key.hi, x.key.lo, x.target) < std::tie(y.key.hi, y.key.lo, y.target);
+    });
+  });
   auto it = std::partition_point(by_closure_.begin(), by_closure_.end(), [&](uint32_t i) {
     const ClosureRecord& c = roots_[i].closure;
     return std::tie(c.key.hi, c.key.lo) != std::tie(key.hi, key.lo)

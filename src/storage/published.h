@@ -141,7 +141,8 @@ private:
   std::string dict_;                 ///< the images' dictionary
   std::vector<std::vector<ClosureMember>> sets_; ///< the member sets roots share
   std::vector<JobRecord> cpus_;                  ///< the CPUs roots share
-  std::vector<uint32_t> by_closure_;             ///< roots_ by (closure key, target)
+  mutable std::once_flag by_closure_once_;
+  mutable std::vector<uint32_t> by_closure_; ///< roots_ by (closure key, target)
   mutable std::atomic<bool> gone_{false};
   /// The coarse clock's tick at which the files were last found as stamped.
   mutable std::atomic<int64_t> checked_at_{-1};

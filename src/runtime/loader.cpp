@@ -180,17 +180,41 @@ Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::strin
   return img;
 }
 
+// The target a load given none takes, chosen from the published images
+// alone as choose_among would choose it: only where they hold every target
+// the name has (none a GPU's, none left out). Empty where they cannot tell.
+std::string published_target(const kiln_cache& cache, std::string_view name, bool library) {
+  std::vector<std::string> have;
+  std::vector<HostBuild> builds;
+  for (const storage::PublishedRoot* r : cache.published->targets_of(name, library)) {
+    if (!r->all_targets)
+      return std::string();
+    have.push_back(r->name.target);
+    builds.push_back({r->name.target, cache.published->cpu(*r).features});
+  }
+  if (have.empty())
+    return std::string();
+  if (std::string t = choose_host_build(builds); !t.empty())
+    return t;
+  auto any_host = choose_host_target(have);
+  return any_host && !any_host->empty() ? *any_host : std::string();
+}
+
 } // namespace
 
 Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_view name,
                                                std::string_view target_arg) {
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
-  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host &&
-      !target_arg.empty()) {
-    KILN_TRY_ASSIGN(auto img, load_published(cache, name, std::string(target_arg)));
-    if (img)
-      return img;
+  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host) {
+    std::string target(target_arg);
+    if (target.empty() && !is_hash128_hex(name))
+      target = published_target(cache, name, false);
+    if (!target.empty()) {
+      KILN_TRY_ASSIGN(auto img, load_published(cache, name, target));
+      if (img)
+        return img;
+    }
   }
   KILN_TRY_ASSIGN(storage::Storage * opened, cache.store());
   storage::Storage& storage = *opened;
@@ -325,11 +349,14 @@ Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_
   // library's name (none is recorded so), and a library's closure loads by it.
   if (is_hash128_hex(name))
     return load_image(cache, name, target_arg);
-  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host &&
-      !target_arg.empty()) {
-    KILN_TRY_ASSIGN(auto img, load_published(cache, name, std::string(target_arg), true));
-    if (img)
-      return img;
+  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host) {
+    std::string target =
+        target_arg.empty() ? published_target(cache, name, true) : std::string(target_arg);
+    if (!target.empty()) {
+      KILN_TRY_ASSIGN(auto img, load_published(cache, name, target, true));
+      if (img)
+        return img;
+    }
   }
   KILN_TRY_ASSIGN(storage::Storage * opened, cache.store());
   storage::Records& store = opened->records();

@@ -24,7 +24,7 @@
 //     to the table); then one record per root, sorted by (name, target),
 //     then one per kernel library, so sorted too (kLibrary set): name,
 //     target, closure key, flags (kSameTarget, kOwnImage, kRootMember,
-//     kLibrary), the closure's target unless the name's, its member
+//     kLibrary, kAllTargets), the closure's target unless the name's, its member
 //     set, its root job (the index of the member that is it, or its key),
 //     its root job's CPU, its image, and the key of the closure whose image
 //     that is unless its own. The table of every benchmark workload in one
@@ -57,7 +57,7 @@ namespace kiln::storage {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'U', 'B', '1'};
-constexpr uint32_t kVersion = 6;
+constexpr uint32_t kVersion = 7;
 constexpr size_t kHeaderBytes = 128;
 constexpr size_t kStampAt = 80, kTableSumAt = 112, kHeaderSumAt = 120;
 /// A root's flags: its closure is for its name's target; its image is its
@@ -66,6 +66,8 @@ constexpr size_t kStampAt = 80, kTableSumAt = 112, kHeaderSumAt = 120;
 constexpr uint8_t kSameTarget = 1, kOwnImage = 2, kRootMember = 4;
 /// A kernel library's record, not a root's (they follow the roots).
 constexpr uint8_t kLibrary = 8;
+/// The file holds every target the record's name has.
+constexpr uint8_t kAllTargets = 16;
 /// The images' dictionary: 32 KiB packed 200 one-kernel images into the
 /// fewest bytes with it, stored unpacked (84 KB; 16 KiB: 100 KB, 64 KiB:
 /// 111 KB); stored packed, 64 KiB saves 3% more on every benchmark workload
@@ -451,7 +453,7 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
       uint8_t flags = (r.closure.target == r.name.target ? kSameTarget : 0) |
                       (r.image_of == r.closure.key ? kOwnImage : 0) |
                       (root_member < members.size() ? kRootMember : 0) |
-                      (r.library ? kLibrary : 0);
+                      (r.library ? kLibrary : 0) | (r.all_targets ? kAllTargets : 0);
       put_vstr(t, r.name.name);
       put_vstr(t, r.name.target);
       put_key(t, r.closure.key);
@@ -704,6 +706,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     if (!flags)
       break;
     r.library = (*flags & kLibrary) != 0;
+    r.all_targets = (*flags & kAllTargets) != 0;
     r.closure.target = (*flags & kSameTarget) ? r.name.target : c.str();
     uint64_t set = c.var();
     if (c.ok && set >= p->sets_.size())
@@ -755,15 +758,22 @@ PublishedImages::~PublishedImages() {
 
 namespace {
 
-const PublishedRoot* find_in(const std::vector<PublishedRoot>& roots, bool library,
-                             std::string_view name, std::string_view target) {
+/// The first record at or after (library, name, target) in order.
+std::vector<PublishedRoot>::const_iterator lower_in(const std::vector<PublishedRoot>& roots,
+                                                   bool library, std::string_view name,
+                                                   std::string_view target) {
   auto before = [&](const PublishedRoot& r) {
     if (r.library != library)
       return library;
     return std::string_view(r.name.name) != name ? std::string_view(r.name.name) < name
                                                  : std::string_view(r.name.target) < target;
   };
-  auto it = std::partition_point(roots.begin(), roots.end(), before);
+  return std::partition_point(roots.begin(), roots.end(), before);
+}
+
+const PublishedRoot* find_in(const std::vector<PublishedRoot>& roots, bool library,
+                             std::string_view name, std::string_view target) {
+  auto it = lower_in(roots, library, name, target);
   if (it == roots.end() || it->library != library || it->name.name != name ||
       it->name.target != target)
     return nullptr;
@@ -771,6 +781,15 @@ const PublishedRoot* find_in(const std::vector<PublishedRoot>& roots, bool libra
 }
 
 } // namespace
+
+std::vector<const PublishedRoot*> PublishedImages::targets_of(std::string_view name,
+                                                             bool library) const {
+  std::vector<const PublishedRoot*> out;
+  for (auto it = lower_in(roots_, library, name, "");
+       it != roots_.end() && it->library == library && it->name.name == name; ++it)
+    out.push_back(&*it);
+  return out;
+}
 
 const PublishedRoot* PublishedImages::find(std::string_view name, std::string_view target) const {
   return find_in(roots_, false, name, target);

@@ -57,6 +57,9 @@ std::string load_log_path(const std::string& cache_path);
 struct PublishedRoot {
   /// A kernel library's (kiln_library_load): its name, target and closure.
   bool library = false;
+  /// The file holds every target its name has (of roots, or of libraries):
+  /// no GPU one, none left out. A load with no target can then choose.
+  bool all_targets = false;
   NameRecord name;       ///< name, target and closure
   /// The closure; read, its members are left in the file's member sets
   /// (closure_of fills them).
@@ -106,6 +109,8 @@ public:
   const PublishedRoot* find(std::string_view name, std::string_view target) const;
   /// The library `name` for `target`, or null.
   const PublishedRoot* find_library(std::string_view name, std::string_view target) const;
+  /// Every target the root (or library) `name` has here, in order.
+  std::vector<const PublishedRoot*> targets_of(std::string_view name, bool library) const;
   /// A root or library whose closure is `key`, for `target`, or null.
   const PublishedRoot* find_closure(const Hash128& key, std::string_view target) const;
   /// `root`'s closure with its members and their entries.

@@ -29,8 +29,11 @@ Status Store::publish_images() {
     struct stat st;
     if (::lstat(path().c_str(), &st) != 0)
       return make_error(Code::unavailable, "cannot stat cache '" + path() + "'");
-    // The host roots' names, then the host kernel libraries.
+    // The host roots' names, then the host kernel libraries; and how many
+    // targets each name has of each kind, to tell a load with no target
+    // whether this file holds them all.
     std::vector<std::pair<NameRecord, bool>> names;
+    std::map<std::pair<bool, std::string>, size_t> targets;
     for (bool library : {false, true}) {
       auto s = library ? prepare("SELECT name, target, closure_key FROM libraries "
                                  "ORDER BY name, target")
@@ -40,10 +43,12 @@ Status Store::publish_images() {
         return s.error();
       Bound b(*s);
       int rc;
-      while ((rc = b.step()) == SQLITE_ROW)
+      while ((rc = b.step()) == SQLITE_ROW) {
+        ++targets[{library, b.col_text(0)}];
         if (core::is_host_spec(b.col_text(1)))
           if (auto key = b.col_key_opt(2))
             names.push_back({NameRecord{b.col_text(0), b.col_text(1), *key}, library});
+      }
       if (rc != SQLITE_DONE)
         return db_error(library ? "cannot list libraries" : "cannot list names");
     }
@@ -112,6 +117,13 @@ Status Store::publish_images() {
       in.root.name = n;
       in.root.library = library;
       roots.push_back(std::move(in));
+    }
+    std::map<std::pair<bool, std::string>, size_t> published;
+    for (const PublishInput& in : roots)
+      ++published[{in.root.library, in.root.name.name}];
+    for (PublishInput& in : roots) {
+      std::pair<bool, std::string> name{in.root.library, in.root.name.name};
+      in.root.all_targets = published[name] == targets[name];
     }
     return write_published(path(), st, std::move(roots));
   };

@@ -254,6 +254,13 @@ TEST_CASE("published images: a host kernel library is published, and loads witho
     kiln_image_release(img);
   }
   CHECK(cache->warm.hits() == 1); // the second, from its memory file
+  {
+    kiln_image* img = nullptr;
+    REQUIRE(kiln_library_load(cache, "nest", nullptr, &img) == KILN_OK); // no target
+    CHECK(std::string(kiln_image_target(img)) == "host");
+    kiln_image_release(img);
+  }
+  CHECK(cache->warm.hits() == 2);
   // By closure key: the library's, and a root's.
   for (const std::string& key : {rep.libraries[0].closure, lib->closure.key.hex(),
                                  (*p)->find("nest_c", "host")->closure.key.hex()}) {
@@ -265,7 +272,7 @@ TEST_CASE("published images: a host kernel library is published, and loads witho
     CHECK(reinterpret_cast<IntFn>(cf)(7) == 21);
     kiln_image_release(img);
   }
-  CHECK(cache->warm.hits() == 3); // the library's twice more, by its key
+  CHECK(cache->warm.hits() == 4); // the library's twice more, by its key
   CHECK(cache->storage == nullptr);
   // A key for another target than its closure's is not theirs to serve.
   {
@@ -278,6 +285,42 @@ TEST_CASE("published images: a host kernel library is published, and loads witho
   // has no such root.
   kiln_image* img = nullptr;
   CHECK(kiln_image_load(cache, "nest", "host", &img) == KILN_NOT_FOUND);
+  CHECK(cache->storage != nullptr);
+  kiln_cache_close(cache);
+}
+
+TEST_CASE("published images: a load given no target chooses from them where they hold every "
+          "target the name has, and reads the cache file where they do not") {
+  TestCache c = nested_roots("kiln-published-no-target");
+  {
+    kiln_cache* cache = open_ok(c.path());
+    kiln_image* img = nullptr;
+    INFO(kiln_last_error());
+    REQUIRE(kiln_image_load(cache, "nest_a", nullptr, &img) == KILN_OK);
+    CHECK(std::string(kiln_image_target(img)) == "host");
+    kiln_image_release(img);
+    CHECK(cache->storage == nullptr);
+    kiln_cache_close(cache);
+  }
+  // The name gains a GPU target (a row as another build would leave it):
+  // choosing weighs the devices present, which only the cache file's load
+  // asks about.
+  raw_exec(c.path(), "INSERT INTO names(name, target, closure_key, updated_at) SELECT 'nest_a', "
+                     "'sm_90', closure_key, updated_at FROM names WHERE name = 'nest_a' AND "
+                     "target = 'host'");
+  REQUIRE(open_store(c.path())->publish_images());
+  auto p = storage::PublishedImages::open(c.path());
+  REQUIRE(p);
+  CHECK(!(*p)->find("nest_a", "host")->all_targets);
+  CHECK((*p)->find("nest_b", "host")->all_targets);
+  kiln_cache* cache = open_ok(c.path());
+  kiln_image* img = nullptr;
+  CHECK(kiln_image_load(cache, "nest_b", nullptr, &img) == KILN_OK);
+  kiln_image_release(img);
+  CHECK(cache->storage == nullptr);
+  INFO(kiln_last_error());
+  REQUIRE(kiln_image_load(cache, "nest_a", nullptr, &img) == KILN_OK);
+  kiln_image_release(img);
   CHECK(cache->storage != nullptr);
   kiln_cache_close(cache);
 }
@@ -572,13 +615,20 @@ TEST_CASE("published images: the table gives back every field as handed, the for
   root("r_member", "host", Hash128{1, 2}, "host", Hash128{13, 14}, Hash128{1, 2}, image_a);
   root("r_apart", "host-x86-64-v2", Hash128{3, 4}, "host", Hash128{99, 98}, Hash128{1, 2},
        image_b);
+  in[0].root.all_targets = true;
+  root("r_member", "host", Hash128{1, 2}, "host", Hash128{13, 14}, Hash128{1, 2}, image_a);
+  in.back().root.library = true; // a library of the same name
   REQUIRE(storage::write_published(c.path(), st, in));
   auto p = storage::PublishedImages::open(c.path());
   INFO((p ? std::string() : p.error().message));
   REQUIRE(p);
   for (const storage::PublishInput& want : in) {
-    const storage::PublishedRoot* got = (*p)->find(want.root.name.name, want.root.name.target);
+    const storage::PublishedRoot* got =
+        want.root.library ? (*p)->find_library(want.root.name.name, want.root.name.target)
+                          : (*p)->find(want.root.name.name, want.root.name.target);
     REQUIRE(got);
+    CHECK(got->library == want.root.library);
+    CHECK(got->all_targets == want.root.all_targets);
     CHECK(got->closure.key == want.root.closure.key);
     CHECK(got->closure.target == want.root.closure.target);
     CHECK(got->closure.root_job == want.root.closure.root_job);

@@ -353,8 +353,13 @@ Database::~Database() {
 }
 
 void Database::renew_published() {
-  if (held_)
-    held_->renew();
+  // Called from destructors: out of memory, they stay stale (loads read
+  // this file until the next publication).
+  try {
+    if (held_)
+      held_->renew();
+  } catch (...) {
+  }
   held_.reset();
 }
 
@@ -637,9 +642,14 @@ int Database::before_commit(void* self) {
     // Usage alone: the published images stay true. Held here, under the
     // write lock, if they are current, to be stamped with the files' state
     // once the commit is made (Bookkeeping's end); otherwise they stay as
-    // stale as they are, and loads read this file.
-    if (!db->held_ && db->wal_)
-      db->held_ = PublishedHold::take(db->path_);
+    // stale as they are, and loads read this file. Nothing may be thrown
+    // through SQLite's frames: out of memory, they are not held.
+    if (!db->held_ && db->wal_) {
+      try {
+        db->held_ = PublishedHold::take(db->path_);
+      } catch (...) {
+      }
+    }
     return 0;
   }
   // Under the write lock, before the commit is visible: a load that opens
@@ -648,11 +658,15 @@ int Database::before_commit(void* self) {
   // commit is refused (SQLite rolls it back).
   db->published_stale_ = true;
   db->held_.reset();
-  std::string published = published_path(db->path_);
-  if (::unlink(published.c_str()) == 0 || errno == ENOENT)
-    return 0;
-  std::fprintf(stderr, "kiln: cannot remove '%s' (%s): the write is rolled back\n",
-               published.c_str(), std::strerror(errno));
+  try {
+    std::string published = published_path(db->path_);
+    if (::unlink(published.c_str()) == 0 || errno == ENOENT)
+      return 0;
+    std::fprintf(stderr, "kiln: cannot remove '%s' (%s): the write is rolled back\n",
+                 published.c_str(), std::strerror(errno));
+  } catch (...) {
+    // Out of memory: the file may still be there, so the commit is refused.
+  }
   return 1;
 }
 

@@ -127,9 +127,30 @@ std::unique_ptr<kiln_image> load_warm(kiln_cache& cache, const std::string& name
   return img;
 }
 
+// The target a load given none takes, chosen from the published images
+// alone as choose_among would choose it: only where they hold every target
+// the name has (none a GPU's, none left out). Empty where they cannot tell.
+std::string published_target(const kiln_cache& cache, std::string_view name, bool library) {
+  std::vector<std::string> have;
+  std::vector<HostBuild> builds;
+  for (const storage::PublishedRoot* r : cache.published->targets_of(name, library)) {
+    if (!r->all_targets)
+      return std::string();
+    have.push_back(r->name.target);
+    builds.push_back({r->name.target, cache.published->cpu(*r).features});
+  }
+  if (have.empty())
+    return std::string();
+  if (std::string t = choose_host_build(builds); !t.empty())
+    return t;
+  auto any_host = choose_host_target(have);
+  return any_host && !any_host->empty() ? *any_host : std::string();
+}
+
 // A host load the published images serve alone (storage/published.h): the
-// root named for exactly this host target, built for a CPU this one runs,
-// its image sound. Null where they do not serve it (not published, another
+// root named for exactly this host target (or, given none, the one they can
+// choose: published_target), built for a CPU this one runs, its image sound.
+// Null where they do not serve it (not published, a GPU target, another
 // CPU's build, a changed or damaged file): the full load then reads the
 // cache file, and explains any refusal.
 // A library is looked up among the libraries, and a closure key (key-form
@@ -137,13 +158,19 @@ std::unique_ptr<kiln_image> load_warm(kiln_cache& cache, const std::string& name
 // under the closure's key, as their loads through the cache file keep them
 // (a key is never a root's name).
 Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::string_view name,
-                                                   const std::string& target,
+                                                   std::string_view target_arg,
                                                    bool library = false) {
   const storage::PublishedImages* published = cache.published.get();
   // A commit since the open removed or replaced the file: it is old news.
-  if (!published || !published->current())
+  if (!published || core::target_kind(target_arg) != core::TargetKind::host ||
+      !published->current())
     return std::unique_ptr<kiln_image>();
   const bool by_key = is_hash128_hex(name);
+  std::string target(target_arg);
+  if (target.empty() && !by_key)
+    target = published_target(cache, name, library);
+  if (target.empty())
+    return std::unique_ptr<kiln_image>();
   const storage::PublishedRoot* root =
       by_key    ? published->find_closure(*parse_hash128(name), target)
       : library ? published->find_library(name, target)
@@ -180,42 +207,15 @@ Result<std::unique_ptr<kiln_image>> load_published(kiln_cache& cache, std::strin
   return img;
 }
 
-// The target a load given none takes, chosen from the published images
-// alone as choose_among would choose it: only where they hold every target
-// the name has (none a GPU's, none left out). Empty where they cannot tell.
-std::string published_target(const kiln_cache& cache, std::string_view name, bool library) {
-  std::vector<std::string> have;
-  std::vector<HostBuild> builds;
-  for (const storage::PublishedRoot* r : cache.published->targets_of(name, library)) {
-    if (!r->all_targets)
-      return std::string();
-    have.push_back(r->name.target);
-    builds.push_back({r->name.target, cache.published->cpu(*r).features});
-  }
-  if (have.empty())
-    return std::string();
-  if (std::string t = choose_host_build(builds); !t.empty())
-    return t;
-  auto any_host = choose_host_target(have);
-  return any_host && !any_host->empty() ? *any_host : std::string();
-}
-
 } // namespace
 
 Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_view name,
                                                std::string_view target_arg) {
   if (name.empty())
     return make_error(Code::invalid_argument, "empty root name");
-  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host) {
-    std::string target(target_arg);
-    if (target.empty() && !is_hash128_hex(name))
-      target = published_target(cache, name, false);
-    if (!target.empty()) {
-      KILN_TRY_ASSIGN(auto img, load_published(cache, name, target));
-      if (img)
-        return img;
-    }
-  }
+  KILN_TRY_ASSIGN(auto published, load_published(cache, name, target_arg));
+  if (published)
+    return published;
   KILN_TRY_ASSIGN(storage::Storage * opened, cache.store());
   storage::Storage& storage = *opened;
   storage::Records& store = storage.records();
@@ -349,15 +349,9 @@ Result<std::unique_ptr<kiln_image>> load_library(kiln_cache& cache, std::string_
   // library's name (none is recorded so), and a library's closure loads by it.
   if (is_hash128_hex(name))
     return load_image(cache, name, target_arg);
-  if (cache.published && core::target_kind(target_arg) == core::TargetKind::host) {
-    std::string target =
-        target_arg.empty() ? published_target(cache, name, true) : std::string(target_arg);
-    if (!target.empty()) {
-      KILN_TRY_ASSIGN(auto img, load_published(cache, name, target, true));
-      if (img)
-        return img;
-    }
-  }
+  KILN_TRY_ASSIGN(auto published, load_published(cache, name, target_arg, true));
+  if (published)
+    return published;
   KILN_TRY_ASSIGN(storage::Storage * opened, cache.store());
   storage::Records& store = opened->records();
   std::string target(target_arg);

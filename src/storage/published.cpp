@@ -389,8 +389,10 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   for (size_t k = 0; k < images.size() && dict.size() < kDictionaryBytes; k += stride)
     dict.append(*images[k], 0, kDictionaryBytes - dict.size());
   std::vector<std::string> packed;
+  packed.reserve(images.size());
+  LzPacker packer(dict);
   for (const std::string* img : images)
-    packed.push_back(lz_pack(*img, dict));
+    packed.push_back(packer.pack(*img));
   // The table. Images lie one after another after the dictionary, in the
   // order listed: their offsets are not stored.
   auto make_table = [&]() {

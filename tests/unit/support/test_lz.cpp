@@ -64,6 +64,48 @@ TEST_CASE("lz: a dictionary is reached into, and packs alike inputs smaller") {
   CHECK(lz_pack(alike, dict) == lz_pack(alike, dict));
 }
 
+TEST_CASE("lz: a packer reused for many inputs gives what lz_pack gives each") {
+  // The packer reads its dictionary once and clears what each input left in
+  // its chains: an input packed after others packs as it would alone.
+  std::mt19937_64 rng(5);
+  std::string dict = random_bytes(rng, 20000, 16);
+  for (std::string d : {std::string(), dict, std::string(80000, 'd') + dict}) {
+    LzPacker packer(d);
+    for (int i = 0; i < 40; ++i) {
+      std::string raw = i % 3 == 0   ? random_bytes(rng, rng() % 5000, 4)
+                        : i % 3 == 1 ? d.substr(rng() % (d.size() + 1), 3000) + "x"
+                                     : std::string(rng() % 300, char('a' + i));
+      std::string packed = packer.pack(raw);
+      CHECK(packed == lz_pack(raw, d));
+      auto back = lz_unpack(packed, raw.size(), d);
+      REQUIRE(back);
+      CHECK(*back == raw);
+    }
+  }
+}
+
+TEST_CASE("lz: a match that starts in the dictionary and runs on into the output") {
+  // "wxyz" ends the dictionary; the input is that, then what it started,
+  // repeated: one match from the dictionary's end through the input's own
+  // first bytes, which the unpacker reads as it writes them.
+  std::string dict = std::string(100, '.') + "wxyz";
+  std::string raw = "wxyzwxyzwxyzwxyz0123456789";
+  std::string packed = lz_pack(raw, dict);
+  CHECK(packed.size() < raw.size());
+  round_trip(raw, dict);
+  // Hand-made: 0 literals, a match 4 back (the dictionary's "wxyz") of 12
+  // bytes, then 5 literals.
+  std::string seq = std::string("\x08\x04\x00", 3) + std::string("\x50", 1) + "abcde";
+  auto back = lz_unpack(seq, 17, dict);
+  REQUIRE(back);
+  CHECK(*back == "wxyzwxyzwxyzabcde");
+  // Reaching one byte further back than the dictionary holds is refused.
+  std::string far = std::string("\x00\x68\x00", 3) + std::string("\x50", 1) + "abcde";
+  CHECK(lz_unpack(far, 9, dict));
+  far[1] = char(0x69);
+  CHECK(!lz_unpack(far, 9, dict));
+}
+
 TEST_CASE("lz: malformed input is corrupt, never out of bounds") {
   std::string raw = std::string(5000, 'a') + "bcdefgh" + std::string(3000, 'b');
   std::string packed = lz_pack(raw);

@@ -43,6 +43,38 @@ std::string job_symbol(const JobIdentity& id, bool kernel) {
   return deferred_symbol(id);
 }
 
+namespace {
+constexpr std::string_view kDeferredPrefix = "__kiln_deferred_";
+constexpr char kHexDigits[] = "0123456789abcdef";
+int lower_hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+} // namespace
+
+std::string pack_deferred_symbol(std::string_view symbol) {
+  if (symbol.size() != kDeferredPrefix.size() + 32 ||
+      symbol.substr(0, kDeferredPrefix.size()) != kDeferredPrefix)
+    return {};
+  std::string out(16, '\0');
+  for (size_t i = 0; i < 16; ++i) {
+    int hi = lower_hex_digit(symbol[kDeferredPrefix.size() + 2 * i]);
+    int lo = lower_hex_digit(symbol[kDeferredPrefix.size() + 2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return {};
+    out[i] = char(hi << 4 | lo);
+  }
+  return out;
+}
+
+std::string unpack_deferred_symbol(std::string_view bytes) {
+  std::string s(kDeferredPrefix);
+  for (char c : bytes) {
+    s.push_back(kHexDigits[uint8_t(c) >> 4]);
+    s.push_back(kHexDigits[uint8_t(c) & 15]);
+  }
+  return s;
+}
+
 bool is_job_symbol(const JobIdentity& id, const std::string& symbol) {
   return symbol == deferred_symbol(id) ||
          (id.target.kind != TargetKind::host && !id.entry.empty() && symbol == id.entry);

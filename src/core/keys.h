@@ -11,6 +11,7 @@
 #include <kiln/result.hpp>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,13 @@ std::string deferred_symbol(const JobIdentity& id);
 /// program used; a kernel name is unique within a unit, and a closure holds
 /// one unit's jobs. Everything else gets deferred_symbol(id).
 std::string job_symbol(const JobIdentity& id, bool kernel);
+
+/// A deferred symbol's 32 digits as their 16 bytes, for storing it: only
+/// one exactly as deferred_symbol writes it (lowercase digits), so that
+/// unpack_deferred_symbol gives back the same text; empty for any other.
+std::string pack_deferred_symbol(std::string_view symbol);
+/// The deferred symbol whose digits are `bytes` (16 of them).
+std::string unpack_deferred_symbol(std::string_view bytes);
 
 /// True if `symbol` is one job_symbol can give the job (for records that
 /// arrive from elsewhere: bundles, the remote tier).

@@ -34,6 +34,8 @@
 //   of the rest, the closure key, i64 time, i64 loads, i64 image hits.
 #include "storage/published.h"
 
+#include "core/keys.h"
+
 #include "storage/local/file_trust.h"
 #include "support/files.h"
 #include "support/hash.h"
@@ -108,29 +110,17 @@ void put_vstr(std::string& out, std::string_view s) {
   out.append(s);
 }
 
-/// A deferred job's symbol (core::deferred_symbol) is this prefix and 32
-/// lowercase hex digits: stored as their 16 bytes.
-constexpr std::string_view kDeferredPrefix = "__kiln_deferred_";
-
-int hex_digit(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/// A symbol: 0 and the 16 bytes of a deferred symbol's digits, or 1 and
-/// the text.
+/// A symbol: 0 and the 16 bytes of a deferred symbol's digits
+/// (core::pack_deferred_symbol), or 1 and the text.
 void put_symbol(std::string& out, std::string_view s) {
-  bool deferred = s.size() == kDeferredPrefix.size() + 32 && s.substr(0, kDeferredPrefix.size()) ==
-                                                                  kDeferredPrefix;
-  for (size_t i = kDeferredPrefix.size(); deferred && i < s.size(); ++i)
-    deferred = hex_digit(s[i]) >= 0;
-  if (!deferred) {
+  std::string packed = core::pack_deferred_symbol(s);
+  if (packed.empty()) {
     out.push_back(1);
     put_vstr(out, s);
     return;
   }
   out.push_back(0);
-  for (size_t i = kDeferredPrefix.size(); i < s.size(); i += 2)
-    out.push_back(char(hex_digit(s[i]) << 4 | hex_digit(s[i + 1])));
+  out.append(packed);
 }
 
 uint64_t get_u64(const char* p) {
@@ -263,15 +253,7 @@ struct Cursor {
     if (!tag || *tag == 1)
       return tag ? str() : std::string();
     const char* p = *tag == 0 ? take(16) : (ok = false, nullptr);
-    if (!p)
-      return std::string();
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string s(kDeferredPrefix);
-    for (int i = 0; i < 16; ++i) {
-      s.push_back(kHex[uint8_t(p[i]) >> 4]);
-      s.push_back(kHex[uint8_t(p[i]) & 15]);
-    }
-    return s;
+    return p ? core::unpack_deferred_symbol(std::string_view(p, 16)) : std::string();
   }
   Hash128 key() {
     Hash128 k;

@@ -8,6 +8,7 @@
 #include "core/keys.h"
 #include "core/target.h"
 
+#include <algorithm>
 #include <map>
 
 namespace kiln::storage {
@@ -28,7 +29,7 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
     int rc = b.step();
     if (rc == SQLITE_ROW) {
       if (job == closure.root_job)
-        root_symbol = b.col_text(0);
+        root_symbol = b.col_symbol(0);
       return Status::ok();
     }
     if (rc != SQLITE_DONE)
@@ -68,7 +69,7 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
                                     "job_key) VALUES (?1, ?2, ?3)"));
     for (const ClosureMember& mem : closure.members) {
       Bound b(m);
-      b.key(1, set).text(2, mem.symbol).key(3, mem.job);
+      b.key(1, set).symbol(2, mem.symbol).key(3, mem.job);
       if (b.step() != SQLITE_DONE)
         return db_error("cannot insert closure member " + mem.symbol);
     }
@@ -249,8 +250,7 @@ Status Store::read_member_rows(const std::optional<Hash128>& set, const ClosureR
   // Only the statement this closure needs is prepared: a fresh loading
   // connection pays for each one it prepares.
   KILN_TRY_ASSIGN(auto s, set ? prepare("SELECT m.symbol, m.job_key, j.entry FROM member_sets m "
-                                        "JOIN jobs j ON j.key = m.job_key WHERE m.set_key = ?1 "
-                                        "ORDER BY m.symbol")
+                                        "JOIN jobs j ON j.key = m.job_key WHERE m.set_key = ?1")
                               : prepare("SELECT symbol, key, entry FROM jobs WHERE key = ?1"));
   Bound b(s);
   if (set)
@@ -259,9 +259,13 @@ Status Store::read_member_rows(const std::optional<Hash128>& set, const ClosureR
     b.key(1, closure.root_job);
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
-    out.push_back({b.col_text(0), b.col_key(1), b.col_text(2)});
+    out.push_back({b.col_symbol(0), b.col_key(1), b.col_text(2)});
   if (rc != SQLITE_DONE)
     return db_error("cannot read the members of closure " + closure.key.hex());
+  // By symbol as text: SQLite orders the deferred ones, stored as bytes,
+  // after every other.
+  std::sort(out.begin(), out.end(),
+            [](const ClosureMember& a, const ClosureMember& b) { return a.symbol < b.symbol; });
   if (out.empty())
     return make_error(Code::corrupt,
                       "closure " + closure.key.hex() + " has no members whose jobs are present");

@@ -813,13 +813,30 @@ void sql_lone_key(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_blob(ctx, bytes.data(), 16, SQLITE_TRANSIENT);
 }
 
+// kiln_pack_symbol(text), for migration 10: a deferred symbol as the 16
+// bytes of its digits (core::pack_deferred_symbol); any other value as it is.
+void sql_pack_symbol(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const unsigned char* text = sqlite3_value_text(argv[0]);
+  std::string packed =
+      text && sqlite3_value_type(argv[0]) == SQLITE_TEXT
+          ? core::pack_deferred_symbol(std::string_view(reinterpret_cast<const char*>(text),
+                                                        size_t(sqlite3_value_bytes(argv[0]))))
+          : std::string();
+  if (packed.empty())
+    sqlite3_result_value(ctx, argv[0]);
+  else
+    sqlite3_result_blob(ctx, packed.data(), 16, SQLITE_TRANSIENT);
+}
+
 } // namespace
 
 Status Database::migrate() {
   if (sqlite3_create_function(db_, "kiln_unhex", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
                               sql_unhex, nullptr, nullptr) != SQLITE_OK ||
       sqlite3_create_function(db_, "kiln_lone_key", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                              nullptr, sql_lone_key, nullptr, nullptr) != SQLITE_OK)
+                              nullptr, sql_lone_key, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_create_function(db_, "kiln_pack_symbol", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                              nullptr, sql_pack_symbol, nullptr, nullptr) != SQLITE_OK)
     return db_error("cannot prepare the migrations");
   // Foreign keys are off while migrations rebuild tables (schema 5): a
   // dropped table must not cascade to the rows that refer to it. The pragma

@@ -9,6 +9,7 @@
 
 #include "core/keys.h"
 
+#include <algorithm>
 #include <set>
 
 namespace kiln::storage {
@@ -127,7 +128,7 @@ Result<GcReport> Store::gc(const GcOptions& options) {
       Bound b(*members);
       b.key(1, key);
       while (b.step() == SQLITE_ROW)
-        jobs.emplace_back(b.col_text(0), b.col_key(1));
+        jobs.emplace_back(b.col_symbol(0), b.col_key(1));
     }
     {
       Bound b(*images);

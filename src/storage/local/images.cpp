@@ -171,7 +171,7 @@ Status Store::scan_library_images(
     set = b.col_key_opt(1);
     if (!set && !b.is_null(1))
       return Status::ok(); // a damaged row: verify reports it
-    symbol = b.col_text(2);
+    symbol = b.col_symbol(2);
   }
   KILN_TRY_ASSIGN(auto libs,
                   prepare("SELECT i.rowid, i.created_at, i.linker, s.key, s.member_set FROM "
@@ -184,7 +184,7 @@ Status Store::scan_library_images(
                           "(SELECT 1 FROM member_sets b WHERE b.set_key = ?2 AND b.symbol = "
                           "a.symbol AND b.job_key = a.job_key) LIMIT 1"));
   Bound b(libs);
-  b.key(1, root).text(2, symbol).key(3, closure).text(4, arch);
+  b.key(1, root).symbol(2, symbol).key(3, closure).text(4, arch);
   for (int rc; (rc = b.step()) != SQLITE_DONE;) {
     if (rc != SQLITE_ROW)
       return db_error("cannot list the libraries holding closure " + closure.hex());

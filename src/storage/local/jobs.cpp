@@ -5,6 +5,8 @@
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
+#include <algorithm>
+
 namespace kiln::storage {
 
 Result<bool> Store::has_job(const Hash128& key, const std::vector<std::string>& formats) {
@@ -66,7 +68,7 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
   {
     Bound b(ins);
-    b.key(1, key).text(2, job.entry).text(3, job.symbol).i64(4, target);
+    b.key(1, key).text(2, job.entry).symbol(3, job.symbol).i64(4, target);
     b.text(5, job.options).key(6, job.module_hash);
     b.real(7, job.compile_ms).i64(8, job.created_at ? job.created_at : now_seconds());
     if (b.step() != SQLITE_DONE)
@@ -88,7 +90,7 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
       prepare("INSERT OR IGNORE INTO job_refs(job_key, symbol, entry) VALUES (?1, ?2, ?3)"));
   for (const JobRef &r : refs) {
     Bound b(ref);
-    b.key(1, key).text(2, r.symbol).text(3, r.entry);
+    b.key(1, key).symbol(2, r.symbol).text(3, r.entry);
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert deferred reference " + r.symbol);
   }
@@ -124,7 +126,7 @@ static JobRecord read_job(const Bound& b) {
   JobRecord j;
   j.key = b.col_key(0);
   j.entry = b.col_text(1);
-  j.symbol = b.col_text(2);
+  j.symbol = b.col_symbol(2);
   j.target = b.col_text(3);
   j.triple = b.col_text(4);
   j.cpu = b.col_text(5);
@@ -177,15 +179,18 @@ Result<std::vector<JobRecord>> Store::list_jobs() {
 Result<std::vector<JobRef>> Store::job_refs(const Hash128& key) {
   std::lock_guard lock(mu_);
   KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT symbol, entry FROM job_refs WHERE job_key = ?1 ORDER BY symbol"));
+                  prepare("SELECT symbol, entry FROM job_refs WHERE job_key = ?1"));
   Bound b(s);
   b.key(1, key);
   std::vector<JobRef> out;
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)
-    out.push_back({b.col_text(0), b.col_text(1)});
+    out.push_back({b.col_symbol(0), b.col_text(1)});
   if (rc != SQLITE_DONE)
     return db_error("cannot read the references of job " + key.hex());
+  // By symbol as text (SQLite orders the ones stored as bytes last).
+  std::sort(out.begin(), out.end(),
+            [](const JobRef& a, const JobRef& b) { return a.symbol < b.symbol; });
   return out;
 }
 

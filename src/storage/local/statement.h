@@ -13,6 +13,12 @@
 /// their 16 bytes), for reports that name a row.
 #define KILN_HEX(column) "lower(hex(" column "))"
 
+/// SQL for a symbol column as its text (Bound::symbol stores a deferred
+/// symbol as the 16 bytes of its digits), for reports that name one.
+#define KILN_SYMBOL_TEXT(column)                                                                  \
+  "(CASE WHEN typeof(" column ") = 'blob' AND length(" column ") = 16 THEN '__kiln_deferred_' " \
+  "|| lower(hex(" column ")) ELSE " column " END)"
+
 /// SQL true for an image row (of the images table) that serves closure
 /// `key`: its own, or one stored for any closure with the same member set.
 /// The roots of one deferred cycle share their members, and one image of
@@ -22,6 +28,7 @@
   "s.member_set = c.member_set WHERE c.key = " key "))"
 #define KILN_OWN_IMAGE_FIRST(key) "closure_key = " key " DESC"
 
+#include "core/keys.h"
 #include "support/hash.h"
 
 #include "storage/local/sqlite_api.h"
@@ -80,6 +87,15 @@ public:
     sqlite3_bind_blob(s_, i, bytes.data(), 16, SQLITE_TRANSIENT);
     return *this;
   }
+  /// A symbol column's value (schema 10): a deferred symbol as the 16 bytes
+  /// of its digits (core::pack_deferred_symbol), any other as text. The
+  /// same symbol is always stored the same way, so columns compare alike.
+  Bound& symbol(int i, const std::string& v) {
+    std::string packed = core::pack_deferred_symbol(v);
+    if (packed.empty())
+      return text(i, v);
+    return blob(i, packed);
+  }
   Bound& i64(int i, int64_t v) {
     sqlite3_bind_int64(s_, i, v);
     return *this;
@@ -106,6 +122,14 @@ public:
     const void* p = sqlite3_column_blob(s_, i);
     return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, i)))
              : std::string();
+  }
+  /// A symbol column (Bound::symbol): a 16-byte blob is a deferred
+  /// symbol's digits, anything else its text.
+  std::string col_symbol(int i) const {
+    if (sqlite3_column_type(s_, i) == SQLITE_BLOB && sqlite3_column_bytes(s_, i) == 16)
+      return core::unpack_deferred_symbol(
+          std::string_view(static_cast<const char*>(sqlite3_column_blob(s_, i)), 16));
+    return col_text(i);
   }
   bool is_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
   /// A key column: nullopt unless it holds 16 bytes (a damaged row).

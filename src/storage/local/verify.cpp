@@ -77,12 +77,14 @@ Status Store::check_rows(std::vector<Problem>& out) {
       {"SELECT " KILN_HEX("m.closure_key") ", " KILN_HEX("m.job_key") " FROM closure_members m "
        "WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.key = m.job_key)",
        "closure", "member job missing: "},
-      {"SELECT " KILN_HEX("m.closure_key") ", m.symbol FROM closure_members m JOIN jobs j ON "
+      {"SELECT " KILN_HEX("m.closure_key") ", " KILN_SYMBOL_TEXT("m.symbol") " FROM "
+       "closure_members m JOIN jobs j ON "
        "j.key = m.job_key WHERE j.symbol != m.symbol",
        "closure", "member does not define its symbol: "},
       // Every deferred symbol a member leaves open must be satisfied within
       // the closure.
-      {"SELECT " KILN_HEX("m.closure_key") ", r.symbol FROM closure_members m JOIN job_refs r ON "
+      {"SELECT " KILN_HEX("m.closure_key") ", " KILN_SYMBOL_TEXT("r.symbol") " FROM "
+       "closure_members m JOIN job_refs r ON "
        "r.job_key = m.job_key WHERE NOT EXISTS (SELECT 1 FROM closure_members m2 WHERE "
        "m2.closure_key = m.closure_key AND m2.symbol = r.symbol)",
        "closure", "open deferred symbol unresolved: "},

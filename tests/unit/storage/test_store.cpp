@@ -1137,12 +1137,23 @@ CompileReport compile_ok(const CompileRequest& req, const std::string& path) {
   return r.take();
 }
 
+// The cache at `path` turned back into what a schema-9 Kiln wrote: every
+// symbol as text.
+void back_to_schema9(const std::string& path) {
+  RawDb raw(path);
+  for (const char* table : {"jobs", "member_sets", "job_refs"})
+    raw.must(std::string("UPDATE ") + table +
+             " SET symbol = '__kiln_deferred_' || lower(hex(symbol)) WHERE typeof(symbol) = 'blob'");
+  raw.must("PRAGMA user_version = 9");
+}
+
 // The cache at `path` turned back into what a schema-7 Kiln wrote: keys as
 // 32 hex digits of text, every closure with a member set (a lone root's a
 // set of its own, keyed by the closure), the toolchain in each job row,
 // settings in their own table, lists as netstrings (library roots; memos
 // keep their keys, with empty lists), leases indexed by holder.
 void back_to_schema7(const std::string& path) {
+  back_to_schema9(path);
   RawDb raw(path);
   raw.must("PRAGMA foreign_keys = OFF");
   raw.must("DROP VIEW closure_members");
@@ -1473,6 +1484,71 @@ TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; ev
   RawDb raw(c.path());
   for (const char* table : {"jobs", "closures", "member_sets", "names", "libraries",
                             "library_roots", "images", "artifacts"}) {
+    CAPTURE(table);
+    CHECK(raw.scalar(std::string("SELECT count(*) FROM ") + table) == 0);
+  }
+}
+
+TEST_CASE("schema 10: a schema-9 cache's deferred symbols become bytes; every record reads back "
+          "identically, verifies, loads and gc's") {
+  TestCache c = empty_cache("kiln-migrate-10");
+  // A deferred chain (sets of 3 and 2 members, references between them) and
+  // a library, whose symbols are deferred ones.
+  compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path());
+  CompileRequest lib = data_request("nested.ll", {"nest_b", "nest_c"});
+  lib.library = "nest lib";
+  compile_ok(lib, c.path());
+  c.open();
+  std::string before = snapshot(*c.store);
+  REQUIRE(before.find("__kiln_deferred_") != std::string::npos);
+  c.store.reset();
+  auto count_text = [&](RawDb& raw) {
+    return raw.scalar("SELECT (SELECT count(*) FROM jobs WHERE typeof(symbol) = 'text') + "
+                      "(SELECT count(*) FROM member_sets WHERE typeof(symbol) = 'text') + "
+                      "(SELECT count(*) FROM job_refs WHERE typeof(symbol) = 'text')");
+  };
+  {
+    RawDb raw(c.path());
+    CHECK(count_text(raw) == 0);
+    CHECK(raw.scalar("SELECT count(*) FROM job_refs WHERE typeof(symbol) = 'blob' AND "
+                     "length(symbol) = 16") > 0);
+  }
+  back_to_schema9(c.path());
+  {
+    RawDb raw(c.path());
+    REQUIRE(count_text(raw) > 5);
+  }
+  c.open();
+  CHECK(snapshot(*c.store) == before);
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  CHECK(problems->empty());
+  c.store.reset();
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("PRAGMA user_version") == schema_version());
+    CHECK(count_text(raw) == 0);
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  for (const char* name : {"nest_a", "nest_c"}) {
+    kiln_image* img = nullptr;
+    kiln_status st = kiln_image_load(cache, name, "host", &img);
+    INFO(name << ": " << kiln_last_error());
+    REQUIRE(st == KILN_OK);
+    kiln_image_release(img);
+  }
+  kiln_cache_close(cache);
+  // The migrated cache takes the same requests as hits, and gc takes all.
+  CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
+  c.open();
+  GcOptions all;
+  all.max_size = 0;
+  REQUIRE(c.store->gc(all));
+  c.store.reset();
+  RawDb raw(c.path());
+  for (const char* table : {"jobs", "closures", "member_sets", "job_refs", "names", "images"}) {
     CAPTURE(table);
     CHECK(raw.scalar(std::string("SELECT count(*) FROM ") + table) == 0);
   }

@@ -42,6 +42,7 @@
 #include "support/lz.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +50,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <map>
+#include <new>
 #include <optional>
 #include <tuple>
 #include <sys/stat.h>
@@ -517,6 +519,18 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
 }
 
 Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string& cache_path) {
+  // Out of memory reading it (a file crafted to claim more than the budget
+  // below lets through, on a machine with less): not believed, and the
+  // load reads the cache file.
+  try {
+    return read(cache_path);
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::not_found,
+                      "out of memory reading the published images of '" + cache_path + "'");
+  }
+}
+
+Result<std::unique_ptr<PublishedImages>> PublishedImages::read(const std::string& cache_path) {
   std::string path = published_path(cache_path);
   // The cache's own rules first: its directory, the cache file and every
   // side file, this one included, by owner and mode, without following
@@ -534,12 +548,21 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
   p->path_ = path;
   p->cache_mode_ = files.db_stat.st_mode & 0666;
   p->writable_ = ::access(files.dir.c_str(), W_OK) == 0;
-  p->fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // Not blocking: whatever was put in its place since the check (a FIFO)
+  // must not hold the open.
+  p->fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (p->fd_ < 0)
     return make_error(Code::not_found, "cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
-  if (::fstat(p->fd_, &st) != 0 || !files.images.same_file(FileStamp::of(st)))
+  if (::fstat(p->fd_, &st) != 0 || !S_ISREG(st.st_mode) ||
+      !files.images.same_file(FileStamp::of(st)))
     return make_error(Code::not_found, "'" + path + "' changed while it was opened");
+  // One name only: a commit's removal of that name is how a handle that
+  // holds it open learns it is old (current()); a second link (a backup's
+  // hard link) would keep it looking present.
+  if (st.st_nlink != 1)
+    return make_error(Code::not_found, "'" + path + "' has " + std::to_string(st.st_nlink) +
+                                           " links, not one: it is not read");
   p->dev_ = uint64_t(st.st_dev);
   p->ino_ = uint64_t(st.st_ino);
   p->size_bytes_ = uint64_t(st.st_size);
@@ -624,36 +647,60 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     return damaged(path, "it claims " + std::to_string(n) + " " + what + " for " +
                              std::to_string(count) + " roots");
   };
+  // What the records take in memory, held to a budget in proportion to
+  // the file: a table unpacks to up to 16 times its bytes, and a record of
+  // a few bytes (a CPU's three empty strings) takes hundreds once read. A
+  // 1 MB file that claimed five million CPUs took 1.5 GB. Real files take
+  // about three times their size.
+  const uint64_t budget = (uint64_t(16) << 20) + 8 * p->size_bytes_;
+  uint64_t used = 0;
+  auto over_budget = [&](uint64_t n) {
+    used += n;
+    return used > budget;
+  };
+  auto too_big = [&]() {
+    return damaged(path, "its records would take more than " + std::to_string(budget) +
+                             " bytes of memory");
+  };
   uint64_t cpu_count = c.var();
   if (auto e = too_many(cpu_count, 3, "CPUs")) // three string lengths each
     return *e;
   if (auto e = more_than_roots(cpu_count, "CPUs"))
     return *e;
   std::vector<JobRecord>& cpus = p->cpus_;
-  cpus.resize(static_cast<size_t>(cpu_count));
-  for (JobRecord& j : cpus) {
+  for (uint64_t i = 0; i < cpu_count && c.ok; ++i) {
+    JobRecord j;
     j.target = c.str();
     j.cpu = c.str();
     j.features = c.str();
+    if (over_budget(sizeof(JobRecord) + j.target.size() + j.cpu.size() + j.features.size()))
+      return too_big();
+    cpus.push_back(std::move(j));
   }
   uint64_t set_count = c.var();
   if (auto e = too_many(set_count, 1, "member sets"))
     return *e;
   if (auto e = more_than_roots(set_count, "member sets"))
     return *e;
-  p->sets_.resize(size_t(set_count));
-  for (std::vector<ClosureMember>& set : p->sets_) {
+  for (uint64_t i = 0; i < set_count && c.ok; ++i) {
+    std::vector<ClosureMember>& set = p->sets_.emplace_back();
     uint64_t members = c.var();
     if (auto e = too_many(members, 19, "members")) // a symbol, a key and an entry
       return *e;
+    if (over_budget(sizeof set))
+      return too_big();
     for (uint64_t m = 0; m < members && c.ok; ++m) {
       ClosureMember cm;
       cm.symbol = c.symbol();
       cm.job = c.key();
       cm.entry = c.str();
+      if (over_budget(sizeof cm + cm.symbol.size() + cm.entry.size()))
+        return too_big();
       set.push_back(std::move(cm));
     }
   }
+  if (!c.ok)
+    return damaged(path, "its table ends inside its CPUs or member sets");
   // The images, one after another from the dictionary's end to the table.
   struct Image {
     uint64_t offset, size, raw_size, checksum;
@@ -663,6 +710,8 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     return *e;
   if (auto e = more_than_roots(image_count, "images"))
     return *e;
+  if (over_budget(image_count * sizeof(Image)))
+    return too_big();
   std::vector<Image> images(static_cast<size_t>(image_count));
   uint64_t at = dict_at + dict_bytes;
   for (Image& im : images) {
@@ -679,6 +728,8 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
                              std::to_string(table_at) + ")");
   if (auto e = too_many(count, 24, "roots"))
     return *e;
+  if (over_budget(uint64_t(count) * sizeof(PublishedRoot)))
+    return too_big();
   p->roots_.reserve(count);
   for (uint32_t i = 0; i < count && c.ok; ++i) {
     PublishedRoot r;
@@ -693,7 +744,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     r.all_targets = (*flags & kAllTargets) != 0;
     r.closure.target = (*flags & kSameTarget) ? r.name.target : c.str();
     uint64_t set = c.var();
-    if (c.ok && set >= p->sets_.size())
+    if (!c.ok || set >= p->sets_.size())
       return damaged(path, "a root names member set " + std::to_string(set) + " of " +
                                std::to_string(p->sets_.size()));
     r.member_set = uint32_t(set);
@@ -725,6 +776,9 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
     r.image_checksum = im.checksum;
     if (!c.ok)
       break;
+    if (over_budget(r.name.name.size() + r.name.target.size() + r.closure.target.size() +
+                    r.root.target.size()))
+      return too_big();
     if (!p->roots_.empty() && !root_order(p->roots_.back(), r))
       return damaged(path, "its roots are not in order");
     p->roots_.push_back(std::move(r));
@@ -832,7 +886,7 @@ bool PublishedImages::current() const {
   // Removed by a commit, or replaced by a publication since (a rename over
   // it): no name links the file opened any more, for good.
   struct stat st;
-  if (::fstat(fd_, &st) != 0 || st.st_nlink == 0 || uint64_t(st.st_size) != size_bytes_) {
+  if (::fstat(fd_, &st) != 0 || st.st_nlink != 1 || uint64_t(st.st_size) != size_bytes_) {
     gone_.store(true, std::memory_order_relaxed);
     return false;
   }
@@ -868,10 +922,11 @@ namespace {
 /// in `h`, its stat in `st`.
 int open_current(const std::string& cache_path, char* h, struct stat& st) {
   std::string path = published_path(cache_path);
-  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0)
     return -1;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+      st.st_uid == ::geteuid() &&
       pread_all(fd, h, kHeaderBytes, 0) && sound_header(h) &&
       CacheState::in(h) == CacheState::at(cache_path, cache_path + "-wal"))
     return fd;
@@ -944,14 +999,18 @@ bool append_load_log(const std::string& cache_path, mode_t mode,
     out += rec;
   }
   std::string path = load_log_path(cache_path);
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+  // Not blocking: a FIFO put in its place must not hold the process.
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                  mode);
   if (fd < 0)
     return false;
   struct stat st;
-  // Only a file of this user's that no one else can write is added to; a
-  // new one gets the cache file's mode whatever the umask.
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-            !(st.st_mode & (S_IWGRP | S_IWOTH));
+  // Only a regular file of this user's that no one else can write, under
+  // this one name (not a hard link to another file), is added to; a new
+  // one gets the cache file's mode whatever the umask.
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+            st.st_uid == ::geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
   if (ok && st.st_size == 0)
     (void)::fchmod(fd, mode & 0644);
   ok = ok && ::write(fd, out.data(), out.size()) == ssize_t(out.size());
@@ -966,17 +1025,29 @@ std::vector<LoadNote> take_load_log(const std::string& cache_path) {
   std::string path = load_log_path(cache_path);
   // Renamed first: a loader appending meanwhile appends to the renamed file
   // (lost once read: usage is advisory) or starts a new one.
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, ".taken%ld", long(::getpid()));
+  // A name of this thread's own: two threads taking at once each take
+  // what they renamed.
+  static std::atomic<unsigned> takes{0};
+  char suffix[48];
+  std::snprintf(suffix, sizeof suffix, ".taken%ld.%u", long(::getpid()),
+                takes.fetch_add(1, std::memory_order_relaxed));
   std::string taken = path + suffix;
   if (::rename(path.c_str(), taken.c_str()) != 0)
     return out;
-  int fd = ::open(taken.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = ::open(taken.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  struct stat st;
+  // Only this user's regular file that no one else could write, under this
+  // one name, is believed (usage decides what gc keeps); whatever it was,
+  // the name is removed.
+  bool trusted = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+                 st.st_uid == ::geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
   ::unlink(taken.c_str());
   if (fd < 0)
     return out;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) <= kMaxLogBytes) {
+  // No use recorded later than a day from now is believed: it would keep
+  // its closure from gc for good.
+  const int64_t latest = int64_t(std::time(nullptr)) + 86400;
+  if (trusted && uint64_t(st.st_size) <= kMaxLogBytes) {
     std::string bytes(size_t(st.st_size), '\0');
     if (pread_all(fd, bytes.data(), bytes.size(), 0))
       for (size_t at = 0; at + kNoteBytes <= bytes.size(); at += kNoteBytes) {
@@ -992,7 +1063,7 @@ std::vector<LoadNote> take_load_log(const std::string& cache_path) {
         n.image_hits = int64_t(get_u64(p + 40));
         // Counts one process could not have made are dropped, not summed.
         if (n.loads < 0 || n.image_hits < 0 || n.loads > (int64_t(1) << 40) ||
-            n.image_hits > (int64_t(1) << 40))
+            n.image_hits > (int64_t(1) << 40) || n.when < 0 || n.when > latest)
           continue;
         out.push_back(n);
       }

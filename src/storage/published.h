@@ -137,6 +137,7 @@ public:
 
 private:
   PublishedImages() = default;
+  static Result<std::unique_ptr<PublishedImages>> read(const std::string& cache_path);
   std::string path_, cache_path_, wal_path_;
   int fd_ = -1;
   uint64_t dev_ = 0, ino_ = 0, size_bytes_ = 0;

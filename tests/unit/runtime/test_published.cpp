@@ -20,8 +20,11 @@
 #include <fstream>
 #include <sqlite3.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace kiln;
@@ -680,4 +683,178 @@ TEST_CASE("published images: the load log takes only well-formed records of this
   write_all(log, "");
   REQUIRE(::chmod(log.c_str(), 0622) == 0);
   CHECK(!storage::append_load_log(c.path(), 0600, {{k, 70, 1, 1}}));
+}
+
+namespace {
+
+void put_var(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(char(0x80 | (v & 0x7f)));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+}
+
+// A published file for `cache` (any file: open reads no SQLite) built by
+// hand: the header stamped with the file's state, an empty dictionary, no
+// images, and `packed` as the table, claimed to unpack to `raw_table`
+// bytes and to hold `count` roots.
+std::string crafted_file(const std::string& cache, uint32_t count, const std::string& packed,
+                         uint64_t raw_table) {
+  std::string h(kHeaderBytes, '\0');
+  h.replace(0, 8, "KILNPUB1");
+  h[8] = 7; // the format version
+  for (int i = 0; i < 4; ++i)
+    h[12 + size_t(i)] = char((count >> (8 * i)) & 0xff);
+  struct stat st {};
+  REQUIRE(::lstat(cache.c_str(), &st) == 0);
+  set_u64(h, 16, uint64_t(st.st_dev));
+  set_u64(h, 24, uint64_t(st.st_ino));
+  std::string dict = lz_pack("");
+  set_u64(h, 32, packed.size());
+  set_u64(h, 40, kHeaderBytes + dict.size() + packed.size());
+  set_u64(h, 48, kHeaderBytes);
+  set_u64(h, 56, dict.size());
+  set_u64(h, 64, 0);
+  set_u64(h, 72, raw_table);
+  set_u64(h, kHeaderSumAt - 8, hash64(packed));
+  return stamped_now(h + dict + packed, cache);
+}
+
+long peak_rss_mb() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024;
+}
+
+// Runs `f` in a child that a blocked call would leave hanging: true if it
+// returned within five seconds.
+template <class F> bool returns_promptly(F f) {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(5);
+    f();
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+} // namespace
+
+TEST_CASE("published images: a table crafted to end inside a root, or to claim gigabytes of "
+          "records, is refused without a crash and in proportion to the file") {
+  TempDir dir = temp_dir("kiln-published-crafted");
+  std::string cache = dir.path() + "/kiln.db";
+  write_all(cache, "x");
+  std::string published = storage::published_path(cache);
+  // No CPUs, sets or images, then a root whose table ends after its flags
+  // (the same target, its root a member): the member set it would name
+  // was indexed before the end was noticed, in a list of none.
+  std::string raw;
+  put_var(raw, 0);
+  put_var(raw, 0);
+  put_var(raw, 0);
+  put_var(raw, 60);
+  raw += std::string(60, 'a');
+  put_var(raw, 0);
+  raw += std::string(16, '\1');
+  raw.push_back(char(1 | 4));
+  write_all(published, crafted_file(cache, 1, lz_pack(raw), raw.size()));
+  auto p = storage::PublishedImages::open(cache);
+  REQUIRE(!p);
+  CHECK(p.error().code == Code::corrupt);
+  CHECK(p.error().message.find("member set") != std::string::npos);
+
+  // Five million CPUs of three empty strings each, packed as runs into a
+  // file of about a megabyte: 1.5 GB of records once read, before.
+  const uint64_t n = 5'000'000;
+  std::string head;
+  put_var(head, n);
+  const uint64_t raw_size = head.size() + 3 * n;
+  // The count and one zero as literals, then matches one byte back of 60
+  // bytes each (4 + 15 + 41), then the last few zeros as literals.
+  std::string packed;
+  packed.push_back(char((head.size() + 1) << 4 | 15));
+  packed += head;
+  packed.push_back('\0');
+  const std::string back_one("\x01\x00", 2);
+  packed += back_one;
+  packed.push_back(char(41));
+  uint64_t left = 3 * n - 1 - 60;
+  while (left > 60 + 15) {
+    packed.push_back(char(15));
+    packed += back_one;
+    packed.push_back(char(41));
+    left -= 60;
+  }
+  packed.push_back(char(15 << 4));
+  packed.push_back(char(left - 15));
+  packed += std::string(size_t(left), '\0');
+  REQUIRE(lz_unpack(packed, size_t(raw_size)));
+  REQUIRE(packed.size() < 2'000'000);
+  write_all(published, crafted_file(cache, uint32_t(n), packed, raw_size));
+  long before = peak_rss_mb();
+  p = storage::PublishedImages::open(cache);
+  long after = peak_rss_mb();
+  REQUIRE(!p);
+  CHECK(p.error().message.find("memory") != std::string::npos);
+  INFO("peak RSS " << before << " MB to " << after << " MB");
+  CHECK(after - before < 100);
+}
+
+TEST_CASE("published images: a second link to the file, a FIFO, another user's or a hard-linked "
+          "load log are not read or written") {
+  TestCache c = nested_roots("kiln-published-links");
+  std::string published = storage::published_path(c.path());
+  REQUIRE(served_alone(c.path(), "nest_a", 1, 333));
+  // A second name for the published images (a backup's hard link): a
+  // commit's removal of the first would not show, and it is not read.
+  std::string second = c.path() + ".backup";
+  REQUIRE(::link(published.c_str(), second.c_str()) == 0);
+  auto p = storage::PublishedImages::open(c.path());
+  REQUIRE(!p);
+  CHECK(p.error().message.find("links") != std::string::npos);
+  CHECK(!served_alone(c.path(), "nest_a", 1, 333));
+  REQUIRE(::unlink(second.c_str()) == 0);
+
+  // A FIFO where the load log goes blocks neither an append nor a take.
+  std::string log = storage::load_log_path(c.path());
+  ::unlink(log.c_str());
+  REQUIRE(::mkfifo(log.c_str(), 0600) == 0);
+  CHECK(returns_promptly([&] {
+    if (storage::append_load_log(c.path(), 0600, {{Hash128{1, 2}, 5, 1, 1}}))
+      ::_exit(3);
+  }));
+  CHECK(returns_promptly([&] {
+    if (!storage::take_load_log(c.path()).empty())
+      ::_exit(3);
+  }));
+  ::unlink(log.c_str());
+
+  // A log linked to another file of this user's is not appended to.
+  std::string victim = c.path() + ".victim";
+  write_all(victim, "precious\n");
+  REQUIRE(::link(victim.c_str(), log.c_str()) == 0);
+  CHECK(!storage::append_load_log(c.path(), 0600, {{Hash128{1, 2}, 5, 1, 1}}));
+  CHECK(read_all(victim) == "precious\n");
+  CHECK(storage::take_load_log(c.path()).empty());
+  CHECK(read_all(victim) == "precious\n");
+  ::unlink(log.c_str());
+
+  // Another user's log, or one others could write, gives nothing; nor does
+  // a record of use far in the future (it would keep its closure from gc).
+  Hash128 k{7, 7};
+  REQUIRE(storage::append_load_log(c.path(), 0600, {{k, int64_t(1) << 62, 1, 1}}));
+  CHECK(storage::take_load_log(c.path()).empty());
+  REQUIRE(storage::append_load_log(c.path(), 0600, {{k, 100, 1, 1}}));
+  REQUIRE(::chmod(log.c_str(), 0666) == 0);
+  CHECK(storage::take_load_log(c.path()).empty());
+  REQUIRE(storage::append_load_log(c.path(), 0600, {{k, 100, 1, 1}}));
+  if (::geteuid() == 0 && ::chown(log.c_str(), 12345, 12345) == 0)
+    CHECK(storage::take_load_log(c.path()).empty());
+  else
+    MESSAGE("not root: another user's log is not tried");
 }

@@ -3,10 +3,15 @@
 // and unpacked (src/support/lz.cpp), as a loading process would. The
 // harness makes the header name this cache file and the state it is in,
 // and its two checksums right, so that mutations reach the table, the
-// dictionary and the packed images rather than stopping at a checksum. Every path must end in a clear
-// error or the bytes, never a crash or an unbounded allocation.
+// dictionary and the packed images rather than stopping at a checksum. An
+// input that starts with 'T' is a table instead: four bytes of its root
+// count, then the table as unpacked, which the harness packs behind a
+// header of its own (an empty dictionary), so that mutations reach every
+// field the table's parser reads. Every path must end in a clear error or
+// the bytes, never a crash or an unbounded allocation.
 #include "storage/published.h"
 #include "support/hash.h"
+#include "support/lz.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -60,6 +65,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
   }
   std::string bytes(reinterpret_cast<const char*>(data), size);
+  if (size >= 5 && data[0] == 'T') {
+    std::string raw = bytes.substr(5), dict = kiln::lz_pack(""), table = kiln::lz_pack(raw);
+    std::string h(128, '\0');
+    h.replace(0, 8, "KILNPUB1");
+    h[8] = 7; // the format version
+    h.replace(12, 4, bytes, 1, 4);
+    put_u64(h, 32, table.size());
+    put_u64(h, 40, 128 + dict.size() + table.size());
+    put_u64(h, 48, 128);
+    put_u64(h, 56, dict.size());
+    put_u64(h, 64, 0);
+    put_u64(h, 72, raw.size());
+    bytes = h + dict + table;
+  }
   // The header (128 bytes) names the cache file at 16 and 24, and the
   // state it and its WAL are in at 80 (sizes and times; there is no WAL);
   // the packed table ends the file (its size at 32, its checksum at 112);

@@ -273,14 +273,14 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
   if (budget <= 0)
     return Status::ok();
   // Recompress plain blobs with the dictionary: the raw bytes, checksum and
-  // key (and an artifact's rowid) stay; a damaged blob is left as it is, for verify to report. The
+  // rowid stay; a damaged blob is left as it is, for verify to report. The
   // rows are deleted and inserted again rather than updated in place: a row
   // that shrinks keeps its page, and these shrink to a fraction.
   return transaction([&]() -> Status {
     KILN_TRY_ASSIGN(auto sel,
-                    image ? prepare("SELECT 0, raw_size, checksum, data, closure_key, arch, "
+                    image ? prepare("SELECT rowid, raw_size, checksum, data, closure_key, arch, "
                                     "linker, created_at FROM images WHERE format = ?1 AND "
-                                    "dict_id IS NULL LIMIT ?2")
+                                    "dict_id IS NULL ORDER BY rowid LIMIT ?2")
                           : prepare("SELECT rowid, raw_size, checksum, data, job_key FROM "
                                     "artifacts WHERE format = ?1 AND dict_id IS NULL ORDER BY "
                                     "rowid LIMIT ?2"));
@@ -314,30 +314,24 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
         rows.push_back(std::move(r));
       }
     }
-    KILN_TRY_ASSIGN(auto del, image ? prepare("DELETE FROM images WHERE closure_key = ?2 AND "
-                                              "arch = ?3 AND linker = ?4")
+    KILN_TRY_ASSIGN(auto del, image ? prepare("DELETE FROM images WHERE rowid = ?1")
                                     : prepare("DELETE FROM artifacts WHERE rowid = ?1"));
     for (const Row& r : rows) {
       Bound b(del);
-      if (image)
-        b.blob(2, r.key).text(3, r.arch).text(4, r.linker);
-      else
-        b.i64(1, r.rowid);
+      b.i64(1, r.rowid);
       if (b.step() != SQLITE_DONE)
         return db_error("cannot recompress a blob of " + kind);
     }
     KILN_TRY_ASSIGN(auto ins,
-                    image ? prepare("INSERT INTO images(closure_key, arch, linker, format, "
-                                    "raw_size, checksum, data, created_at, dict_id) VALUES (?2, "
-                                    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
+                    image ? prepare("INSERT INTO images(rowid, closure_key, arch, linker, format, "
+                                    "raw_size, checksum, data, created_at, dict_id) VALUES (?1, "
+                                    "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
                           : prepare("INSERT INTO artifacts(rowid, job_key, format, raw_size, "
                                     "checksum, data, dict_id) VALUES (?1, ?2, ?5, ?6, ?7, ?8, "
                                     "?10)"));
     for (const Row& r : rows) {
       Bound b(ins);
-      if (!image)
-        b.i64(1, r.rowid);
-      b.blob(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
+      b.i64(1, r.rowid).blob(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
       b.blob(8, r.data).i64(10, dict->id);
       if (image)
         b.text(3, r.arch).text(4, r.linker).i64(9, r.created_at);

@@ -76,7 +76,7 @@ Result<std::string> Store::read_best_image(const Hash128& closure, const std::st
   KILN_TRY_ASSIGN(ImageRow row, find_best_image(closure, arch));
   if (source)
     *source = row.owner;
-  return read_image_row(row, "image of closure " + closure.hex() + " for " + arch);
+  return read_image_row(row.rowid, "image of closure " + closure.hex() + " for " + arch);
 }
 
 Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std::string& arch) {
@@ -84,7 +84,7 @@ Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std
   // (an IN list over the member set, ORDER BY ... LIMIT 1) built two
   // temporary b-trees on every load.
   struct Best {
-    int64_t created_at = 0;
+    int64_t rowid = 0, created_at = 0;
     std::string linker;
     Hash128 owner;
     bool found = false;
@@ -99,15 +99,15 @@ Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std
     for (int rc; (rc = b.step()) != SQLITE_DONE;) {
       if (rc != SQLITE_ROW)
         return db_error(std::string("cannot list ") + what + " of closure " + closure.hex());
-      int64_t created = b.col_i64(0);
-      std::string linker = b.col_text(1);
+      int64_t created = b.col_i64(1);
+      std::string linker = b.col_text(2);
       if (better(created, linker))
-        best = {created, std::move(linker), b.col_key(2), true};
+        best = {b.col_i64(0), created, std::move(linker), b.col_key(3), true};
     }
     return Status::ok();
   };
   {
-    KILN_TRY_ASSIGN(auto own, prepare("SELECT created_at, linker, closure_key FROM images "
+    KILN_TRY_ASSIGN(auto own, prepare("SELECT rowid, created_at, linker, closure_key FROM images "
                                       "WHERE closure_key = ?1 AND arch = ?2"));
     Bound b(own);
     b.key(1, closure).text(2, arch);
@@ -117,7 +117,7 @@ Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std
     // The image one of its member set's other closures has (a deferred
     // cycle's roots share one). A lone root has no set, and no sibling.
     KILN_TRY_ASSIGN(auto served,
-                    prepare("SELECT i.created_at, i.linker, i.closure_key FROM closures c "
+                    prepare("SELECT i.rowid, i.created_at, i.linker, i.closure_key FROM closures c "
                             "JOIN closures s ON s.member_set = c.member_set "
                             "JOIN images i ON i.closure_key = s.key AND i.arch = ?2 "
                             "WHERE c.key = ?1 AND c.member_set IS NOT NULL"));
@@ -126,28 +126,28 @@ Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std
     KILN_TRY(scan(b, "shared images"));
   }
   if (!best.found)
-    KILN_TRY(scan_library_images(closure, arch, [&](int64_t created, std::string linker,
-                                                    const Hash128& owner) {
+    KILN_TRY(scan_library_images(closure, arch, [&](int64_t rowid, int64_t created,
+                                                    std::string linker, const Hash128& owner) {
       if (better(created, linker))
-        best = {created, std::move(linker), owner, true};
+        best = {rowid, created, std::move(linker), owner, true};
     }));
   if (!best.found)
     return make_error(Code::not_found, "no image of closure " + closure.hex() + " for " + arch +
                                            " in cache '" + path() + "'");
-  return ImageRow{best.owner, arch, std::move(best.linker)};
+  return ImageRow{best.rowid, best.owner};
 }
 
-Result<std::string> Store::read_image_row(const ImageRow& row, const std::string& what) {
+Result<std::string> Store::read_image_row(int64_t rowid, const std::string& what) {
   KILN_TRY_ASSIGN(auto s, prepare("SELECT raw_size, checksum, data, dict_id FROM images "
-                                  "WHERE closure_key = ?1 AND arch = ?2 AND linker = ?3"));
+                                  "WHERE rowid = ?1"));
   Bound b(s);
-  b.key(1, row.owner).text(2, row.arch).text(3, row.linker);
+  b.i64(1, rowid);
   return step_blob(b, what);
 }
 
 Status Store::scan_library_images(
     const Hash128& closure, const std::string& arch,
-    const std::function<void(int64_t, std::string, const Hash128&)>& found) {
+    const std::function<void(int64_t, int64_t, std::string, const Hash128&)>& found) {
   // The image of a kernel library holding every member of the closure (a
   // library precompile links the library's image, not one per root): the
   // libraries whose member set has the closure's root job under the same
@@ -174,7 +174,7 @@ Status Store::scan_library_images(
     symbol = b.col_symbol(2);
   }
   KILN_TRY_ASSIGN(auto libs,
-                  prepare("SELECT i.created_at, i.linker, s.key, s.member_set FROM "
+                  prepare("SELECT i.rowid, i.created_at, i.linker, s.key, s.member_set FROM "
                           "member_sets lm JOIN closures s ON s.member_set = lm.set_key AND "
                           "s.key != ?3 JOIN libraries l ON l.closure_key = s.key JOIN images i ON "
                           "i.closure_key = s.key AND i.arch = ?4 WHERE lm.job_key = ?1 AND "
@@ -190,14 +190,14 @@ Status Store::scan_library_images(
       return db_error("cannot list the libraries holding closure " + closure.hex());
     if (set) { // a lone root's one member is the one matched
       Bound m(missing);
-      m.key(1, *set).key(2, b.col_key(3));
+      m.key(1, *set).key(2, b.col_key(4));
       int mrc = m.step();
       if (mrc == SQLITE_ROW)
         continue; // the library lacks one of the closure's members
       if (mrc != SQLITE_DONE)
         return db_error("cannot compare closure " + closure.hex() + " with a library");
     }
-    found(b.col_i64(0), b.col_text(1), b.col_key(2));
+    found(b.col_i64(0), b.col_i64(1), b.col_text(2), b.col_key(3));
   }
   return Status::ok();
 }

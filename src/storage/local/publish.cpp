@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <sys/stat.h>
-#include <tuple>
 
 namespace kiln::storage {
 
@@ -63,7 +62,7 @@ Status Store::publish_images() {
       std::shared_ptr<const std::string> bytes;
       core::ImageCheck check;
     };
-    std::map<std::tuple<Hash128, std::string, std::string>, std::optional<Image>> images; // by row
+    std::map<int64_t, std::optional<Image>> images; // by row
     std::map<Hash128, std::shared_ptr<const std::vector<ClosureMember>>> lists; // by member set
     std::shared_ptr<const std::vector<ClosureMember>> lone; // a closure without a set's
     for (const auto& [n, library] : names) {
@@ -91,9 +90,9 @@ Status Store::publish_images() {
         auto row = find_best_image(n.closure, arch);
         if (!root || !row)
           continue;
-        auto [image, first] = images.try_emplace(std::tuple{row->owner, row->arch, row->linker});
+        auto [image, first] = images.try_emplace(row->rowid);
         if (first)
-          if (auto bytes = read_image_row(*row, "image of closure " + row->owner.hex())) {
+          if (auto bytes = read_image_row(row->rowid, "image of closure " + row->owner.hex())) {
             auto shared = std::make_shared<const std::string>(bytes.take());
             image->second.emplace(Image{shared, core::ImageCheck(*shared)});
           }

@@ -288,21 +288,21 @@ private:
   /// Under mu_. Found by index alone: no temporary table or sort.
   Result<std::string> read_best_image(const Hash128& closure, const std::string& arch,
                                       Hash128* source = nullptr);
-  /// read_best_image's choice, not read: the image row's key (the closure
-  /// whose image it is, the arch asked for, its linker).
+  /// read_best_image's choice, not read: the image's row and the closure
+  /// whose image it is.
   struct ImageRow {
+    int64_t rowid = 0;
     Hash128 owner;
-    std::string arch, linker;
   };
   Result<ImageRow> find_best_image(const Hash128& closure, const std::string& arch);
-  /// The image in `row`, read and checked (`what` names it in errors).
-  Result<std::string> read_image_row(const ImageRow& row, const std::string& what);
+  /// The image in row `rowid`, read and checked (`what` names it in errors).
+  Result<std::string> read_image_row(int64_t rowid, const std::string& what);
   /// read_best_image's last resort: each image for `arch` of a kernel
-  /// library that holds every member of `closure`, as (created_at, linker,
-  /// the library's closure).
+  /// library that holds every member of `closure`, as (rowid, created_at,
+  /// linker, the library's closure).
   Status scan_library_images(
       const Hash128& closure, const std::string& arch,
-      const std::function<void(int64_t, std::string, const Hash128&)>& found);
+      const std::function<void(int64_t, int64_t, std::string, const Hash128&)>& found);
 
   std::unique_ptr<Database> db_;
   bool read_host_root_ = false; ///< read_root was asked for a host target

@@ -1137,28 +1137,9 @@ CompileReport compile_ok(const CompileRequest& req, const std::string& path) {
   return r.take();
 }
 
-// The cache at `path` turned back into what a schema-10 Kiln wrote: images
-// in a rowid table, their key in an index of its own.
-void back_to_schema10(const std::string& path) {
-  RawDb raw(path);
-  raw.must("PRAGMA foreign_keys = OFF");
-  raw.must("CREATE TABLE images10 (closure_key BLOB NOT NULL REFERENCES closures(key) ON DELETE "
-           "CASCADE, arch TEXT NOT NULL, linker TEXT NOT NULL, format TEXT NOT NULL, raw_size "
-           "INTEGER NOT NULL, checksum INTEGER NOT NULL, data BLOB NOT NULL, created_at INTEGER "
-           "NOT NULL, dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (closure_key, "
-           "arch, linker))");
-  raw.must("INSERT INTO images10 SELECT closure_key, arch, linker, format, raw_size, checksum, "
-           "data, created_at, dict_id FROM images");
-  raw.must("DROP TABLE images");
-  raw.must("ALTER TABLE images10 RENAME TO images");
-  raw.must("CREATE INDEX images_plain ON images(format) WHERE dict_id IS NULL");
-  raw.must("PRAGMA user_version = 10");
-}
-
 // The cache at `path` turned back into what a schema-9 Kiln wrote: every
 // symbol as text.
 void back_to_schema9(const std::string& path) {
-  back_to_schema10(path);
   RawDb raw(path);
   for (const char* table : {"jobs", "member_sets", "job_refs"})
     raw.must(std::string("UPDATE ") + table +
@@ -1508,8 +1489,8 @@ TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; ev
   }
 }
 
-TEST_CASE("schema 10 and 11: a schema-9 cache's deferred symbols become bytes and its images a "
-          "table by key; every record reads back identically, verifies, loads and gc's") {
+TEST_CASE("schema 10: a schema-9 cache's deferred symbols become bytes; every record reads back "
+          "identically, verifies, loads and gc's") {
   TestCache c = empty_cache("kiln-migrate-10");
   // A deferred chain (sets of 3 and 2 members, references between them) and
   // a library, whose symbols are deferred ones.
@@ -1536,8 +1517,6 @@ TEST_CASE("schema 10 and 11: a schema-9 cache's deferred symbols become bytes an
   {
     RawDb raw(c.path());
     REQUIRE(count_text(raw) > 5);
-    REQUIRE(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = "
-                       "'sqlite_autoindex_images_1'") == 1);
   }
   c.open();
   CHECK(snapshot(*c.store) == before);
@@ -1549,9 +1528,6 @@ TEST_CASE("schema 10 and 11: a schema-9 cache's deferred symbols become bytes an
     RawDb raw(c.path());
     CHECK(raw.scalar("PRAGMA user_version") == schema_version());
     CHECK(count_text(raw) == 0);
-    CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = "
-                     "'sqlite_autoindex_images_1' OR name = 'images11'") == 0);
-    CHECK(raw.scalar("SELECT count(*) FROM images") >= 2);
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   kiln_cache* cache = nullptr;

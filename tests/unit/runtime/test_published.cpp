@@ -498,7 +498,7 @@ TEST_CASE("published images: a file others can write refuses the cache, as a WAL
   CHECK(std::string(kiln_last_error()).find("-images") != std::string::npos);
   CHECK(std::string(kiln_last_error()).find("writable by group or others") != std::string::npos);
   // A link in its place is refused too.
-  REQUIRE(::chmod(published.c_str(), 0600) == 0);
+  REQUIRE(::chmod(published.c_str(), 0644) == 0);
   fs::rename(published, published + ".real");
   fs::create_symlink(published + ".real", published);
   CHECK(kiln_cache_open(c.path().c_str(), &cache) == KILN_UNAVAILABLE);
@@ -857,4 +857,61 @@ TEST_CASE("published images: a second link to the file, a FIFO, another user's o
     CHECK(storage::take_load_log(c.path()).empty());
   else
     MESSAGE("not root: another user's log is not tried");
+}
+
+TEST_CASE("published images: another user's reader of a shared cache loads from them alone, "
+          "warm after the first load, and writes nothing") {
+  if (::geteuid() != 0) {
+    MESSAGE("not root: no other user to read the cache as");
+    return;
+  }
+  TestCache c = nested_roots("kiln-published-other-user");
+  REQUIRE(served_alone(c.path(), "nest_a", 1, 333));
+  // Shared as a cache directory is shared: readable by all, written by its
+  // owner alone.
+  std::string published = storage::published_path(c.path());
+  REQUIRE(::chmod(c.dir.path().c_str(), 0755) == 0);
+  REQUIRE(::chmod(c.path().c_str(), 0644) == 0);
+  REQUIRE(::chmod(published.c_str(), 0644) == 0);
+  ::unlink(storage::load_log_path(c.path()).c_str());
+  struct stat before {};
+  REQUIRE(::stat(published.c_str(), &before) == 0);
+  // The reader: a child as nobody. Exit codes name what went wrong.
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0)
+      ::_exit(10);
+    kiln_cache* cache = nullptr;
+    if (kiln_cache_open(c.path().c_str(), &cache) != KILN_OK)
+      ::_exit(11);
+    if (!cache->published)
+      ::_exit(12);
+    for (int i = 0; i < 3; ++i) {
+      kiln_image* img = nullptr;
+      if (kiln_image_load(cache, "nest_a", "host", &img) != KILN_OK)
+        ::_exit(13);
+      void* fn = nullptr;
+      if (kiln_image_lookup(img, "nest_a", &fn) != KILN_OK ||
+          reinterpret_cast<IntFn>(fn)(1) != 333)
+        ::_exit(14);
+      kiln_image_release(img);
+    }
+    if (cache->storage)
+      ::_exit(15); // the cache file was opened
+    if (cache->warm.hits() != 2)
+      ::_exit(16); // the second and third loads read the file again
+    kiln_cache_close(cache);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // It wrote nothing beside the cache: no load log, the same images file.
+  CHECK(!fs::exists(storage::load_log_path(c.path())));
+  struct stat after {};
+  REQUIRE(::stat(published.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);
+  CHECK(after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
 }

@@ -1408,17 +1408,55 @@ std::string snapshot(Store& st) {
   return out;
 }
 
+// nested.ll's deferred chain (nest_a → nest_b → nest_c: sets of 3 and 2
+// members, and nest_c a lone root) and a library `library` of its last two
+// roots, precompiled into a new cache.
+TestCache chain_and_library(const std::string& prefix, const std::string& library) {
+  TestCache c = empty_cache(prefix);
+  compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path());
+  CompileRequest lib = data_request("nested.ll", {"nest_b", "nest_c"});
+  lib.library = library;
+  compile_ok(lib, c.path());
+  return c;
+}
+
+// A migrated cache still works: its roots and library load, and a gc with
+// no room leaves none of `tables`' rows.
+void loads_then_gc_takes_all(TestCache& c, const std::string& library,
+                             std::initializer_list<const char*> tables) {
+  kiln_cache* cache = nullptr;
+  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
+  for (const char* name : {"nest_a", "nest_c"}) {
+    kiln_image* img = nullptr;
+    kiln_status st = kiln_image_load(cache, name, "host", &img);
+    INFO(name << ": " << kiln_last_error());
+    REQUIRE(st == KILN_OK);
+    kiln_image_release(img);
+  }
+  kiln_image* img = nullptr;
+  REQUIRE(kiln_library_load(cache, library.c_str(), "host", &img) == KILN_OK);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+  c.open();
+  GcOptions all;
+  all.max_size = 0;
+  REQUIRE(c.store->gc(all));
+  c.store.reset();
+  RawDb raw(c.path());
+  for (const char* table : tables) {
+    CAPTURE(table);
+    CHECK(raw.scalar(std::string("SELECT count(*) FROM ") + table) == 0);
+  }
+}
+
 } // namespace
 
 TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; every record reads "
           "back identically, verifies, loads and gc's") {
-  TestCache c = empty_cache("kiln-migrate-8");
-  // A deferred chain (nest_a → nest_b → nest_c: sets of 3 and 2 members, and
-  // nest_c a lone root), a library of two roots, and a root of its own.
-  compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path());
+  const std::string library = "nest lib\nwith a newline";
+  TestCache c = chain_and_library("kiln-migrate-8", library);
   CompileRequest lib = data_request("nested.ll", {"nest_b", "nest_c"});
-  lib.library = "nest lib\nwith a newline";
-  compile_ok(lib, c.path());
+  lib.library = library;
   c.open();
   REQUIRE(c.store->set_setting("max_size", "123456789"));
   std::string before = snapshot(*c.store);
@@ -1459,45 +1497,20 @@ TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; ev
     CHECK(raw.text("PRAGMA foreign_key_check") == "");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
-  kiln_cache* cache = nullptr;
-  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
-  for (const char* name : {"nest_a", "nest_c"}) {
-    kiln_image* img = nullptr;
-    kiln_status st = kiln_image_load(cache, name, "host", &img);
-    INFO(name << ": " << kiln_last_error());
-    REQUIRE(st == KILN_OK);
-    kiln_image_release(img);
-  }
-  kiln_image* img = nullptr;
-  REQUIRE(kiln_library_load(cache, "nest lib\nwith a newline", "host", &img) == KILN_OK);
-  kiln_image_release(img);
-  kiln_cache_close(cache);
   // The memos went: the next run plans and records one, the one after hits.
   CHECK_FALSE(compile_ok(lib, c.path()).memo_hit);
   CHECK(compile_ok(lib, c.path()).memo_hit);
   // gc takes everything, lone roots and their jobs included.
-  c.open();
-  GcOptions all;
-  all.max_size = 0;
-  REQUIRE(c.store->gc(all));
-  c.store.reset();
-  RawDb raw(c.path());
-  for (const char* table : {"jobs", "closures", "member_sets", "names", "libraries",
-                            "library_roots", "images", "artifacts"}) {
-    CAPTURE(table);
-    CHECK(raw.scalar(std::string("SELECT count(*) FROM ") + table) == 0);
-  }
+  loads_then_gc_takes_all(c, library,
+                          {"jobs", "closures", "member_sets", "names", "libraries",
+                           "library_roots", "images", "artifacts"});
 }
 
 TEST_CASE("schema 10: a schema-9 cache's deferred symbols become bytes; every record reads back "
           "identically, verifies, loads and gc's") {
-  TestCache c = empty_cache("kiln-migrate-10");
-  // A deferred chain (sets of 3 and 2 members, references between them) and
-  // a library, whose symbols are deferred ones.
-  compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path());
-  CompileRequest lib = data_request("nested.ll", {"nest_b", "nest_c"});
-  lib.library = "nest lib";
-  compile_ok(lib, c.path());
+  // Deferred references, member sets and a library: deferred symbols in
+  // every table that holds symbols.
+  TestCache c = chain_and_library("kiln-migrate-10", "nest lib");
   c.open();
   std::string before = snapshot(*c.store);
   REQUIRE(before.find("__kiln_deferred_") != std::string::npos);
@@ -1530,28 +1543,11 @@ TEST_CASE("schema 10: a schema-9 cache's deferred symbols become bytes; every re
     CHECK(count_text(raw) == 0);
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
-  kiln_cache* cache = nullptr;
-  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
-  for (const char* name : {"nest_a", "nest_c"}) {
-    kiln_image* img = nullptr;
-    kiln_status st = kiln_image_load(cache, name, "host", &img);
-    INFO(name << ": " << kiln_last_error());
-    REQUIRE(st == KILN_OK);
-    kiln_image_release(img);
-  }
-  kiln_cache_close(cache);
-  // The migrated cache takes the same requests as hits, and gc takes all.
+  // The migrated cache takes the same request as a hit, loads, and gc takes
+  // everything.
   CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
-  c.open();
-  GcOptions all;
-  all.max_size = 0;
-  REQUIRE(c.store->gc(all));
-  c.store.reset();
-  RawDb raw(c.path());
-  for (const char* table : {"jobs", "closures", "member_sets", "job_refs", "names", "images"}) {
-    CAPTURE(table);
-    CHECK(raw.scalar(std::string("SELECT count(*) FROM ") + table) == 0);
-  }
+  loads_then_gc_takes_all(c, "nest lib",
+                          {"jobs", "closures", "member_sets", "job_refs", "names", "images"});
 }
 
 TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last writer to close "

@@ -49,10 +49,10 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
   return kiln::runtime::c_entry("kiln_cache_open", [&]() -> kiln_status {
     if (!out)
       return fail(kiln::make_error(kiln::Code::invalid_argument, "kiln_cache_open: out is NULL"));
+    *out = nullptr;
     if (flags & ~unsigned(KILN_CACHE_READ_ONLY | KILN_CACHE_LOCAL_ONLY))
       return fail(kiln::make_error(kiln::Code::invalid_argument,
                                    "kiln_cache_open: unknown flags " + std::to_string(flags)));
-    *out = nullptr;
     std::string p;
     if (path && *path) {
       p = path;
@@ -91,8 +91,14 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
 int kiln_cache_read_only(kiln_cache* cache) {
   if (!cache)
     return 0;
-  auto store = cache->store();
-  return store && (*store)->records().read_only() ? 1 : 0;
+  // It may open the cache file: nothing it throws (out of memory) crosses
+  // into C.
+  try {
+    auto store = cache->store();
+    return store && (*store)->records().read_only() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
 }
 
 void kiln_cache_close(kiln_cache* cache) { delete cache; }

@@ -44,6 +44,12 @@ struct kiln_cache {
     }
     return storage.get();
   }
+  /// The storage if it is open, else null; read under open_mu, since
+  /// another thread's load may be opening it.
+  kiln::storage::Storage* opened() {
+    std::lock_guard lock(open_mu);
+    return storage.get();
+  }
 
   /// Loads are counted and closures marked used in memory, and written in
   /// one transaction when the handle closes (or every kFlushEvery loads):
@@ -59,7 +65,14 @@ struct kiln_cache {
   void record_load(const kiln::Hash128& closure, bool linked,
                    const kiln::Hash128* image_of = nullptr);
   void flush_usage();
-  ~kiln_cache() { flush_usage(); }
+  /// Usage is advisory: running out of memory while writing it at the
+  /// close loses it, and never takes the process down.
+  ~kiln_cache() {
+    try {
+      flush_usage();
+    } catch (...) {
+    }
+  }
 
   /// The host images it loaded last, loaded again without a read while the
   /// file is unchanged (runtime/warm.h).

@@ -405,7 +405,8 @@ void kiln_cache::flush_usage() {
   }
   std::sort(closures.begin(), closures.end());
   closures.erase(std::unique(closures.begin(), closures.end()), closures.end());
-  if (!storage) {
+  kiln::storage::Storage* st = opened();
+  if (!st) {
     // Every load was served by the published images: noted in the load log,
     // which the cache file takes in later, rather than a transaction here.
     // Not where the handle was opened read-only, as with the file.
@@ -427,9 +428,9 @@ void kiln_cache::flush_usage() {
         (void)(*opened)->records().take_in_loads();
     return;
   }
-  storage->take_remote_counters(counts);
+  st->take_remote_counters(counts);
   if (counts.empty() && closures.empty())
     return;
   // Usage is advisory: a read-only or busy cache loses it, never a load.
-  (void)storage->records().record_usage(closures, int64_t(std::time(nullptr)), counts);
+  (void)st->records().record_usage(closures, int64_t(std::time(nullptr)), counts);
 }

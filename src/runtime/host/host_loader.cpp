@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -41,19 +42,29 @@ private:
   void* handle_;
 };
 
-// The path dlopen is given for memfd `fd`, unique in this process. glibc
-// takes an object whose path it has loaded before for the same object, so
-// "/proc/self/fd/N" alone would alias once fd N is closed and reused. The
-// load number is spelled into the directory part ("/." for a 0 bit,
-// "/fd/.." for a 1 bit: both lead back to /proc/self), so the descriptor can
-// be closed as soon as the object is mapped: no descriptor per image, except
-// the few a handle keeps for its warm images (runtime/warm.h).
-std::string unique_fd_path(int fd) {
+// The path dlopen is given for memfd `fd` (inode `ino`), unique in this
+// process. glibc takes an object whose path it has loaded before for the
+// same object, so "/proc/self/fd/N" alone would alias once fd N is closed
+// and reused. The load number and the memory file's inode are spelled into
+// the directory part ("/." for a 0 bit, "/fd/.." for a 1 bit, "/fd/./.."
+// between the two numbers: each leads back to /proc/self, and no token is
+// the start of another, so the path gives the two numbers back). The
+// descriptor can then be closed as soon as the object is mapped: no
+// descriptor per image, except the few a handle keeps for its warm images
+// (runtime/warm.h). The inode makes the path unique beyond this copy of
+// the loader: another copy in the process (a second libkiln, a static
+// one) counts from 1 too, and was given the object of its own path for a
+// name this copy made; an inode is no other live memory file's while an
+// object maps it.
+std::string unique_fd_path(int fd, uint64_t ino) {
   static std::atomic<uint64_t> loads{0};
   uint64_t n = loads.fetch_add(1) + 1;
   std::string path = "/proc/self";
   for (; n; n >>= 1)
     path += (n & 1) ? "/fd/.." : "/.";
+  path += "/fd/./..";
+  for (; ino; ino >>= 1)
+    path += (ino & 1) ? "/fd/.." : "/.";
   return path + "/fd/" + std::to_string(fd);
 }
 
@@ -88,6 +99,11 @@ Result<std::shared_ptr<HostImageFile>> HostImageFile::make(const std::string& by
   if (fd < 0)
     return make_error(Code::unavailable, "memfd_create failed: " + host_errno_text(errno));
   std::shared_ptr<HostImageFile> file(new HostImageFile(fd, bytes.size(), what));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return make_error(Code::internal,
+                      "cannot stat the memory file of " + what + ": " + host_errno_text(errno));
+  file->ino_ = uint64_t(st.st_ino);
   size_t off = 0;
   while (off < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
@@ -111,7 +127,7 @@ Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRec
                                                           SymbolMap& symbols,
                                                           std::shared_ptr<const OffsetMap>* shared,
                                                           uintptr_t* base) const {
-  std::string path = unique_fd_path(fd_);
+  std::string path = unique_fd_path(fd_, ino_);
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     return make_error(Code::corrupt, "dlopen of " + what_ + " failed: " + host_dl_error());

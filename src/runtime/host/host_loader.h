@@ -69,6 +69,7 @@ private:
   int fd_;
   size_t size_;
   std::string what_;
+  uint64_t ino_ = 0; ///< the memory file's inode, spelled into each load's path
   bool sealed_ = false;
   std::shared_ptr<const OffsetMap> offsets_; ///< null until remember() records them
 };

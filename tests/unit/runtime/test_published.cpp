@@ -16,7 +16,10 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <filesystem>
+#include <link.h>
 #include <fstream>
 #include <sqlite3.h>
 #include <string>
@@ -914,4 +917,151 @@ TEST_CASE("published images: another user's reader of a shared cache loads from 
   REQUIRE(::stat(published.c_str(), &after) == 0);
   CHECK(after.st_ino == before.st_ino);
   CHECK(after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+}
+
+namespace {
+
+// The C API of one copy of libkiln, opened from `path`.
+struct LoaderCopy {
+  void* lib = nullptr;
+  kiln_status (*open)(const char*, kiln_cache**) = nullptr;
+  kiln_status (*load)(kiln_cache*, const char*, const char*, kiln_image**) = nullptr;
+  kiln_status (*lookup)(kiln_image*, const char*, void**) = nullptr;
+  void* (*module)(kiln_image*) = nullptr;
+  void (*close)(kiln_cache*) = nullptr;
+  explicit LoaderCopy(const std::string& path) {
+    lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    INFO(path << ": " << ::dlerror());
+    REQUIRE(lib);
+    open = reinterpret_cast<decltype(open)>(::dlsym(lib, "kiln_cache_open"));
+    load = reinterpret_cast<decltype(load)>(::dlsym(lib, "kiln_image_load"));
+    lookup = reinterpret_cast<decltype(lookup)>(::dlsym(lib, "kiln_image_lookup"));
+    module = reinterpret_cast<decltype(module)>(::dlsym(lib, "kiln_image_module"));
+    close = reinterpret_cast<decltype(close)>(::dlsym(lib, "kiln_cache_close"));
+    REQUIRE((open && load && lookup && module && close));
+  }
+  // chg_parent's image loaded through `cache` and called with 5; the image
+  // stays loaded.
+  int load_and_call(kiln_cache* cache, kiln_image** img) {
+    REQUIRE(load(cache, "chg_parent", "host", img) == KILN_OK);
+    void* fn = nullptr;
+    REQUIRE(lookup(*img, "chg_parent", &fn) == KILN_OK);
+    return reinterpret_cast<IntFn>(fn)(5);
+  }
+};
+
+} // namespace
+
+TEST_CASE("host images: a second copy of the loader in the process never gets the first copy's "
+          "object for an image of its own") {
+  // Two caches whose root `chg_parent` is two different functions (12 and
+  // 210 for 5) under the same deferred symbol (it follows from the entry,
+  // not the body).
+  TestCache v1 = empty_cache("kiln-two-loaders-1");
+  precompile(data_request("change_v1.ll", {"chg_parent"}), v1.path());
+  TestCache v2 = empty_cache("kiln-two-loaders-2");
+  precompile(data_request("change_v2.ll", {"chg_parent"}), v2.path());
+  // Two copies of libkiln (two versions, a vendored one), each counting its
+  // loads from 1.
+  std::string copy = v1.dir.path() + "/libkiln-copy.so";
+  fs::copy_file(KILN_TEST_LOADER_LIBRARY, copy);
+  LoaderCopy a(KILN_TEST_LOADER_LIBRARY), b(copy);
+  kiln_cache* ca = nullptr;
+  REQUIRE(a.open(v1.path().c_str(), &ca) == KILN_OK);
+  kiln_image* ia = nullptr;
+  CHECK(a.load_and_call(ca, &ia) == 12);
+  a.close(ca);
+  // The first copy's object was loaded from the memory file on descriptor
+  // N (the path ends "/fd/N"), closed since with the handle. The second
+  // copy's first load is made to get N too: its path was the same string,
+  // and the C library gave it the first copy's object, chg_parent of v1.
+  link_map* lm = nullptr;
+  REQUIRE(::dlinfo(a.module(ia), RTLD_DI_LINKMAP, &lm) == 0);
+  std::string name = lm->l_name;
+  int n = std::atoi(name.substr(name.rfind('/') + 1).c_str());
+  REQUIRE(n > 2);
+  kiln_cache* cb = nullptr;
+  REQUIRE(b.open(v2.path().c_str(), &cb) == KILN_OK);
+  std::vector<int> fillers;
+  for (;;) {
+    int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    if (fd >= n) {
+      ::close(fd);
+      break;
+    }
+    fillers.push_back(fd);
+  }
+  kiln_image* ib = nullptr;
+  CHECK(b.load_and_call(cb, &ib) == 210);
+  b.close(cb);
+  REQUIRE(::dlinfo(b.module(ib), RTLD_DI_LINKMAP, &lm) == 0);
+  CHECK(std::string(lm->l_name) != name);
+  for (int fd : fillers)
+    ::close(fd);
+  auto release_a = reinterpret_cast<void (*)(kiln_image*)>(::dlsym(a.lib, "kiln_image_release"));
+  auto release_b = reinterpret_cast<void (*)(kiln_image*)>(::dlsym(b.lib, "kiln_image_release"));
+  release_a(ia);
+  release_b(ib);
+}
+
+TEST_CASE("the C API out of memory: closing a handle and asking whether it is read-only end "
+          "cleanly, losing only usage") {
+#if defined(__SANITIZE_ADDRESS__)
+  MESSAGE("AddressSanitizer reserves address space: no limit on it can be set here");
+  return;
+#endif
+  TestCache c = nested_roots("kiln-published-oom");
+  // In a child, whose address space is then capped just above what it
+  // uses and filled: a close used to throw std::bad_alloc out of the
+  // handle's destructor (std::terminate), kiln_cache_read_only through C.
+  for (bool ask_read_only : {true, false}) {
+    CAPTURE(ask_read_only);
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      kiln_cache* cache = nullptr;
+      if (kiln_cache_open(c.path().c_str(), &cache) != KILN_OK)
+        ::_exit(10);
+      for (int i = 0; i < 20; ++i) {
+        kiln_image* img = nullptr;
+        if (kiln_image_load(cache, i % 2 ? "nest_a" : "nest_c", "host", &img) != KILN_OK)
+          ::_exit(11);
+        kiln_image_release(img);
+      }
+      long pages = 0;
+      if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld", &pages) != 1)
+          pages = 0;
+        std::fclose(f);
+      }
+      if (pages <= 0)
+        ::_exit(12);
+      struct rlimit lim {};
+      lim.rlim_cur = lim.rlim_max =
+          rlim_t(pages) * rlim_t(::sysconf(_SC_PAGESIZE)) + (4u << 20);
+      if (::setrlimit(RLIMIT_AS, &lim) != 0)
+        ::_exit(13);
+      // The heap filled, to its last small chunk: each block holds the next.
+      void* head = nullptr;
+      for (size_t size = size_t(1) << 20; size >= 16; size /= 2)
+        for (;;) {
+          void** block = static_cast<void**>(std::malloc(size));
+          if (!block)
+            break;
+          *block = head;
+          head = block;
+        }
+      if (ask_read_only)
+        (void)kiln_cache_read_only(cache);
+      else
+        kiln_cache_close(cache);
+      ::_exit(head ? 0 : 14);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO("status " << status);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
 }

@@ -1,6 +1,7 @@
 #include "runtime/loader.h"
 
 #include "core/check.h"
+#include "core/keys.h"
 #include "core/target.h"
 #include "image/image.h"
 #include "runtime/backends.h"
@@ -285,6 +286,16 @@ Result<std::unique_ptr<kiln_image>> load_image(kiln_cache& cache, std::string_vi
                                             : store.get_job(closure->root_job);
     if (!root)
       return root.error().context("loading '" + std::string(name) + "'");
+    // The CPU and features the check reads are the ones the job's key
+    // names: a damaged row must not weaken the check.
+    KILN_TRY_ASSIGN(Hash128 recomputed, core::job_key_of(*root));
+    if (!(recomputed == root->key))
+      return make_error(Code::corrupt,
+                        "the stored description of job " + root->key.hex() +
+                            " (its target, CPU, features, options or toolchain) gives key " +
+                            recomputed.hex() + ": its row is damaged, and '" +
+                            std::string(name) + "' is not loaded")
+          .with_job(root->key.hex());
     if (Status runs = backend.check_job(*root); !runs) {
       // A name names one closure per target, and "host" is whichever CPU
       // precompiled it last: in a cache shared by machines with other CPUs

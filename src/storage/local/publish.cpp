@@ -6,6 +6,7 @@
 #include "storage/local/store.h"
 
 #include "core/check.h"
+#include "core/keys.h"
 #include "core/target.h"
 
 #include <map>
@@ -89,6 +90,10 @@ Status Store::publish_images() {
         auto root = read_job_row(closure.root_job);
         auto row = find_best_image(n.closure, arch);
         if (!root || !row)
+          continue;
+        // The CPU a load checks is the one the job's key names (a damaged
+        // row's is not published; the load through the file refuses it).
+        if (auto key = core::job_key_of(*root); !key || !(*key == root->key))
           continue;
         auto [image, first] = images.try_emplace(row->rowid);
         if (first)

@@ -125,13 +125,16 @@ std::pair<Hash128, Hash128> built_here_and_elsewhere(TestCache& c, const std::st
     auto obj = c.store->get_artifact(job->key, "obj");
     REQUIRE(obj);
     core::JobRecord other = *job;
-    other.key = hash128("elsewhere " + job->key.hex());
     other.cpu = "othercpu";
     other.features += ",+" + lacking;
+    if (m.job != mine->root_job && changed_child)
+      other.module_hash = hash128("another version of " + job->entry);
+    // Its key, as its precompile there gave it (a load recomputes it).
+    auto key = core::job_key_of(other);
+    REQUIRE(key);
+    other.key = *key;
     if (m.job == mine->root_job)
       theirs.root_job = other.key;
-    else if (changed_child)
-      other.module_hash = hash128("another version of " + job->entry);
     REQUIRE(c.store->put_job(other, {{"obj", *obj}}, {}));
     theirs.members.push_back({m.symbol, other.key, {}});
     members.emplace_back(m.symbol, other.key);

@@ -46,25 +46,25 @@ private:
 // process. glibc takes an object whose path it has loaded before for the
 // same object, so "/proc/self/fd/N" alone would alias once fd N is closed
 // and reused. The load number and the memory file's inode are spelled into
-// the directory part ("/." for a 0 bit, "/fd/.." for a 1 bit, "/fd/./.."
-// between the two numbers: each leads back to /proc/self, and no token is
-// the start of another, so the path gives the two numbers back). The
-// descriptor can then be closed as soon as the object is mapped: no
-// descriptor per image, except the few a handle keeps for its warm images
-// (runtime/warm.h). The inode makes the path unique beyond this copy of
-// the loader: another copy in the process (a second libkiln, a static
-// one) counts from 1 too, and was given the object of its own path for a
-// name this copy made; an inode is no other live memory file's while an
-// object maps it.
+// the directory part, a bit each: "/" (an empty name) for 0, "/." for 1, and
+// "/fd/.." between the two numbers; the kernel walks none of the bits (only
+// the one "fd" lookup between them), and each splits at its slashes, so the
+// path gives the two numbers back. The descriptor can then be closed as
+// soon as the object is mapped: no descriptor per image, except the few a
+// handle keeps for its warm images (runtime/warm.h). The inode makes the
+// path unique beyond this copy of the loader: another copy in the process
+// (a second libkiln, a static one) counts its loads from 1 too, and was
+// given the object of a name this copy had made; an inode is no other live
+// memory file's while an object maps it.
 std::string unique_fd_path(int fd, uint64_t ino) {
   static std::atomic<uint64_t> loads{0};
   uint64_t n = loads.fetch_add(1) + 1;
   std::string path = "/proc/self";
   for (; n; n >>= 1)
-    path += (n & 1) ? "/fd/.." : "/.";
-  path += "/fd/./..";
+    path += (n & 1) ? "/." : "/";
+  path += "/fd/..";
   for (; ino; ino >>= 1)
-    path += (ino & 1) ? "/fd/.." : "/.";
+    path += (ino & 1) ? "/." : "/";
   return path + "/fd/" + std::to_string(fd);
 }
 

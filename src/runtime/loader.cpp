@@ -435,8 +435,8 @@ void kiln_cache::flush_usage() {
         size >= kiln::storage::kLoadLogTakeIn)
       // Not to grow without bound while no writer comes: this process takes
       // the log in, once in some twenty thousand loads.
-      if (auto opened = store())
-        (void)(*opened)->records().take_in_loads();
+      if (auto file = store())
+        (void)(*file)->records().take_in_loads();
     return;
   }
   st->take_remote_counters(counts);

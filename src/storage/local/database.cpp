@@ -816,12 +816,12 @@ void sql_lone_key(sqlite3_context* ctx, int, sqlite3_value** argv) {
 // kiln_pack_symbol(text), for migration 10: a deferred symbol as the 16
 // bytes of its digits (core::pack_deferred_symbol); any other value as it is.
 void sql_pack_symbol(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  const unsigned char* text = sqlite3_value_text(argv[0]);
-  std::string packed =
-      text && sqlite3_value_type(argv[0]) == SQLITE_TEXT
-          ? core::pack_deferred_symbol(std::string_view(reinterpret_cast<const char*>(text),
-                                                        size_t(sqlite3_value_bytes(argv[0]))))
-          : std::string();
+  // The type first: reading the text may convert the value.
+  std::string packed;
+  if (sqlite3_value_type(argv[0]) == SQLITE_TEXT)
+    if (const unsigned char* text = sqlite3_value_text(argv[0]))
+      packed = core::pack_deferred_symbol(std::string_view(
+          reinterpret_cast<const char*>(text), size_t(sqlite3_value_bytes(argv[0]))));
   if (packed.empty())
     sqlite3_result_value(ctx, argv[0]);
   else

@@ -1050,11 +1050,20 @@ std::vector<LoadNote> take_load_log(const std::string& cache_path) {
   if (trusted && uint64_t(st.st_size) <= kMaxLogBytes) {
     std::string bytes(size_t(st.st_size), '\0');
     if (pread_all(fd, bytes.data(), bytes.size(), 0))
-      for (size_t at = 0; at + kNoteBytes <= bytes.size(); at += kNoteBytes) {
+      // A record that is not sound (a write torn by a crash or a full
+      // disk) is passed over to the next magic, where the records after it
+      // start again.
+      for (size_t at = 0; at + kNoteBytes <= bytes.size();) {
         const char* p = bytes.data() + at;
         std::string_view rec(p + 8, kNoteBytes - 8);
-        if (std::memcmp(p, kNoteMagic, 4) != 0 || get_u32(p + 4) != uint32_t(hash64(rec)))
+        if (std::memcmp(p, kNoteMagic, 4) != 0 || get_u32(p + 4) != uint32_t(hash64(rec))) {
+          const void* next = ::memmem(p + 1, bytes.size() - at - 1, kNoteMagic, 4);
+          if (!next)
+            break;
+          at = size_t(static_cast<const char*>(next) - bytes.data());
           continue;
+        }
+        at += kNoteBytes;
         LoadNote n;
         n.closure.lo = get_u64(p + 8);
         n.closure.hi = get_u64(p + 16);

@@ -674,6 +674,19 @@ TEST_CASE("published images: the load log takes only well-formed records of this
   CHECK(notes[1].when == 60);
   CHECK(!fs::exists(log));
   CHECK(storage::take_load_log(c.path()).empty());
+  // A record torn in the middle of the log (a crash, a full disk): the
+  // records after it are found again at their magic.
+  REQUIRE(storage::append_load_log(c.path(), 0600, {{k, 10, 1, 1}}));
+  {
+    std::ofstream out(log, std::ios::binary | std::ios::app);
+    out << std::string("KLOD\x01\x02", 6) << std::string(17, 'y');
+  }
+  REQUIRE(storage::append_load_log(c.path(), 0600, {{k, 20, 1, 1}, {k, 30, 1, 1}}));
+  notes = storage::take_load_log(c.path());
+  REQUIRE(notes.size() == 3);
+  CHECK(notes[0].when == 10);
+  CHECK(notes[1].when == 20);
+  CHECK(notes[2].when == 30);
   // A log grown past kLoadLogTakeIn (no writer came for some twenty thousand
   // loads) is taken in by the loading process that grows it.
   std::vector<storage::LoadNote> many(size_t(storage::kLoadLogTakeIn / 48), {k, 80, 1, 1});

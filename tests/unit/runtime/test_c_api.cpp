@@ -52,6 +52,12 @@ TEST_CASE("c_api: NULL arguments are invalid_argument and say which call") {
   CHECK(kiln_cache_open(c.path().c_str(), nullptr) == KILN_INVALID_ARGUMENT);
   CHECK(contains(last_error(), "kiln_cache_open"));
   CHECK(contains(last_error(), "NULL"));
+  // Flags it does not know are refused, and the handle out is cleared, as
+  // at every other failure.
+  kiln_cache* refused = reinterpret_cast<kiln_cache*>(0x1);
+  CHECK(kiln_cache_open_flags(c.path().c_str(), 0x80, &refused) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "unknown flags"));
+  CHECK(refused == nullptr);
 
   kiln_image* img = reinterpret_cast<kiln_image*>(0x1);
   CHECK(kiln_image_load(nullptr, "nest_a", "host", &img) == KILN_INVALID_ARGUMENT);

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -214,6 +215,13 @@ std::string what_it_said(const std::string& tail) {
 }
 
 enum class Io { ok, closed, timed_out, bad_frame };
+
+// "0.5 s", "60 s": a limit, for messages.
+std::string seconds_text(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", double(ms.count()) / 1000);
+  return buf;
+}
 
 // How a worker taken out of the pool ended, and what it printed.
 struct Ending {
@@ -821,10 +829,12 @@ namespace {
 // force, and the worker's decoded response. A worker that dies or breaks the
 // protocol is an internal error saying that `what` crashed (or failed), with
 // the end of what it printed, and `*died` (where given) is set; the caller
-// adds where.
+// adds where. A worker that has not answered by `deadline` (where given) is
+// killed, and `*died` is set too.
 Result<Result<std::vector<CompiledArtifact>>>
 exchange(const std::function<std::string(const worker::Toolchain&)>& make, const char* what,
-         std::vector<std::string>* warnings, bool* died = nullptr) {
+         std::vector<std::string>* warnings, bool* died = nullptr,
+         std::optional<std::chrono::milliseconds> limit = std::nullopt) {
   Pool& pool = the_pool();
   worker::Toolchain toolchain = toolchain_settings();
   auto acquired = pool.acquire();
@@ -846,7 +856,10 @@ exchange(const std::function<std::string(const worker::Toolchain&)>& make, const
   Io io;
   {
     std::string request = make(toolchain);
-    io = transfer(*w, &request, &reply, std::nullopt);
+    std::optional<Clock::time_point> deadline;
+    if (limit)
+      deadline = Clock::now() + *limit;
+    io = transfer(*w, &request, &reply, deadline);
   }
   if (io != Io::ok) {
     pid_t pid = (*w).pid;
@@ -857,6 +870,10 @@ exchange(const std::function<std::string(const worker::Toolchain&)>& make, const
       return make_error(Code::internal, "the code generation worker (pid " +
                                             std::to_string(pid) +
                                             ") broke the protocol and was killed");
+    if (io == Io::timed_out)
+      return make_error(Code::internal,
+                        std::string(what) + " did not finish within " + seconds_text(*limit) +
+                            ": its worker process (pid " + std::to_string(pid) + ") was killed");
     return make_error(Code::internal,
                       std::string(what) + " crashed: its worker process (pid " +
                           std::to_string(pid) + ") " + end.how +
@@ -924,6 +941,25 @@ Result<std::string> nvlink_isolated(const std::vector<link::NvInput>& inputs,
   return std::move((**result)[0].bytes);
 }
 
+namespace {
+
+// How long LLVM's bitcode reader may take over `size` bytes
+// (KILN_BITCODE_READ_TIMEOUT, in seconds, replaces it).
+std::chrono::milliseconds bitcode_read_limit(size_t size) {
+  if (const char* v = std::getenv("KILN_BITCODE_READ_TIMEOUT"); v && *v) {
+    char* end = nullptr;
+    double s = std::strtod(v, &end);
+    if (end && *end == '\0' && s > 0 && s < 1e6)
+      return std::chrono::milliseconds(std::max<long long>(1, (long long)(s * 1000)));
+  }
+  // Real bitcode reads at well over 10 MiB/s, and a front end's module is a
+  // few MiB at most: the limit is for a stream that sends the reader round
+  // in circles, not for a large module.
+  return std::chrono::seconds(60) + std::chrono::milliseconds(size / 10000);
+}
+
+} // namespace
+
 Status check_bitcode_isolated(const std::string& name, const std::string& bytes) {
   if (!codegen_isolation_enabled())
     return Status::ok();
@@ -932,7 +968,7 @@ Status check_bitcode_isolated(const std::string& name, const std::string& bytes)
       [&](const worker::Toolchain& toolchain) {
         return worker::encode_read_request(name, bytes, toolchain);
       },
-      "LLVM's bitcode reader", nullptr, &died);
+      "LLVM's bitcode reader", nullptr, &died, bitcode_read_limit(bytes.size()));
   if (!result) {
     Error e = std::move(result.error());
     // The input, not Kiln, is at fault when the reader dies on it.

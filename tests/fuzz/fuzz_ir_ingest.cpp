@@ -5,7 +5,8 @@
 // Bitcode that passes ingest's own checks is read first by LLVM's bitcode
 // reader in a child, as the driver has a worker read it
 // (codegen::check_bitcode_isolated): the reader crashes on some hostile
-// streams, and those the driver refuses before this process reads them. What
+// streams, or does not finish reading them, and those the driver refuses
+// before this process reads them. What
 // is fuzzed here is Kiln's side: its checks, and ingest on bitcode that the
 // reader survives.
 #include "ir/unit.h"
@@ -15,6 +16,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
 
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,12 +25,16 @@
 
 namespace {
 
-// Whether LLVM's reader survives the bytes, read in a child.
+// Whether LLVM's reader survives the bytes, read in a child within 6 s
+// (under a third of libFuzzer's -timeout): the driver gives its reader a
+// limit too, and refuses an input it does not finish reading.
 bool reader_survives(const std::string& bytes) {
   pid_t pid = ::fork();
   if (pid < 0)
     return false;
   if (pid == 0) {
+    ::signal(SIGALRM, SIG_DFL); // libFuzzer's handler, inherited, would let it run on
+    ::alarm(6);
     llvm::LLVMContext ctx;
     auto m = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bytes, "fuzz.bc"), ctx);
     if (!m)

@@ -153,6 +153,44 @@ TEST_CASE("truncated bitcode is an input error, whole bitcode is accepted") {
                  {"truncated bitcode", {}, {"cut.bc"}});
 }
 
+TEST_CASE("bitcode that LLVM's reader does not finish reading within its limit is an input "
+          "error, and the cache is untouched") {
+  // A stream that sends the reader round in circles never ends a precompile:
+  // the worker reading it is killed at the limit (KILN_BITCODE_READ_TIMEOUT
+  // shortens it here, so that well-formed bitcode of 10,000 functions stands
+  // for such a stream).
+  const fs::path as = llvm_as();
+  if (as.empty()) {
+    MESSAGE("skipped: llvm-as not found (KILN_LLVM_AS)");
+    return;
+  }
+  TempDir scratch;
+  const fs::path ll = scratch.path() / "many.ll", bc = scratch.path() / "many.bc";
+  {
+    std::ofstream f(ll);
+    for (int i = 0; i < 10000; ++i)
+      f << "define i32 @many_" << i << "(i32 %x) {\n  %y = mul i32 %x, " << i
+        << "\n  %z = add i32 %y, 7\n  ret i32 %z\n}\n";
+  }
+  RunResult assembled = run({as.string(), ll.string(), "-o", bc.string()});
+  INFO(describe(assembled));
+  REQUIRE(assembled.exit_code == 0);
+  Cache cache;
+  precompile_ok(cache, {"--entry", "dia_root", data("diamond.ll")});
+  const std::string before = ls_json(cache);
+  RunResult r = run({"/usr/bin/env", "KILN_BITCODE_READ_TIMEOUT=0.001", precompile_bin().string(),
+                     "--cache", cache.db().string(), "--json", "--entry", "many_1",
+                     bc.string()});
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("LLVM's bitcode reader did not finish within 0.001 s") != std::string::npos);
+  CHECK(r.err.find("many.bc") != std::string::npos);
+  CHECK(ls_json(cache) == before);
+  // Within the default limit, the same file precompiles.
+  json j = precompile_ok(cache, {"--entry", "many_1", bc.string()});
+  CHECK(j["jobs"].size() == 1);
+}
+
 TEST_CASE("bad input leaves an existing cache exactly as it was") {
   Cache cache;
   precompile_ok(cache, {"--entry", "dia_root", data("diamond.ll")});

@@ -27,7 +27,8 @@ std::vector<Blob> blobs(Db& db) {
   std::vector<Blob> out;
   for (auto& r : db.rows("SELECT lower(hex(job_key)), format, rowid FROM artifacts"))
     out.push_back({"artifacts", r[0], r[1], r[2]});
-  for (auto& r : db.rows("SELECT lower(hex(closure_key)), arch, rowid FROM images"))
+  for (auto& r : db.rows("SELECT lower(hex(i.closure_key)), l.arch, i.rowid FROM images i JOIN "
+                         "image_links l ON l.id = i.link"))
     out.push_back({"images", r[0], r[1], r[2]});
   return out;
 }

@@ -278,16 +278,16 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
   // that shrinks keeps its page, and these shrink to a fraction.
   return transaction([&]() -> Status {
     KILN_TRY_ASSIGN(auto sel,
-                    image ? prepare("SELECT rowid, raw_size, checksum, data, closure_key, arch, "
-                                    "linker, created_at FROM images WHERE format = ?1 AND "
+                    image ? prepare("SELECT rowid, raw_size, checksum, data, closure_key, link, "
+                                    "created_at FROM images WHERE format = ?1 AND "
                                     "dict_id IS NULL ORDER BY rowid LIMIT ?2")
                           : prepare("SELECT rowid, raw_size, checksum, data, job_key FROM "
                                     "artifacts WHERE format = ?1 AND dict_id IS NULL ORDER BY "
                                     "rowid LIMIT ?2"));
     struct Row {
       int64_t rowid, raw_size, checksum;
-      std::string data, key, arch, linker;
-      int64_t created_at = 0;
+      std::string data, key;
+      int64_t link = 0, created_at = 0;
     };
     std::vector<Row> rows;
     CompressContext cctx = compress_context();
@@ -297,9 +297,8 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
       while (budget > 0 && b.step() == SQLITE_ROW) {
         Row r{b.col_i64(0), b.col_i64(1), b.col_i64(2), b.col_blob(3), b.col_blob(4), {}, {}};
         if (image) {
-          r.arch = b.col_text(5);
-          r.linker = b.col_text(6);
-          r.created_at = b.col_i64(7);
+          r.link = b.col_i64(5);
+          r.created_at = b.col_i64(6);
         }
         budget -= std::max<int64_t>(r.raw_size, 1);
         if (r.raw_size < 0)
@@ -323,9 +322,9 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
         return db_error("cannot recompress a blob of " + kind);
     }
     KILN_TRY_ASSIGN(auto ins,
-                    image ? prepare("INSERT INTO images(rowid, closure_key, arch, linker, format, "
+                    image ? prepare("INSERT INTO images(rowid, closure_key, link, format, "
                                     "raw_size, checksum, data, created_at, dict_id) VALUES (?1, "
-                                    "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
+                                    "?2, ?3, ?5, ?6, ?7, ?8, ?9, ?10)")
                           : prepare("INSERT INTO artifacts(rowid, job_key, format, raw_size, "
                                     "checksum, data, dict_id) VALUES (?1, ?2, ?5, ?6, ?7, ?8, "
                                     "?10)"));
@@ -334,7 +333,7 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
       b.i64(1, r.rowid).blob(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
       b.blob(8, r.data).i64(10, dict->id);
       if (image)
-        b.text(3, r.arch).text(4, r.linker).i64(9, r.created_at);
+        b.i64(3, r.link).i64(9, r.created_at);
       if (b.step() != SQLITE_DONE)
         return db_error("cannot recompress a blob of " + kind);
     }
@@ -352,7 +351,8 @@ Result<std::shared_ptr<const Dictionary>> Store::train_dictionary(bool image,
   KILN_TRY(read_transaction([&]() -> Status {
     KILN_TRY_ASSIGN(auto s, image ? prepare("SELECT raw_size, checksum, data FROM images WHERE "
                                             "format = ?1 AND dict_id IS NULL AND raw_size <= ?2 "
-                                            "ORDER BY closure_key, arch, linker LIMIT ?3")
+                                            "ORDER BY closure_key, " KILN_ARCH_OF("images")
+                                            ", " KILN_LINKER_OF("images") " LIMIT ?3")
                                   : prepare("SELECT raw_size, checksum, data FROM artifacts WHERE "
                                             "format = ?1 AND dict_id IS NULL AND raw_size <= ?2 "
                                             "ORDER BY job_key LIMIT ?3"));

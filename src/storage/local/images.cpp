@@ -8,16 +8,39 @@
 
 namespace kiln::storage {
 
+Result<int64_t> Store::image_link_id(const std::string& arch, const std::string& linker) {
+  // A few rows (one per arch and linker): no index needed. Writers are
+  // serialised, so two cannot insert the same pair.
+  KILN_TRY_ASSIGN(auto find, prepare("SELECT id FROM image_links WHERE arch = ?1 AND linker = ?2 "
+                                     "ORDER BY id LIMIT 1"));
+  {
+    Bound b(find);
+    b.text(1, arch).text(2, linker);
+    int rc = b.step();
+    if (rc == SQLITE_ROW)
+      return b.col_i64(0);
+    if (rc != SQLITE_DONE)
+      return db_error("cannot look up the image link " + arch + " (" + linker + ")");
+  }
+  KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO image_links(arch, linker) VALUES (?1, ?2)"));
+  Bound b(ins);
+  b.text(1, arch).text(2, linker);
+  if (b.step() != SQLITE_DONE)
+    return db_error("cannot record the image link " + arch + " (" + linker + ")");
+  return int64_t(sqlite3_last_insert_rowid(db_->handle()));
+}
+
 Status Store::insert_image_row(const ImageRecord& image, const Packed& packed) {
+  const ImageKey &key = image.key;
+  KILN_TRY_ASSIGN(int64_t link, image_link_id(key.arch, key.linker));
   // Replace, not ignore: a stored image that failed its checks is relinked
   // and must be overwritten (same key, so otherwise the same bytes).
   KILN_TRY_ASSIGN(
-      auto s, prepare("INSERT OR REPLACE INTO images(closure_key, arch, linker, format, raw_size, "
-                      "checksum, data, created_at, dict_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                      "?8, ?9)"));
-  const ImageKey &key = image.key;
+      auto s, prepare("INSERT OR REPLACE INTO images(closure_key, link, format, raw_size, "
+                      "checksum, data, created_at, dict_id) VALUES (?1, ?2, ?4, ?5, ?6, ?7, ?8, "
+                      "?9)"));
   Bound b(s);
-  b.key(1, key.closure).text(2, key.arch).text(3, key.linker).text(4, image.format);
+  b.key(1, key.closure).i64(2, link).text(4, image.format);
   b.i64(5, int64_t(image.bytes.size())).i64(6, checksum_of(image.bytes)).blob(7, packed.data);
   b.i64(8, now_seconds()).dict(9, packed.dict);
   if (b.step() != SQLITE_DONE)
@@ -51,7 +74,8 @@ Result<std::string> Store::get_image(const ImageKey& key) {
     return std::move(*mem);
   KILN_TRY_ASSIGN(auto s,
                   prepare("SELECT raw_size, checksum, data, dict_id FROM images WHERE "
-                          KILN_IMAGE_SERVES("?1") " AND arch = ?2 AND linker = ?3 ORDER BY "
+                          KILN_IMAGE_SERVES("?1") " AND link IN (SELECT id FROM image_links "
+                          "WHERE arch = ?2 AND linker = ?3) ORDER BY "
                           KILN_OWN_IMAGE_FIRST("?1") " LIMIT 1"));
   Bound b(s);
   b.key(1, key.closure).text(2, key.arch).text(3, key.linker);
@@ -107,8 +131,9 @@ Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std
     return Status::ok();
   };
   {
-    KILN_TRY_ASSIGN(auto own, prepare("SELECT rowid, created_at, linker, closure_key FROM images "
-                                      "WHERE closure_key = ?1 AND arch = ?2"));
+    KILN_TRY_ASSIGN(auto own, prepare("SELECT i.rowid, i.created_at, " KILN_LINKER_OF("i") ", "
+                                      "i.closure_key FROM images i WHERE i.closure_key = ?1 AND "
+                                      "i.link IN (SELECT id FROM image_links WHERE arch = ?2)"));
     Bound b(own);
     b.key(1, closure).text(2, arch);
     KILN_TRY(scan(b, "images"));
@@ -117,9 +142,10 @@ Result<Store::ImageRow> Store::find_best_image(const Hash128& closure, const std
     // The image one of its member set's other closures has (a deferred
     // cycle's roots share one). A lone root has no set, and no sibling.
     KILN_TRY_ASSIGN(auto served,
-                    prepare("SELECT i.rowid, i.created_at, i.linker, i.closure_key FROM closures c "
-                            "JOIN closures s ON s.member_set = c.member_set "
-                            "JOIN images i ON i.closure_key = s.key AND i.arch = ?2 "
+                    prepare("SELECT i.rowid, i.created_at, " KILN_LINKER_OF("i") ", i.closure_key "
+                            "FROM closures c JOIN closures s ON s.member_set = c.member_set "
+                            "JOIN images i ON i.closure_key = s.key AND i.link IN (SELECT id "
+                            "FROM image_links WHERE arch = ?2) "
                             "WHERE c.key = ?1 AND c.member_set IS NOT NULL"));
     Bound b(served);
     b.key(1, closure).text(2, arch);
@@ -174,10 +200,11 @@ Status Store::scan_library_images(
     symbol = b.col_symbol(2);
   }
   KILN_TRY_ASSIGN(auto libs,
-                  prepare("SELECT i.rowid, i.created_at, i.linker, s.key, s.member_set FROM "
-                          "member_sets lm JOIN closures s ON s.member_set = lm.set_key AND "
-                          "s.key != ?3 JOIN libraries l ON l.closure_key = s.key JOIN images i ON "
-                          "i.closure_key = s.key AND i.arch = ?4 WHERE lm.job_key = ?1 AND "
+                  prepare("SELECT i.rowid, i.created_at, " KILN_LINKER_OF("i") ", s.key, "
+                          "s.member_set FROM member_sets lm JOIN closures s ON s.member_set = "
+                          "lm.set_key AND s.key != ?3 JOIN libraries l ON l.closure_key = s.key "
+                          "JOIN images i ON i.closure_key = s.key AND i.link IN (SELECT id FROM "
+                          "image_links WHERE arch = ?4) WHERE lm.job_key = ?1 AND "
                           "lm.symbol = ?2"));
   KILN_TRY_ASSIGN(auto missing,
                   prepare("SELECT 1 FROM member_sets a WHERE a.set_key = ?1 AND NOT EXISTS "

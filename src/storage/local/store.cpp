@@ -87,8 +87,9 @@ Result<std::vector<ImageRecord>> Store::images_of(const Hash128& closure) {
   // Its own images, else those of closures sharing its members (one per
   // architecture and linker), each under this closure's key.
   KILN_TRY_ASSIGN(auto s,
-                  prepare("SELECT arch, linker, format, raw_size, checksum, data, dict_id FROM "
-                          "images WHERE " KILN_IMAGE_SERVES("?1") " ORDER BY arch, linker, "
+                  prepare("SELECT l.arch, l.linker, i.format, i.raw_size, i.checksum, i.data, "
+                          "i.dict_id FROM images i JOIN image_links l ON l.id = i.link WHERE "
+                          KILN_IMAGE_SERVES("?1") " ORDER BY l.arch, l.linker, "
                           KILN_OWN_IMAGE_FIRST("?1")));
   Bound b(s);
   b.key(1, closure);

@@ -254,6 +254,8 @@ private:
   /// get_library under the caller's lock and transaction.
   Result<LibraryRecord> read_library(const std::string& name, const std::string& target);
   Status insert_image_row(const ImageRecord& image, const Packed& packed);
+  /// The image_links row of `arch` and `linker`, added if there is none.
+  Result<int64_t> image_link_id(const std::string& arch, const std::string& linker);
   // --- the database part and the codec, under the lock -----------------------
   Result<sqlite3_stmt*> prepare(const char* sql) { return db_->prepare(sql); }
   Status exec(const char* sql) { return db_->exec(sql); }

@@ -47,8 +47,9 @@ Status Store::check_rows(std::vector<Problem>& out) {
   KILN_TRY(blobs("SELECT " KILN_HEX("job_key") ", format, raw_size, checksum, data, dict_id "
                  "FROM artifacts ORDER BY job_key, format",
                  "artifact", false));
-  KILN_TRY(blobs("SELECT " KILN_HEX("closure_key") ", arch || ' (' || linker || ')', raw_size, "
-                 "checksum, data, dict_id FROM images ORDER BY closure_key, arch",
+  KILN_TRY(blobs("SELECT " KILN_HEX("i.closure_key") ", coalesce(l.arch || ' (' || l.linker || "
+                 "')', 'link ' || i.link), i.raw_size, i.checksum, i.data, i.dict_id FROM images "
+                 "i LEFT JOIN image_links l ON l.id = i.link ORDER BY i.closure_key, l.arch",
                  "image", true));
 
   struct Check {

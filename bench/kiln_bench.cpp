@@ -565,8 +565,8 @@ int cmd_stats(const Args& a) {
       sqlite3_stmt* q = nullptr;
       const char* sql =
           "SELECT 0, lower(hex(job_key)), format, length(data), dict_id IS NOT NULL FROM "
-          "artifacts UNION ALL SELECT 1, lower(hex(closure_key)), arch, length(data), dict_id IS "
-          "NOT NULL FROM images";
+          "artifacts UNION ALL SELECT 1, lower(hex(i.closure_key)), l.arch, length(i.data), "
+          "i.dict_id IS NOT NULL FROM images i JOIN image_links l ON l.id = i.link";
       if (sqlite3_prepare_v2(h, sql, -1, &q, nullptr) == SQLITE_OK) {
         while (sqlite3_step(q) == SQLITE_ROW) {
           std::string key = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));

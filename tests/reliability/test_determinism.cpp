@@ -53,8 +53,8 @@ std::map<std::string, std::string> contents(const fs::path& db_path) {
   std::map<std::string, std::string> out;
   for (auto& r : db.rows("SELECT lower(hex(job_key)), format, raw_size, checksum, data FROM artifacts"))
     out["artifact " + r[0] + " " + r[1]] = r[2] + " " + r[3] + " " + r[4];
-  for (auto& r : db.rows("SELECT lower(hex(closure_key)), arch, linker, raw_size, checksum, data "
-                         "FROM images"))
+  for (auto& r : db.rows("SELECT lower(hex(i.closure_key)), l.arch, l.linker, i.raw_size, "
+                         "i.checksum, i.data FROM images i JOIN image_links l ON l.id = i.link"))
     out["image " + r[0] + " " + r[1] + " " + r[2]] = r[3] + " " + r[4] + " " + r[5];
   return out;
 }

@@ -22,7 +22,13 @@ Result<int64_t> Store::image_link_id(const std::string& arch, const std::string&
     if (rc != SQLITE_DONE)
       return db_error("cannot look up the image link " + arch + " (" + linker + ")");
   }
-  KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO image_links(arch, linker) VALUES (?1, ?2)"));
+  // Never an id an image row still names (its link row lost to damage):
+  // that image would take this arch and linker for its own. A full read of
+  // the images' rows, once per new arch or linker.
+  KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO image_links(id, arch, linker) VALUES "
+                                    "(coalesce((SELECT max(m) FROM (SELECT max(id) AS m FROM "
+                                    "image_links UNION ALL SELECT max(link) FROM images)), 0) + 1, "
+                                    "?1, ?2)"));
   Bound b(ins);
   b.text(1, arch).text(2, linker);
   if (b.step() != SQLITE_DONE)

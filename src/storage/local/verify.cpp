@@ -95,6 +95,9 @@ Status Store::check_rows(std::vector<Problem>& out) {
       {"SELECT " KILN_HEX("j.key") ", j.target_id FROM jobs j WHERE NOT EXISTS "
        "(SELECT 1 FROM targets t WHERE t.id = j.target_id)",
        "job", "target description missing: "},
+      {"SELECT " KILN_HEX("i.closure_key") ", i.link FROM images i WHERE NOT EXISTS "
+       "(SELECT 1 FROM image_links l WHERE l.id = i.link)",
+       "image", "arch and linker missing (image_links): "},
       {"SELECT n.name || ' (' || n.target || ')', " KILN_HEX("n.closure_key") " FROM names n "
        "WHERE NOT EXISTS (SELECT 1 FROM closures c WHERE c.key = n.closure_key)",
        "name", "names a missing closure: "},

@@ -1621,6 +1621,47 @@ TEST_CASE("schema 11: a schema-10 cache's images name their arch and linker by l
                           {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
 }
 
+TEST_CASE("an image whose arch and linker are missing is reported by verify and never found") {
+  TestCache c = chain_and_library("kiln-links", "nest lib");
+  c.open();
+  auto closures = c.store->list_closures();
+  REQUIRE(closures);
+  REQUIRE(!closures->empty());
+  auto images = c.store->images_of(closures->front().key);
+  REQUIRE(images);
+  REQUIRE(!images->empty());
+  const ImageKey key = images->front().key;
+  c.store.reset();
+  {
+    RawDb raw(c.path());
+    raw.must("PRAGMA foreign_keys = OFF");
+    raw.must("DELETE FROM image_links");
+  }
+  c.open();
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  bool reported = false;
+  for (const Problem& p : *problems)
+    reported |= p.message.find("arch and linker missing (image_links)") != std::string::npos;
+  CHECK(reported);
+  auto got = c.store->get_image(key);
+  REQUIRE(!got);
+  CHECK(got.error().code == Code::not_found);
+  // A new link never takes the id the orphaned rows name, which would give
+  // them its arch and linker: the new image is stored beside them, and found.
+  const ImageKey other{key.closure, "sm_90", key.linker};
+  REQUIRE(c.store->put_image(other, "cubin", "not this closure's host image"));
+  CHECK(!c.store->get_image(key));
+  REQUIRE(c.store->put_image(key, "so", images->front().bytes));
+  auto again = c.store->get_image(key);
+  REQUIRE(again);
+  CHECK(*again == images->front().bytes);
+  c.store.reset();
+  RawDb raw(c.path());
+  CHECK(raw.scalar("SELECT count(*) FROM images WHERE link NOT IN (SELECT id FROM image_links)") >
+        0);
+}
+
 TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last writer to close "
           "leaves no -wal or -shm") {
   TempDir dir = temp_dir("kiln-quiet");

@@ -273,14 +273,17 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
   if (budget <= 0)
     return Status::ok();
   // Recompress plain blobs with the dictionary: the raw bytes, checksum and
-  // rowid stay; a damaged blob is left as it is, for verify to report. The
+  // rowid stay; a damaged blob is left as it is, for verify to report (so is
+  // an image whose link row is lost: inserted again, it would fail its
+  // foreign key, and with it every compaction). The
   // rows are deleted and inserted again rather than updated in place: a row
   // that shrinks keeps its page, and these shrink to a fraction.
   return transaction([&]() -> Status {
     KILN_TRY_ASSIGN(auto sel,
                     image ? prepare("SELECT rowid, raw_size, checksum, data, closure_key, link, "
                                     "created_at FROM images WHERE format = ?1 AND "
-                                    "dict_id IS NULL ORDER BY rowid LIMIT ?2")
+                                    "dict_id IS NULL AND link IN (SELECT id FROM image_links) "
+                                    "ORDER BY rowid LIMIT ?2")
                           : prepare("SELECT rowid, raw_size, checksum, data, job_key FROM "
                                     "artifacts WHERE format = ?1 AND dict_id IS NULL ORDER BY "
                                     "rowid LIMIT ?2"));

@@ -9,31 +9,30 @@
 namespace kiln::storage {
 
 Result<int64_t> Store::image_link_id(const std::string& arch, const std::string& linker) {
-  // A few rows (one per arch and linker): no index needed. Writers are
-  // serialised, so two cannot insert the same pair.
+  // A few rows (one per arch and linker): no index needed. The row is added
+  // by one statement that first asks whether it is there, so that two
+  // writers (two processes relinking after a toolchain update) cannot both
+  // add it: the statement runs under the write lock. An id is never one an
+  // image row still names (its link row lost to damage), which would give
+  // that image this arch and linker; that takes a read of the images' rows,
+  // once per new arch or linker.
+  KILN_TRY_ASSIGN(auto add, prepare("INSERT INTO image_links(id, arch, linker) SELECT "
+                                    "coalesce((SELECT max(m) FROM (SELECT max(id) AS m FROM "
+                                    "image_links UNION ALL SELECT max(link) FROM images)), 0) + 1, "
+                                    "?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM image_links WHERE "
+                                    "arch = ?1 AND linker = ?2)"));
   KILN_TRY_ASSIGN(auto find, prepare("SELECT id FROM image_links WHERE arch = ?1 AND linker = ?2 "
                                      "ORDER BY id LIMIT 1"));
-  {
-    Bound b(find);
+  for (sqlite3_stmt* s : {find, add, find}) {
+    Bound b(s);
     b.text(1, arch).text(2, linker);
     int rc = b.step();
     if (rc == SQLITE_ROW)
       return b.col_i64(0);
     if (rc != SQLITE_DONE)
-      return db_error("cannot look up the image link " + arch + " (" + linker + ")");
+      return db_error("cannot record the image link " + arch + " (" + linker + ")");
   }
-  // Never an id an image row still names (its link row lost to damage):
-  // that image would take this arch and linker for its own. A full read of
-  // the images' rows, once per new arch or linker.
-  KILN_TRY_ASSIGN(auto ins, prepare("INSERT INTO image_links(id, arch, linker) VALUES "
-                                    "(coalesce((SELECT max(m) FROM (SELECT max(id) AS m FROM "
-                                    "image_links UNION ALL SELECT max(link) FROM images)), 0) + 1, "
-                                    "?1, ?2)"));
-  Bound b(ins);
-  b.text(1, arch).text(2, linker);
-  if (b.step() != SQLITE_DONE)
-    return db_error("cannot record the image link " + arch + " (" + linker + ")");
-  return int64_t(sqlite3_last_insert_rowid(db_->handle()));
+  return make_error(Code::internal, "the image link " + arch + " (" + linker + ") was not added");
 }
 
 Status Store::insert_image_row(const ImageRecord& image, const Packed& packed) {

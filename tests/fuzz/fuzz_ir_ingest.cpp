@@ -6,9 +6,8 @@
 // reader in a child, as the driver has a worker read it
 // (codegen::check_bitcode_isolated): the reader crashes on some hostile
 // streams, or does not finish reading them, and those the driver refuses
-// before this process reads them. What
-// is fuzzed here is Kiln's side: its checks, and ingest on bitcode that the
-// reader survives.
+// before this process reads them. What is fuzzed here is Kiln's side: its
+// checks, and ingest on bitcode that the reader survives.
 #include "ir/unit.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>

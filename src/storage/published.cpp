@@ -16,20 +16,20 @@
 //   table (counts and lengths LEB128, strings a length and the bytes):
 //     the CPUs (count; root job target, cpu and features each: the
 //     kilobyte of features is shared by the roots built for one CPU); the
-//     member sets (count; each a count of (symbol, job key, entry), a
-//     deferred symbol as 0 and its digits' 16 bytes, any other as 1 and the
-//     text: the roots of one deferred cycle share one, as in the cache
-//     file); the images (count; each its size packed and loaded and its
+//     member sets (count; each a count of (symbol, entry), a deferred
+//     symbol as 0 and its digits' 16 bytes, any other as 1 and the text:
+//     the roots of one deferred cycle share one, as in the cache file; a
+//     load reads no job key, so none is stored); the images (count; each its size packed and loaded and its
 //     XXH3-64 as loaded, lying one after another from the dictionary's end
 //     to the table); then one record per root, sorted by (name, target),
 //     then one per kernel library, so sorted too (kLibrary set): name,
-//     target, closure key, flags (kSameTarget, kOwnImage, kRootMember,
-//     kLibrary, kAllTargets), the closure's target unless the name's, its member
-//     set, its root job (the index of the member that is it, or its key),
+//     target, closure key, flags (kSameTarget, kOwnImage, kLibrary,
+//     kAllTargets), the closure's target unless the name's, its member set,
 //     its root job's CPU, its image, and the key of the closure whose image
 //     that is unless its own. The table of every benchmark workload in one
-//     cache (1,018 roots) is 91 KB so; 206 KB with fixed-size fields, keys
-//     for every reference and each image's place.
+//     cache (1,018 roots) is 91 KB with each member's job key and each
+//     root's job; 206 KB with fixed-size fields, keys for every reference
+//     and each image's place.
 // `<cache>-loads`: 48-byte records: "KLOD", the low 32 bits of the XXH3-64
 //   of the rest, the closure key, i64 time, i64 loads, i64 image hits.
 #include "storage/published.h"
@@ -61,13 +61,13 @@ namespace kiln::storage {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'U', 'B', '1'};
-constexpr uint32_t kVersion = 7;
+constexpr uint32_t kVersion = 8;
 constexpr size_t kHeaderBytes = 128;
 constexpr size_t kStampAt = 80, kTableSumAt = 112, kHeaderSumAt = 120;
 /// A root's flags: its closure is for its name's target; its image is its
-/// closure's own (not a sibling's or a library's); its root job is one of
-/// its members (listed by index).
-constexpr uint8_t kSameTarget = 1, kOwnImage = 2, kRootMember = 4;
+/// closure's own (not a sibling's or a library's). (4 named the root job's
+/// member in format 7.)
+constexpr uint8_t kSameTarget = 1, kOwnImage = 2;
 /// A kernel library's record, not a root's (they follow the roots).
 constexpr uint8_t kLibrary = 8;
 /// The file holds every target the record's name has.
@@ -410,7 +410,6 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
         put_var(bytes, in.members->size());
         for (const ClosureMember& m : *in.members) {
           put_symbol(bytes, m.symbol);
-          put_key(bytes, m.job);
           put_vstr(bytes, m.entry);
         }
         auto [it, fresh] = sets.emplace(std::move(bytes), uint32_t(sets.size()));
@@ -431,14 +430,8 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
     }
     for (size_t i = 0; i < roots.size(); ++i) {
       const PublishedRoot& r = roots[i].root;
-      const std::vector<ClosureMember>& members = *roots[i].members;
-      // The root job is the member that is that job (named apart if none).
-      size_t root_member = 0;
-      while (root_member < members.size() && !(members[root_member].job == r.closure.root_job))
-        ++root_member;
       uint8_t flags = (r.closure.target == r.name.target ? kSameTarget : 0) |
                       (r.image_of == r.closure.key ? kOwnImage : 0) |
-                      (root_member < members.size() ? kRootMember : 0) |
                       (r.library ? kLibrary : 0) | (r.all_targets ? kAllTargets : 0);
       put_vstr(t, r.name.name);
       put_vstr(t, r.name.target);
@@ -447,10 +440,6 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
       if (!(flags & kSameTarget))
         put_vstr(t, r.closure.target);
       put_var(t, set_of_root[i]);
-      if (flags & kRootMember)
-        put_var(t, root_member);
-      else
-        put_key(t, r.closure.root_job);
       put_var(t, cpu_of_root[i]);
       put_var(t, image_of_root[i]);
       if (!(flags & kOwnImage))
@@ -685,14 +674,13 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::read(const std::string
   for (uint64_t i = 0; i < set_count && c.ok; ++i) {
     std::vector<ClosureMember>& set = p->sets_.emplace_back();
     uint64_t members = c.var();
-    if (auto e = too_many(members, 19, "members")) // a symbol, a key and an entry
+    if (auto e = too_many(members, 3, "members")) // a symbol (2 bytes at least) and an entry
       return *e;
     if (over_budget(sizeof set))
       return too_big();
     for (uint64_t m = 0; m < members && c.ok; ++m) {
       ClosureMember cm;
       cm.symbol = c.symbol();
-      cm.job = c.key();
       cm.entry = c.str();
       if (over_budget(sizeof cm + cm.symbol.size() + cm.entry.size()))
         return too_big();
@@ -726,7 +714,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::read(const std::string
   if (at != table_at)
     return damaged(path, "its images end at " + std::to_string(at) + ", not at its table (" +
                              std::to_string(table_at) + ")");
-  if (auto e = too_many(count, 24, "roots"))
+  if (auto e = too_many(count, 22, "roots"))
     return *e;
   if (over_budget(uint64_t(count) * sizeof(PublishedRoot)))
     return too_big();
@@ -748,21 +736,11 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::read(const std::string
       return damaged(path, "a root names member set " + std::to_string(set) + " of " +
                                std::to_string(p->sets_.size()));
     r.member_set = uint32_t(set);
-    if (*flags & kRootMember) {
-      uint64_t member = c.var();
-      if (!c.ok || member >= p->sets_[r.member_set].size())
-        return damaged(path, "a root names member " + std::to_string(member) + " of " +
-                                 std::to_string(p->sets_[r.member_set].size()));
-      r.closure.root_job = p->sets_[r.member_set][size_t(member)].job;
-    } else {
-      r.closure.root_job = c.key();
-    }
     uint64_t cpu = c.var();
     if (!c.ok || cpu >= cpus.size())
       return damaged(path, "a root names CPU " + std::to_string(cpu) + " of " +
                                std::to_string(cpus.size()));
     r.cpu = uint32_t(cpu);
-    r.root.key = r.closure.root_job;
     r.root.target = cpus[size_t(cpu)].target;
     uint64_t image = c.var();
     if (!c.ok || image >= images.size())

@@ -62,12 +62,14 @@ struct PublishedRoot {
   bool all_targets = false;
   NameRecord name;       ///< name, target and closure
   /// The closure; read, its members are left in the file's member sets
-  /// (closure_of fills them).
+  /// (closure_of fills them) and no job key is read (neither the root
+  /// job's nor a member's: a load finds code by symbol and entry).
   ClosureRecord closure;
   uint32_t member_set = 0;
-  /// The root job's key, target, cpu and features only; read, its key and
-  /// target only, its CPU being the file's record `cpu` (PublishedImages::cpu):
-  /// roots built for one CPU share its kilobyte of features.
+  /// The root job's target, cpu and features only (and its key, written
+  /// from the cache file); read, its target only, its CPU being the file's
+  /// record `cpu` (PublishedImages::cpu): roots built for one CPU share its
+  /// kilobyte of features.
   JobRecord root;
   uint32_t cpu = 0;
   Hash128 image_of;      ///< whose image row the image is (the closure's own, a sibling's)
@@ -113,7 +115,7 @@ public:
   std::vector<const PublishedRoot*> targets_of(std::string_view name, bool library) const;
   /// A root or library whose closure is `key`, for `target`, or null.
   const PublishedRoot* find_closure(const Hash128& key, std::string_view target) const;
-  /// `root`'s closure with its members and their entries.
+  /// `root`'s closure with its members' symbols and entries (no job keys).
   ClosureRecord closure_of(const PublishedRoot& root) const;
   /// The CPU `root`'s job was built for: its target, cpu and features.
   const JobRecord& cpu(const PublishedRoot& root) const { return cpus_.at(root.cpu); }

@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string raw = bytes.substr(5), dict = kiln::lz_pack(""), table = kiln::lz_pack(raw);
     std::string h(128, '\0');
     h.replace(0, 8, "KILNPUB1");
-    h[8] = 7; // the format version
+    h[8] = 8; // the format version (published.cpp kVersion)
     h.replace(12, 4, bytes, 1, 4);
     put_u64(h, 32, table.size());
     put_u64(h, 40, 128 + dict.size() + table.size());

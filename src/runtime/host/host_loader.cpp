@@ -152,7 +152,10 @@ Result<std::unique_ptr<LoadedModule>> HostImageFile::load(const core::ClosureRec
     void* p = ::dlsym(handle, m.symbol.c_str());
     if (!p)
       return make_error(Code::corrupt, what_ + " lacks symbol " + m.symbol + " (entry " +
-                                           m.entry + ", job " + m.job.hex() + ")");
+                                           m.entry +
+                                           // A published closure names no jobs.
+                                           (m.job == Hash128{} ? "" : ", job " + m.job.hex()) +
+                                           ")");
     symbols.emplace(m.entry, p);
   }
   return std::unique_ptr<LoadedModule>(std::move(mod));

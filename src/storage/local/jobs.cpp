@@ -6,6 +6,7 @@
 #include "storage/local/store.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kiln::storage {
 
@@ -64,13 +65,16 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
   KILN_TRY_ASSIGN(auto target, target_id(job));
   KILN_TRY_ASSIGN(auto ins,
                   prepare("INSERT OR IGNORE INTO jobs(key, entry, symbol, target_id, options, "
-                          "module_hash, compile_ms, created_at) "
+                          "module_hash, compile_us, created_at) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
   {
     Bound b(ins);
     b.key(1, key).text(2, job.entry).symbol(3, job.symbol).i64(4, target);
     b.text(5, job.options).key(6, job.module_hash);
-    b.real(7, job.compile_ms).i64(8, job.created_at ? job.created_at : now_seconds());
+    // Whole microseconds (schema/0012_memo_ids.sql): SQLite stores a REAL
+    // with no fraction in as few bytes as an integer.
+    const double us = std::isfinite(job.compile_ms) ? std::round(job.compile_ms * 1000) : 0;
+    b.real(7, us).i64(8, job.created_at ? job.created_at : now_seconds());
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the job");
   }
@@ -134,7 +138,7 @@ static JobRecord read_job(const Bound& b) {
   j.options = b.col_text(7);
   j.module_hash = b.col_key(8);
   j.toolchain = b.col_text(9);
-  j.compile_ms = b.col_real(10);
+  j.compile_ms = b.col_real(10) / 1000; // stored in microseconds
   j.created_at = b.col_i64(11);
   return j;
 }
@@ -143,7 +147,7 @@ static JobRecord read_job(const Bound& b) {
 // missing reads with an empty one (and then fails verify's key check).
 #define KILN_JOB_COLUMNS                                                                           \
   "j.key, j.entry, j.symbol, t.spec, t.triple, t.cpu, t.features, j.options, j.module_hash, "      \
-  "t.toolchain, j.compile_ms, j.created_at FROM jobs j LEFT JOIN targets t ON t.id = j.target_id"
+  "t.toolchain, j.compile_us, j.created_at FROM jobs j LEFT JOIN targets t ON t.id = j.target_id"
 
 Result<JobRecord> Store::get_job(const Hash128& key) {
   std::lock_guard lock(mu_);

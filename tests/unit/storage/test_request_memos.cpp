@@ -115,8 +115,9 @@ TEST_CASE("request memos: a malformed closure key is corrupt, naming the memo") 
            "x'00112233445566778899aabbccddee'", "x'00112233445566778899aabbccddeeff00'",
            "'" + hash128("d").hex() + "'", "'not a key'"}) {
     CAPTURE(bad);
-    CHECK(raw_exec(c.path(), "UPDATE memo_roots SET closure_key = " + bad + " WHERE memo_key = x'" +
-                                 key.hex() + "' AND position = 1") == 1);
+    CHECK(raw_exec(c.path(), "UPDATE memo_rows SET closure_key = " + bad +
+                                 " WHERE memo = (SELECT id FROM memos WHERE key = x'" + key.hex() +
+                                 "') AND kind = 0 AND position = 1") == 1);
     auto s = open_store(c.path());
     auto m = s->get_memo(key);
     REQUIRE_FALSE(m);

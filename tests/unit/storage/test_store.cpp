@@ -1137,9 +1137,30 @@ CompileReport compile_ok(const CompileRequest& req, const std::string& path) {
   return r.take();
 }
 
+// The cache at `path` turned back into what a schema-11 Kiln wrote: each
+// memo row with its memo's key, roots and dependencies in two tables; a
+// job's compile time in milliseconds.
+void back_to_schema11(const std::string& path) {
+  RawDb raw(path);
+  raw.must("CREATE TABLE memo_roots (memo_key BLOB NOT NULL, position INTEGER NOT NULL, name TEXT "
+           "NOT NULL, target TEXT NOT NULL, closure_key BLOB NOT NULL, PRIMARY KEY (memo_key, "
+           "position)) WITHOUT ROWID");
+  raw.must("CREATE TABLE memo_deps (memo_key BLOB NOT NULL, position INTEGER NOT NULL, path TEXT "
+           "NOT NULL, stamp TEXT NOT NULL, PRIMARY KEY (memo_key, position)) WITHOUT ROWID");
+  raw.must("INSERT INTO memo_roots SELECT m.key, r.position, r.name, r.value, r.closure_key FROM "
+           "memo_rows r JOIN memos m ON m.id = r.memo WHERE r.kind = 0");
+  raw.must("INSERT INTO memo_deps SELECT m.key, r.position, r.name, r.value FROM memo_rows r JOIN "
+           "memos m ON m.id = r.memo WHERE r.kind = 1");
+  raw.must("DROP TABLE memo_rows; DROP TABLE memos");
+  raw.must("ALTER TABLE jobs RENAME COLUMN compile_us TO compile_ms");
+  raw.must("UPDATE jobs SET compile_ms = compile_ms / 1000.0");
+  raw.must("PRAGMA user_version = 11");
+}
+
 // The cache at `path` turned back into what a schema-10 Kiln wrote: each
 // image row with its arch and linker as text, and no image_links.
 void back_to_schema10(const std::string& path) {
+  back_to_schema11(path);
   RawDb raw(path);
   raw.must("PRAGMA foreign_keys = OFF");
   raw.must("CREATE TABLE i10 (closure_key BLOB NOT NULL REFERENCES closures(key) ON DELETE "
@@ -1340,7 +1361,7 @@ TEST_CASE("schema 6: a schema-5 cache's library is converted, its memos dropped,
     {
       RawDb raw(c.path());
       CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-      CHECK(raw.scalar("SELECT count(*) FROM memo_roots") == 0);
+      CHECK(raw.scalar("SELECT count(*) FROM memo_rows") == 0);
       CHECK(raw.scalar("SELECT count(*) FROM library_roots") == (with_library ? 2 : 0));
       CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%6' OR name LIKE "
                        "'%8'") == 0);
@@ -1512,8 +1533,10 @@ TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; ev
     CHECK(raw.scalar("SELECT count(*) FROM closures WHERE typeof(key) != 'blob' OR "
                      "length(key) != 16") == 0);
     CHECK(raw.scalar("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
+    // Schema 7's memos table (its lists as text) is gone; schema 12's is
+    // keys and ids alone.
     CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%8' OR name = "
-                     "'settings' OR name = 'memos'") == 0);
+                     "'settings' OR (name = 'memos' AND sql LIKE '%roots%')") == 0);
     CHECK(raw.text("PRAGMA foreign_key_check") == "");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
@@ -1614,6 +1637,78 @@ TEST_CASE("schema 11: a schema-10 cache's images name their arch and linker by l
     CHECK(raw.scalar("SELECT count(*) FROM image_links") == 2);
     CHECK(raw.scalar("SELECT count(*) FROM images i JOIN image_links l ON l.id = i.link WHERE "
                      "l.linker = 'another linker 1.0'") == 1);
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
+  loads_then_gc_takes_all(c, "nest lib",
+                          {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
+}
+
+TEST_CASE("schema 12: a schema-11 cache's memos name their rows by id and its compile times "
+          "become microseconds; every record reads back, memos answer, loads and gc's") {
+  TestCache c = chain_and_library("kiln-migrate-12", "nest lib");
+  c.open();
+  // A second memo, with dependencies, beside the requests' own.
+  const Hash128 extra = hash128("another request");
+  Store::Memo memo;
+  memo.roots.push_back({"nest_a", "host", c.store->list_closures()->front().key});
+  memo.deps.push_back({"/include/a.h", "stamp a"});
+  memo.deps.push_back({"/include/b.h", "stamp b"});
+  REQUIRE(c.store->put_memo(extra, memo));
+  std::string before = snapshot(*c.store);
+  auto jobs = c.store->list_jobs();
+  REQUIRE(jobs);
+  REQUIRE(!jobs->empty());
+  std::map<Hash128, double> ms;
+  for (const JobRecord& j : *jobs)
+    ms[j.key] = j.compile_ms;
+  const Hash128 odd = jobs->front().key; // a time of no whole microseconds
+  c.store.reset();
+  back_to_schema11(c.path());
+  int64_t memo_rows = 0;
+  {
+    RawDb raw(c.path());
+    memo_rows = raw.scalar("SELECT (SELECT count(*) FROM memo_roots) + (SELECT count(*) FROM "
+                           "memo_deps)");
+    REQUIRE(raw.scalar("SELECT count(DISTINCT memo_key) FROM memo_roots") >= 2);
+    REQUIRE(raw.scalar("SELECT count(*) FROM memo_deps") >= 2);
+    raw.must("UPDATE jobs SET compile_ms = 2.3456789 WHERE key = x'" + odd.hex() + "'");
+  }
+  c.open();
+  CHECK(snapshot(*c.store) == before);
+  auto again = c.store->list_jobs();
+  REQUIRE(again);
+  for (const JobRecord& j : *again) {
+    CAPTURE(j.key.hex());
+    CHECK(j.compile_ms == doctest::Approx(j.key == odd ? 2.346 : ms.at(j.key)).epsilon(1e-12));
+  }
+  auto got = c.store->get_memo(extra);
+  REQUIRE(got);
+  REQUIRE(got->roots.size() == 1);
+  CHECK(got->roots[0].name == "nest_a");
+  CHECK(got->roots[0].closure == memo.roots[0].closure);
+  REQUIRE(got->deps.size() == 2);
+  CHECK(got->deps[1].path == "/include/b.h");
+  CHECK(got->deps[1].stamp == "stamp b");
+  auto problems = c.store->verify();
+  REQUIRE(problems);
+  CHECK(problems->empty());
+  // Recorded again, a memo keeps its id and replaces its rows; a new one
+  // takes the next id.
+  memo.deps.pop_back();
+  REQUIRE(c.store->put_memo(extra, memo));
+  REQUIRE(c.store->put_memo(hash128("a third request"), memo));
+  c.store.reset();
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("PRAGMA user_version") == schema_version());
+    CHECK(raw.scalar("SELECT count(*) FROM memo_rows") == memo_rows - 1 + 2);
+    CHECK(raw.scalar("SELECT count(*) FROM memos") == raw.scalar("SELECT max(id) FROM memos"));
+    CHECK(raw.scalar("SELECT count(*) FROM memo_rows WHERE memo NOT IN (SELECT id FROM memos)") ==
+          0);
+    CHECK(raw.scalar("SELECT count(*) FROM jobs WHERE compile_us != round(compile_us)") == 0);
+    CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE 'memo_roots' OR name "
+                     "LIKE 'memo_deps'") == 0);
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);

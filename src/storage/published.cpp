@@ -19,17 +19,18 @@
 //     member sets (count; each a count of (symbol, entry), a deferred
 //     symbol as 0 and its digits' 16 bytes, any other as 1 and the text:
 //     the roots of one deferred cycle share one, as in the cache file; a
-//     load reads no job key, so none is stored); the images (count; each its size packed and loaded and its
-//     XXH3-64 as loaded, lying one after another from the dictionary's end
-//     to the table); then one record per root, sorted by (name, target),
-//     then one per kernel library, so sorted too (kLibrary set): name,
-//     target, closure key, flags (kSameTarget, kOwnImage, kLibrary,
-//     kAllTargets), the closure's target unless the name's, its member set,
-//     its root job's CPU, its image, and the key of the closure whose image
-//     that is unless its own. The table of every benchmark workload in one
-//     cache (1,018 roots) is 91 KB with each member's job key and each
-//     root's job; 206 KB with fixed-size fields, keys for every reference
-//     and each image's place.
+//     load reads no job key, so none is stored); the images (count; each
+//     its size packed and loaded and its XXH3-64 as loaded, lying one after
+//     another from the dictionary's end to the table); then one record per
+//     root, sorted by (name, target), then one per kernel library, so
+//     sorted too (kLibrary set): name, target, closure key, flags
+//     (kSameTarget, kOwnImage, kLibrary, kAllTargets), the closure's target
+//     unless the name's, its member set, its root job's CPU, its image, and
+//     the key of the closure whose image that is unless its own. The table
+//     of every benchmark workload in one cache (1,017 roots) is 71 KB so;
+//     91 KB with each member's job key and each root's job (format 7), 206
+//     KB with fixed-size fields, keys for every reference and each image's
+//     place.
 // `<cache>-loads`: 48-byte records: "KLOD", the low 32 bits of the XXH3-64
 //   of the rest, the closure key, i64 time, i64 loads, i64 image hits.
 #include "storage/published.h"

@@ -1490,6 +1490,13 @@ void loads_then_gc_takes_all(TestCache& c, const std::string& library,
   }
 }
 
+// loads_then_gc_takes_all for chain_and_library(..., "nest lib"), after the
+// first request is answered by its memo.
+void hits_loads_then_gc_takes_all(TestCache& c, std::initializer_list<const char*> tables) {
+  CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
+  loads_then_gc_takes_all(c, "nest lib", tables);
+}
+
 } // namespace
 
 TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; every record reads "
@@ -1588,9 +1595,8 @@ TEST_CASE("schema 10: a schema-9 cache's deferred symbols become bytes; every re
   }
   // The migrated cache takes the same request as a hit, loads, and gc takes
   // everything.
-  CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
-  loads_then_gc_takes_all(c, "nest lib",
-                          {"jobs", "closures", "member_sets", "job_refs", "names", "images"});
+  hits_loads_then_gc_takes_all(
+      c, {"jobs", "closures", "member_sets", "job_refs", "names", "images"});
 }
 
 TEST_CASE("schema 11: a schema-10 cache's images name their arch and linker by link; every "
@@ -1639,9 +1645,8 @@ TEST_CASE("schema 11: a schema-10 cache's images name their arch and linker by l
                      "l.linker = 'another linker 1.0'") == 1);
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
-  CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
-  loads_then_gc_takes_all(c, "nest lib",
-                          {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
+  hits_loads_then_gc_takes_all(
+      c, {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
 }
 
 TEST_CASE("schema 12: a schema-11 cache's memos name their rows by id and its compile times "
@@ -1711,9 +1716,8 @@ TEST_CASE("schema 12: a schema-11 cache's memos name their rows by id and its co
                      "LIKE 'memo_deps'") == 0);
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
-  CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
-  loads_then_gc_takes_all(c, "nest lib",
-                          {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
+  hits_loads_then_gc_takes_all(
+      c, {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
 }
 
 TEST_CASE("an image whose arch and linker are missing is reported by verify and never found") {

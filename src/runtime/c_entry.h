@@ -5,10 +5,13 @@
 
 #include "runtime/loader.h"
 
+#include "support/fault.h"
+
 #include <kiln/kiln.h>
 
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -34,6 +37,8 @@ kiln_status internal_failure(const char* fn, const char* what, Report& report) n
 template <class Body, class Report>
 kiln_status c_entry(const char* fn, Body&& body, Report&& report) noexcept {
   try {
+    if (fault::hit("c-entry"))
+      throw std::runtime_error(fault::message("c-entry"));
     return std::forward<Body>(body)();
   } catch (const std::bad_alloc&) {
     return detail::internal_failure(fn, "out of memory", report);

@@ -15,6 +15,8 @@
 //   thread-start      a compile worker thread fails to start
 //   slow-plan         a plan counts as slow from its start: it reports its
 //                     discovery's progress at once, not after a second
+//   c-entry           a C entry point of libkiln throws before its body runs
+//                     (the exception unwinds libkiln's frames to the guard)
 // e.g. KILN_FAULT=sqlite-write:3  KILN_FAULT=disk-full:2+,dlopen:kiln-link
 #pragma once
 

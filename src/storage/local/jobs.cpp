@@ -6,7 +6,6 @@
 #include "storage/local/store.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace kiln::storage {
 
@@ -72,8 +71,11 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
     b.key(1, key).text(2, job.entry).symbol(3, job.symbol).i64(4, target);
     b.text(5, job.options).key(6, job.module_hash);
     // Whole microseconds (schema/0012_memo_ids.sql): SQLite stores a REAL
-    // with no fraction in as few bytes as an integer.
-    const double us = std::isfinite(job.compile_ms) ? std::round(job.compile_ms * 1000) : 0;
+    // with no fraction in as few bytes as an integer. Rounded by hand:
+    // std::round would make libkiln load libm, a library more for every
+    // process that only loads images.
+    const double raw_us = job.compile_ms * 1000;
+    const double us = raw_us > 0 && raw_us < 1e15 ? double(int64_t(raw_us + 0.5)) : 0;
     b.real(7, us).i64(8, job.created_at ? job.created_at : now_seconds());
     if (b.step() != SQLITE_DONE)
       return db_error("cannot insert the job");

@@ -81,6 +81,43 @@ def profile_one(bindir, work):
     return found
 
 
+# Besides the rule below: the exception pool, which the C++ runtime sets up
+# at start, the fault plan's state, which every C entry point reads, and the
+# host loader's count of memory files (its function is inlined).
+STARTUP_DATA = {"_ZN12_GLOBAL__N_114emergency_poolE", "_ZN4kiln5fault12_GLOBAL__N_17g_stateE",
+                "_ZZN4kiln7runtime12_GLOBAL__N_114unique_fd_pathEimE5loads"}
+
+
+def startup_data(bindir, functions):
+    """The writable data a load writes, to share a page of .bss: the C++
+    runtime's start-up writes (the guard variables of the standard facets'
+    ids, which its initializers set, and the exception pool), and the
+    function-local statics (and their guards) of the listed functions."""
+    lib = os.path.join(os.path.dirname(bindir), "lib", "libkiln.so")
+    p = run(["nm", "--defined-only", lib])
+    listed = set(functions)
+    out = []
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) != 3 or parts[1] not in "bBdD":
+            continue
+        name = parts[2]
+        if name.startswith("_ZGVNSt") or name in STARTUP_DATA:
+            out.append(name)
+            continue
+        # _ZZ<function>E<local> and its guard _ZGVZ<function>E<local>: the
+        # function is _Z<function>, whose encoding ends where the local's
+        # name begins; try each 'E' from the right.
+        body = name[3:] if name.startswith("_ZZ") else name[5:] if name.startswith("_ZGVZ") else None
+        if body is None:
+            continue
+        for i in range(len(body) - 1, 0, -1):
+            if body[i] == "E" and "_Z" + body[:i] in listed:
+                out.append(name)
+                break
+    return sorted(set(out), key=out.index)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -98,9 +135,10 @@ def main():
         found = profile_one(os.path.abspath(bindir), os.path.join(a.work, str(i)))
         seen = set(order)
         order += [n for n, _ in sorted(found.items(), key=lambda kv: kv[1]) if n not in seen]
+    data = startup_data(os.path.abspath(a.bin[0]), order)
     with open(a.out, "w") as f:
-        f.write("".join(n + "\n" for n in order))
-    print(f"loader_order: {len(order)} functions -> {a.out}")
+        f.write("".join(n + "\n" for n in order + data))
+    print(f"loader_order: {len(order)} functions, {len(data)} data -> {a.out}")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,14 @@ namespace {
 
 // Derived from the CUDA toolkit at configure time, or the committed list
 // where the build found none (cmake/KilnCudaDriverSymbols.cmake).
-constexpr std::string_view kCudaDriverSymbols[] = {
+// The names are held in the table, not pointed to: a table of pointers is
+// relocated, so written to, in every process that loads libkiln.
+constexpr char kCudaDriverSymbols[][64] = {
 #include "kiln_cuda_driver_symbols.inc"
 };
-static_assert(std::is_sorted(std::begin(kCudaDriverSymbols), std::end(kCudaDriverSymbols)),
+constexpr bool by_name(std::string_view a, std::string_view b) { return a < b; }
+static_assert(std::is_sorted(std::begin(kCudaDriverSymbols), std::end(kCudaDriverSymbols),
+                             by_name),
               "the driver's functions are searched, so sorted");
 
 } // namespace
@@ -36,7 +40,7 @@ bool supplied_at_load(TargetKind kind, const std::string& symbol) {
   if (symbol.rfind("__cuda_syscall_", 0) == 0)
     return true;
   return std::binary_search(std::begin(kCudaDriverSymbols), std::end(kCudaDriverSymbols),
-                            std::string_view(symbol));
+                            std::string_view(symbol), by_name);
 }
 
 ImageCheck::ImageCheck(const std::string& bytes) {

@@ -333,6 +333,7 @@ bool known_cpu_feature(std::string_view name) {
   // a hundred entries, which a scan made ten thousand comparisons.
   static const std::vector<std::string_view> sorted = [] {
     std::vector<std::string_view> v;
+    v.reserve(std::size(kX86) + std::size(kArm64));
 #if defined(__x86_64__)
     for (const X86FeatureBit& f : kX86)
       v.push_back(f.name);

@@ -19,8 +19,12 @@ namespace kiln::core {
 /// register `reg` (0 eax, 1 ebx, 2 ecx, 3 edx) bit `bit`, and the XCR0 bits
 /// the OS must enable for its register state (0: none). reg -1: every
 /// x86-64 CPU has it.
+/// The names are held in the entries, not pointed to: a table of pointers
+/// is relocated, so written to, in every process that loads libkiln.
+constexpr size_t kCpuFeatureNameMax = 20;
+
 struct X86FeatureBit {
-  const char* name;
+  char name[kCpuFeatureNameMax];
   uint32_t leaf;
   uint32_t subleaf;
   int reg;
@@ -31,7 +35,7 @@ struct X86FeatureBit {
 /// Where one LLVM feature name is found on AArch64: bit `bit` of AT_HWCAP
 /// (hwcap 1) or AT_HWCAP2 (hwcap 2); hwcap 0: every AArch64 CPU has it.
 struct Arm64FeatureBit {
-  const char* name;
+  char name[kCpuFeatureNameMax];
   int hwcap;
   int bit;
 };

@@ -214,7 +214,7 @@ std::string network_fs_kind(const std::string& path) {
   // listed here because not every one is in the installed headers.
   static constexpr struct {
     unsigned long magic;
-    const char* name;
+    char name[12]; // held, not pointed to: no relocation at load
   } kNetwork[] = {
       {0x6969, "nfs"},           {0x517B, "smb"},       {0xFF534D42, "cifs"},
       {0xFE534D42, "smb2"},      {0x65735546, "fuse"},  {0x01021997, "9p"},

@@ -87,7 +87,11 @@ struct Error {
   }
 };
 
-inline Error make_error(Code code, std::string message) { return {code, std::move(message)}; }
+/// Cold: the paths that make an error (most of them build its message) are
+/// laid out apart from the paths that succeed.
+[[gnu::cold]] inline Error make_error(Code code, std::string message) {
+  return {code, std::move(message)};
+}
 
 /// Either a value or an Error. Check with `if (!r)` before using `*r`.
 template <typename T> class [[nodiscard]] Result {

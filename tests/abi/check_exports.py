@@ -8,7 +8,11 @@ one symbol: kiln_private_bridge, the table libkiln-compiler calls libkiln's
 internals through (src/bridge/bridge.h). No symbol of the bundled C++
 runtime or of an internal namespace may be exported. libkiln-link exports
 its C entry points alone, and libkiln-compiler (when given) no symbol of
-namespace kiln beyond its public API (src/libkiln-compiler.map). Prints the
+namespace kiln beyond its public API (src/libkiln-compiler.map). libkiln
+needs nothing at load but the C library and the dynamic loader: every other
+library is one more for each process that only loads images to map at start
+(SQLite, zstd, hiredis and libsodium are opened when first used, libgcc_s at
+the first exception, and one std::round once brought in libm). Prints the
 counts.
 
     check_exports.py LIBKILN LIBKILN_LINK RELEASE [LIBKILN_COMPILER]
@@ -45,9 +49,23 @@ def dynamic_symbols(lib):
     return [(n, d, v) for (n, v), d in zip(syms, demangled)]
 
 
+# What libkiln may need at load (DT_NEEDED): the C library and the dynamic loader.
+LOAD_NEEDED = re.compile(r'^(libc\.so\.\d+|ld-linux[-\w.]*\.so\.\d+)$')
+
+
+def needed(lib):
+    out = subprocess.run(['readelf', '-d', '-W', lib], check=True, capture_output=True,
+                         text=True).stdout
+    return re.findall(r'\(NEEDED\)\s+Shared library: \[([^\]]+)\]', out)
+
+
 def main():
     libkiln, link, release = sys.argv[1:4]
     problems = []
+    for lib in needed(libkiln):
+        if not LOAD_NEEDED.match(lib):
+            problems.append(f'libkiln needs {lib} at load (only the C library and the dynamic '
+                            f'loader: open it when first used, as sqlite_api.cpp does)')
     public = private = 0
     for name, shown, version in dynamic_symbols(libkiln):
         if name in ('KILN_0', f'KILN_PRIVATE_{release}') and not version:

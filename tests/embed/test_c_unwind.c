@@ -2,12 +2,13 @@
  *
  * libkiln does not need the unwinder (libgcc_s) when it is loaded; it opens
  * it at the first exception (src/runtime/unwinder.cpp). This checks that:
- *   - starting, opening a cache and closing it map no libgcc_s;
+ *   - starting, opening a cache and a load that finds nothing map no
+ *     libgcc_s;
  *   - an exception thrown inside a C entry point (the c-entry fault point)
  *     is unwound through libkiln's frames to its guard, from several
  *     threads at once on the first use, and comes back as KILN_INTERNAL
- *     with the message, not as an ended process;
- *   - the handle and the process work on after it.
+ *     with the message, not as an ended process, and the handle opened
+ *     before them still closes.
  *
  *   kiln_embed_c_unwind WORK_DIR
  *

@@ -25,6 +25,7 @@
 #include <malloc.h>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace {
@@ -36,6 +37,44 @@ int usage(const char* argv0) {
                argv0, argv0);
   return 2;
 }
+
+// While it lives, this process's address space may grow by 256 MiB plus 64
+// times `input` bytes beyond what it has mapped now (a real module takes a
+// few times its bitcode's size once read); the soft limit is set back after.
+class AddressSpaceLimit {
+public:
+  explicit AddressSpaceLimit(size_t input) {
+    if (::getrlimit(RLIMIT_AS, &old_) != 0)
+      return;
+    unsigned long pages = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%lu", &pages) != 1)
+        pages = 0;
+      std::fclose(f);
+    }
+    if (pages == 0)
+      return;
+    rlim_t mapped = rlim_t(pages) * rlim_t(::sysconf(_SC_PAGESIZE));
+    rlim_t budget = (rlim_t(256) << 20) + rlim_t(input) * 64;
+    struct rlimit next = old_;
+    next.rlim_cur = mapped + budget;
+    if (old_.rlim_cur != RLIM_INFINITY && old_.rlim_cur < next.rlim_cur)
+      return; // already tighter
+    if (old_.rlim_max != RLIM_INFINITY && next.rlim_cur > old_.rlim_max)
+      next.rlim_cur = old_.rlim_max;
+    set_ = ::setrlimit(RLIMIT_AS, &next) == 0;
+  }
+  ~AddressSpaceLimit() {
+    if (set_)
+      (void)::setrlimit(RLIMIT_AS, &old_);
+  }
+  AddressSpaceLimit(const AddressSpaceLimit&) = delete;
+  AddressSpaceLimit& operator=(const AddressSpaceLimit&) = delete;
+
+private:
+  struct rlimit old_ {};
+  bool set_ = false;
+};
 
 } // namespace
 
@@ -127,6 +166,11 @@ int main(int argc, char** argv) {
       // Read as ir::ingest reads it (every function materialised); only
       // whether the reader returns matters: its own errors are reported
       // when the caller reads it.
+      // Under an address-space limit that follows the input's size: a
+      // stream that makes the reader allocate without end ends this worker
+      // (out of memory), not the machine's memory, and the caller reports
+      // the input.
+      AddressSpaceLimit limit(request->job.bitcode.size());
       llvm::LLVMContext ctx;
       auto m = llvm::parseBitcodeFile(
           llvm::MemoryBufferRef(request->job.bitcode, request->job.entry), ctx);

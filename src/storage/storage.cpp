@@ -29,7 +29,12 @@ Storage::Storage(Records& local, remote::Remote remote, Signing signing)
     : local_(&local), backend_(std::move(remote.backend)), options_(std::move(remote.options)),
       signing_(std::move(signing)) {}
 
-Storage::~Storage() = default;
+Storage::~Storage() {
+  if (rejected_quietly_ > 0 && backend_)
+    std::fprintf(stderr, "kiln: remote cache %s: rejected %lld more value%s (the last: %s)\n",
+                 backend_->describe().c_str(), static_cast<long long>(rejected_quietly_),
+                 rejected_quietly_ == 1 ? "" : "s", last_rejection_.c_str());
+}
 
 Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,
                                                const std::string& remote_url,
@@ -236,9 +241,21 @@ void Storage::fail(const std::string& why) {
 }
 
 void Storage::reject(const std::string& what, const std::string& why) {
+  // One line for the first; the rest are counted, and summed up in one line
+  // at the close: a poisoned remote must not bury the output.
   ++counters_.remote_errors;
-  std::fprintf(stderr, "kiln: remote cache %s: rejected %s: %s\n", backend_->describe().c_str(),
-               what.c_str(), why.c_str());
+  if (rejections_++ == 0) {
+    std::fprintf(stderr,
+                 "kiln: remote cache %s: rejected %s: %s (further rejections are counted and "
+                 "reported once, at the close)\n",
+                 backend_->describe().c_str(), what.c_str(), why.c_str());
+    return;
+  }
+  ++rejected_quietly_;
+  try {
+    last_rejection_ = what + ": " + why;
+  } catch (...) {
+  }
 }
 
 std::optional<BundleData> Storage::fetch_one(const std::string& kind, const std::string& id,

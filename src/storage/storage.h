@@ -152,6 +152,11 @@ private:
   Signing signing_;
   std::mutex mu_; ///< guards the remote: backend_'s calls, disabled_, counters_
   bool disabled_ = false;
+  /// Rejected values after the first, whose warning says more follow: one
+  /// line sums them up when the storage closes, with the last one's cause.
+  int64_t rejections_ = 0;
+  int64_t rejected_quietly_ = 0;
+  std::string last_rejection_;
   Counters counters_;
 };
 

@@ -2,12 +2,17 @@
 
 #include "support/fault.h"
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -158,7 +163,9 @@ Status refuse_database_file(const std::string& path, const std::string& database
     auto [db_dir, db_base] = split_path(db);
     struct stat dd;
     bool same_dir = have_dir && ::stat(db_dir.c_str(), &dd) == 0 && same_file(dd, target_dir);
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    // SQLite's side files, and Kiln's own: published images, the load log
+    // and the space gc keeps for a full disk.
+    for (const char* suffix : {"", "-wal", "-shm", "-journal", "-images", "-loads", "-reserve"}) {
       std::string side = db + suffix;
       std::string which = *suffix ? "the " + std::string(suffix + 1) + " file of the cache '" +
                                         database + "'"
@@ -248,17 +255,126 @@ static void remove_tree(const std::string& path) {
   ::rmdir(path.c_str());
 }
 
+// --- temporary directories removed by a signal that ends the process ------
+// A fixed table of the live directories' paths, each slot claimed and freed
+// with atomics, so that a handler running on any thread, at any moment, sees
+// whole paths. The handler uses async-signal-safe calls only: open, the
+// getdents64 system call, unlinkat, rmdir, sigaction, raise. (errno is not
+// restored: the process ends.)
+namespace {
+
+constexpr int kSignalSlots = 64;
+constexpr size_t kSlotPath = 512;
+struct SignalSlot {
+  std::atomic<int> state{0}; // 0 free, 1 being written, 2 live
+  char path[kSlotPath];
+};
+SignalSlot g_slots[kSignalSlots];
+constexpr int kCleanedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// Removes the files of `dir` (a temporary directory holds files only) and
+// the directory.
+void remove_flat_dir_signal_safe(const char* dir) {
+  int fd = ::open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buf[4096];
+    for (;;) {
+      long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      for (long at = 0; at < n;) {
+        struct Entry {
+          uint64_t ino;
+          int64_t off;
+          unsigned short reclen;
+          unsigned char type;
+          char name[1];
+        };
+        auto* e = reinterpret_cast<Entry*>(buf + at);
+        at += e->reclen;
+        if (e->name[0] == '.' && (e->name[1] == 0 || (e->name[1] == '.' && e->name[2] == 0)))
+          continue;
+        ::unlinkat(fd, e->name, 0);
+      }
+    }
+    ::close(fd);
+  }
+  ::rmdir(dir);
+}
+
+void on_ending_signal(int sig) {
+  for (SignalSlot& slot : g_slots) {
+    int live = 2;
+    // Taken, so that the owner's destructor does not free it meanwhile.
+    if (slot.state.compare_exchange_strong(live, 1))
+      remove_flat_dir_signal_safe(slot.path);
+  }
+  // The default: the process ends by this signal, as it would have.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  ::raise(sig);
+}
+
+// Where a signal's disposition is the default (it ends the process), the
+// handler above takes its place. A handler someone else set is left as it
+// is: that process handles the signal, and its directories go with their
+// TempDir. Looked at again at each creation, since a program may set its
+// handlers back to the default at any time.
+void install_signal_cleanup() {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  for (int sig : kCleanedSignals) {
+    struct sigaction now {};
+    if (::sigaction(sig, nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) ||
+        now.sa_handler != SIG_DFL)
+      continue;
+    struct sigaction mine {};
+    mine.sa_handler = on_ending_signal;
+    mine.sa_flags = SA_RESTART;
+    sigfillset(&mine.sa_mask);
+    ::sigaction(sig, &mine, nullptr);
+  }
+}
+
+int claim_signal_slot(const std::string& path) {
+  if (path.size() >= kSlotPath)
+    return -1;
+  install_signal_cleanup();
+  for (int i = 0; i < kSignalSlots; ++i) {
+    int free_slot = 0;
+    if (!g_slots[i].state.compare_exchange_strong(free_slot, 1))
+      continue;
+    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+    g_slots[i].state.store(2);
+    return i;
+  }
+  return -1; // more than kSignalSlots at once: removed at destruction only
+}
+
+} // namespace
+
 Result<TempDir> TempDir::create(const char* prefix) {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/" + prefix + ".XXXXXX";
   if (!::mkdtemp(tmpl.data()))
     return errno_error("cannot create a temporary directory");
-  return TempDir(tmpl);
+  int slot = claim_signal_slot(tmpl);
+  return TempDir(tmpl, slot);
 }
 
 TempDir::~TempDir() {
+  if (slot_ >= 0) {
+    int live = 2;
+    // A signal handler that took it is removing it, and the process ends.
+    if (!g_slots[slot_].state.compare_exchange_strong(live, 1))
+      return;
+  }
   if (!path_.empty())
     remove_tree(path_);
+  if (slot_ >= 0)
+    g_slots[slot_].state.store(0);
 }
 
 } // namespace kiln

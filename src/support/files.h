@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 
 namespace kiln {
@@ -25,7 +26,8 @@ Status write_file_atomic(const std::string& path, std::string_view bytes);
 Status write_scratch_file(const std::string& path, std::string_view bytes);
 
 /// Refuses (`invalid_argument`) a `path` that is the SQLite database
-/// `database` or one of its side files (-wal, -shm, -journal), so that no
+/// `database` or one of its side files (SQLite's -wal, -shm, -journal; Kiln's
+/// -images, -loads, -reserve), so that no
 /// write lands on, and no read is taken from, a live database. Existing files
 /// are compared by device and inode, which catches hard links, symbolic
 /// links and any spelling of the path (./db, dir/../db); a side file that
@@ -50,18 +52,26 @@ Result<std::string> default_cache_path();
 /// local, any other non-empty value is taken as that file system's name.
 std::string network_fs_kind(const std::string& path);
 
-/// A private temporary directory, removed with its contents on destruction.
+/// A private temporary directory, removed with its contents on destruction,
+/// and by SIGINT, SIGTERM or SIGHUP while it lives where that signal's
+/// disposition is the default (it ends the process, by that signal still);
+/// a handler the program set is left alone.
 class TempDir {
 public:
   static Result<TempDir> create(const char* prefix = "kiln");
-  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempDir(TempDir&& other) noexcept
+      : path_(std::move(other.path_)), slot_(std::exchange(other.slot_, -1)) {
+    other.path_.clear();
+  }
   TempDir& operator=(TempDir&&) = delete;
   ~TempDir();
   const std::string& path() const { return path_; }
 
 private:
-  explicit TempDir(std::string path) : path_(std::move(path)) {}
+  TempDir(std::string path, int slot) : path_(std::move(path)), slot_(slot) {}
   std::string path_;
+  int slot_ = -1; ///< its place among those a signal removes, or -1
+
 };
 
 } // namespace kiln

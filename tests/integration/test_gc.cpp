@@ -1,7 +1,7 @@
 // Eviction and the size limit through kiln-inspect: gc by size (least
 // recently used first, the most recent still loadable) and by age (shared
 // jobs stay), dry runs that change nothing, malformed sizes and durations
-// refused with exit 2; the max_size setting (config, stats, the environment
+// refused with exit 2; gc and verify on a cache that filled its disk; the max_size setting (config, stats, the environment
 // overriding it) and the automatic limit each precompile enforces.
 #include "inspect_helpers.hpp"
 
@@ -12,6 +12,12 @@
 #include <cstdint>
 #include <optional>
 #include <thread>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 using namespace kiln_it;
 
@@ -43,6 +49,48 @@ void sleep_past_second() { std::this_thread::sleep_for(std::chrono::milliseconds
 } // namespace
 
 TEST_SUITE("integration.gc") {
+
+TEST_CASE("a cache that filled its disk (a 1 MiB file system) is shrunk by gc and verified, "
+          "from the reserve a new cache keeps") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: not running as root (CI runs as root): cannot mount a small file system");
+    return;
+  }
+  Cache cache; // the mount point
+  if (::mount("kiln-full", cache.dir().c_str(), "tmpfs", 0, "size=1m,mode=0700") != 0) {
+    MESSAGE("skipped: cannot mount a 1 MiB tmpfs here: " << std::strerror(errno));
+    return;
+  }
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{cache.dir()};
+  for (const char* unit : {"nested.ll", "cycle.ll", "diamond.ll", "chain8.ll"})
+    precompile_ok(cache, {data(unit)});
+  REQUIRE(fs::exists(cache.db().string() + "-reserve"));
+  CHECK(fs::file_size(cache.db().string() + "-reserve") == 128 * 1024);
+  // Everything else the disk holds: a file written until it is full.
+  const fs::path filler = cache.dir() / "filler";
+  {
+    int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    std::string chunk(4096, 'x');
+    while (::write(fd, chunk.data(), chunk.size()) > 0) {
+    }
+    CHECK(errno == ENOSPC);
+    ::close(fd);
+  }
+  RunResult gc = inspect(cache, {"gc", "--max-size", "1K", "--json"});
+  REQUIRE_MESSAGE(gc.exit_code == 0, describe(gc));
+  CHECK(!check_gc(json::parse(gc.out), false).empty());
+  RunResult verify = inspect(cache, {"verify"});
+  CHECK_MESSAGE(verify.exit_code == 0, describe(verify));
+  // With room again, the cache takes writes, and keeps its reserve.
+  fs::remove(filler);
+  precompile_ok(cache, {data("nested.ll")});
+  CHECK(inspect(cache, {"gc", "--max-size", "100M"}).exit_code == 0);
+  CHECK(fs::exists(cache.db().string() + "-reserve"));
+}
 
 // ---------------------------------------------------------------- gc
 

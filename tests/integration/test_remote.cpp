@@ -270,6 +270,29 @@ TEST_CASE("a corrupted remote value is rejected and not propagated") {
   CHECK(p.out.rfind("result=345 llvm=0 linker=0 ", 0) == 0);
 }
 
+TEST_CASE("many rejected remote values make two lines: the first, and a count at the close") {
+  Redis redis;
+  KILN_NEED_REDIS(redis);
+  Cache a, b;
+  json first = precompile_json(a, {"--remote", redis.url(), data("nested.ll")});
+  std::vector<std::string> jobs = redis.keys("kiln:v1:job:*");
+  REQUIRE(jobs.size() >= 3);
+  for (const std::string& k : jobs) {
+    redisReply* r = redis.command("SET %b garbage", k.data(), k.size());
+    REQUIRE(r);
+    freeReplyObject(r);
+  }
+  RunResult out = precompile(b, {"--remote", redis.url(), data("nested.ll")});
+  REQUIRE_MESSAGE(out.exit_code == 0, describe(out));
+  size_t lines = 0;
+  for (size_t at = out.err.find("rejected"); at != std::string::npos;
+       at = out.err.find("rejected", at + 1))
+    ++lines;
+  CHECK_MESSAGE(lines == 2, out.err);
+  CHECK_MESSAGE(out.err.find(" more values (the last: job ") != std::string::npos, out.err);
+  CHECK(stats(b)["remote_errors"].get<long long>() >= (long long)jobs.size());
+}
+
 TEST_CASE("a remote value of 32 KiB that decodes to 1 GiB of zeros is rejected without "
           "decoding it; the loader lives on and links for itself") {
   Redis redis;

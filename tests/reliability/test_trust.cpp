@@ -1,5 +1,7 @@
-// Trusting a cache's files before reading them (README "Trust"): a WAL
-// another user planted beside a cache in a shared sticky directory, a cache
+// Trusting a cache's files before reading them (README "Trust"): the attacks
+// themselves, run for a bounded time as another user (a hot journal planted
+// and removed in a loop beside a cache in a sticky directory; a directory
+// above the cache swapped in a loop), a WAL planted beside a cache, a cache
 // owned by another user, one writable by group or others are refused, naming
 // the file, its owner and mode; KILN_TRUSTED_OWNERS admits a service
 // account's cache; a root-owned cache shared read-only still loads for
@@ -15,10 +17,14 @@
 
 #include <grp.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -160,16 +166,16 @@ private:
 TEST_SUITE("reliability.trust") {
 
 TEST_CASE("a WAL planted by another user beside a root-owned cache in a sticky directory is "
-          "refused, naming it, and its code is never loaded") {
+          "refused, naming the directory, and its code is never loaded") {
   if (std::string why = cannot_act_as_nobody(); !why.empty()) {
     MESSAGE("skipped: " << why);
     return;
   }
   TempDir shared;
-  REQUIRE(::chmod(shared.path().c_str(), 01777) == 0);
   const fs::path db = shared.path() / "kiln.db";
   precompile_into(db, "change_v1.ll");
   REQUIRE(!fs::exists(db.string() + "-wal")); // a quiet cache is one file
+  REQUIRE(::chmod(shared.path().c_str(), 01777) == 0);
 
   // The attacker's WAL: a copy of the cache re-pointed at other code, taken
   // while a second connection keeps it from being checkpointed.
@@ -201,20 +207,218 @@ TEST_CASE("a WAL planted by another user beside a root-owned cache in a sticky d
     CHECK(l.status != KILN_OK);
     CHECK(l.result == 0);
     INFO(l.error);
-    CHECK(l.error.find(planted.string()) != std::string::npos);
-    CHECK(l.error.find("uid 65534") != std::string::npos);
-    CHECK(l.error.find("mode 0644") != std::string::npos);
+    CHECK(l.error.find("directory '" + shared.path().string() + "'") != std::string::npos);
+    CHECK(l.error.find("mode 1777") != std::string::npos);
+    CHECK(l.error.find("mkdir -m 700") != std::string::npos);
   }
-  // Naming nobody as trusted does not make another user's file in a shared
-  // directory acceptable: only your own files are trusted there.
+  // Naming nobody as trusted does not make a directory others can write
+  // acceptable.
   {
     ScopedEnv trust("KILN_TRUSTED_OWNERS", std::to_string(kNobody));
     CHECK(open_and_load(db, "chg_parent").status != KILN_OK);
   }
   // Nothing of it reached the file: without it, the cache is as it was.
   fs::remove(planted);
+  REQUIRE(::chmod(shared.path().c_str(), 0700) == 0);
   CHECK(open_and_load(db, "chg_parent").result == 12);
   require_verify_clean(db, "after the planted WAL was removed");
+}
+
+namespace {
+
+void put_be32(std::string& out, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    out[at + size_t(i)] = char((v >> (24 - 8 * i)) & 0xff);
+}
+
+/// A hot rollback journal (SQLite's file format) holding every page of the
+/// closed database `from`: replayed over another database, it makes that
+/// database a copy of `from`.
+std::string hot_journal_of(const fs::path& from) {
+  std::ifstream in(from, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(file.size() >= 100);
+  uint32_t page = (uint32_t(uint8_t(file[16])) << 8) | uint8_t(file[17]);
+  if (page == 1)
+    page = 65536;
+  REQUIRE(file.size() % page == 0);
+  uint32_t pages = uint32_t(file.size() / page);
+  constexpr uint32_t kSector = 512, kNonce = 0x2545f491;
+  std::string j(kSector, '\0');
+  const unsigned char magic[8] = {0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7};
+  std::memcpy(j.data(), magic, 8);
+  put_be32(j, 8, pages);
+  put_be32(j, 12, kNonce);
+  put_be32(j, 16, pages);
+  put_be32(j, 20, kSector);
+  put_be32(j, 24, page);
+  for (uint32_t p = 0; p < pages; ++p) {
+    std::string rec(4 + page + 4, '\0');
+    put_be32(rec, 0, p + 1);
+    std::memcpy(rec.data() + 4, file.data() + size_t(p) * page, page);
+    uint32_t sum = kNonce;
+    for (int i = int(page) - 200; i > 0; i -= 200)
+      sum += uint8_t(file[size_t(p) * page + size_t(i)]);
+    put_be32(rec, 4 + page, sum);
+    j += rec;
+  }
+  return j;
+}
+
+/// Opens `db` (the file itself, not its published images), loads
+/// chg_parent and closes it.
+Load open_file_and_load(const fs::path& db) {
+  kiln_cache* cache = nullptr;
+  Load out;
+  out.status = kiln_cache_open(db.c_str(), &cache);
+  if (out.status != KILN_OK) {
+    out.error = kiln_last_error();
+    return out;
+  }
+  (void)kiln_cache_read_only(cache); // opens the file, even with published images
+  out = load_from(cache, "chg_parent");
+  kiln_cache_close(cache);
+  return out;
+}
+
+/// How many seconds each attack runs: 3 here, $KILN_ATTACK_SECONDS for the
+/// benchmark's longer runs.
+double attack_seconds() {
+  const char* v = std::getenv("KILN_ATTACK_SECONDS");
+  return v && *v ? std::atof(v) : 3.0;
+}
+
+} // namespace
+
+TEST_CASE("attack: another user links and unlinks a crafted hot journal beside root's cache in "
+          "a sticky directory while root loads: its code never runs, the cache survives") {
+  if (std::string why = cannot_act_as_nobody(); !why.empty()) {
+    MESSAGE("skipped: " << why);
+    return;
+  }
+  TempDir victim;
+  const fs::path db = victim.path() / "c.db";
+  precompile_into(db, "change_v1.ll");
+  fs::remove(db.string() + "-images"); // every load reads the file
+  // The attacker's own cache, where chg_parent returns 210, as a journal.
+  TempDir made;
+  const fs::path theirs = made.path() / "c.db";
+  copy_cache(db, theirs);
+  precompile_into(theirs, "change_v2.ll");
+  REQUIRE(run({inspect_bin().string(), "--cache", theirs.string(), "ls"}).exit_code == 0);
+  const std::string journal = hot_journal_of(theirs);
+  // Unchecked, SQLite replays it: the attack is real.
+  {
+    TempDir elsewhere;
+    fs::copy_file(db, elsewhere.path() / "c.db");
+    std::ofstream(elsewhere.path() / "c.db-journal", std::ios::binary) << journal;
+    ScopedEnv off("KILN_TRUSTED_OWNERS", "*");
+    REQUIRE(open_file_and_load(elsewhere.path() / "c.db").result == 210);
+  }
+  REQUIRE(::chmod(victim.path().c_str(), 01777) == 0);
+  const fs::path stash = made.path() / "journal";
+  std::ofstream(stash, std::ios::binary) << journal;
+  REQUIRE(::chmod(made.path().c_str(), 0755) == 0);
+  REQUIRE(::chown(stash.c_str(), kNobody, kNobody) == 0);
+  const std::string planted = db.string() + "-journal";
+  const double seconds = attack_seconds();
+  AsNobody attacker([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    while (ms_since(t0) < seconds * 1000 + 500) {
+      (void)::link(stash.c_str(), planted.c_str());
+      (void)::unlink(planted.c_str());
+    }
+    return 0;
+  });
+  int tries = 0, ran = 0, refused = 0;
+  std::string message;
+  auto t0 = std::chrono::steady_clock::now();
+  while (ms_since(t0) < seconds * 1000) {
+    Load l = open_file_and_load(db);
+    ++tries;
+    ran += l.result == 210;
+    if (l.status != KILN_OK) {
+      ++refused;
+      message = l.error;
+    }
+  }
+  CHECK(attacker.wait() == 0);
+  MESSAGE(tries << " loads in " << seconds << " s: " << refused << " refused, " << ran
+                << " ran the planted code; the message: " << message);
+  CHECK(ran == 0);
+  CHECK(refused == tries);
+  CHECK(message.find("mode 1777") != std::string::npos);
+  // The cache is root's and unchanged.
+  ::unlink(planted.c_str());
+  REQUIRE(::chmod(victim.path().c_str(), 0700) == 0);
+  struct stat st;
+  REQUIRE(::stat(db.c_str(), &st) == 0);
+  CHECK(st.st_uid == 0);
+  CHECK(open_file_and_load(db).result == 12);
+  require_verify_clean(db, "after the journal race");
+}
+
+TEST_CASE("attack: another user swaps a directory above root's cache with a twin holding a "
+          "crafted journal while root loads: refused, its code never runs") {
+  if (std::string why = cannot_act_as_nobody(); !why.empty()) {
+    MESSAGE("skipped: " << why);
+    return;
+  }
+  TempDir g;
+  REQUIRE(::chmod(g.path().c_str(), 0755) == 0);
+  const fs::path pd = g.path() / "pd", twin = g.path() / "twin";
+  fs::create_directories(pd / "d");
+  REQUIRE(::chmod(pd.c_str(), 0755) == 0);
+  REQUIRE(::chmod((pd / "d").c_str(), 0700) == 0);
+  const fs::path db = pd / "d" / "c.db";
+  precompile_into(db, "change_v1.ll");
+  fs::remove(db.string() + "-images");
+  // The twin: the same cache beside the attacker's journal of their own
+  // cache (chg_parent returns 210 there), all the attacker's.
+  TempDir made;
+  const fs::path theirs = made.path() / "c.db";
+  copy_cache(db, theirs);
+  precompile_into(theirs, "change_v2.ll");
+  REQUIRE(run({inspect_bin().string(), "--cache", theirs.string(), "ls"}).exit_code == 0);
+  fs::create_directories(twin / "d");
+  copy_cache(db, twin / "d" / "c.db");
+  std::ofstream(twin / "d" / "c.db-journal", std::ios::binary) << hot_journal_of(theirs);
+  for (const fs::path& p : {twin, twin / "d", twin / "d" / "c.db", twin / "d" / "c.db-journal"})
+    REQUIRE(::chown(p.c_str(), kNobody, kNobody) == 0);
+  REQUIRE(::chown(pd.c_str(), kNobody, kNobody) == 0); // the other user's, as in the attack
+  REQUIRE(::chown(g.path().c_str(), kNobody, kNobody) == 0);
+  const double seconds = attack_seconds();
+  AsNobody attacker([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    while (ms_since(t0) < seconds * 1000 + 500)
+      (void)::syscall(SYS_renameat2, AT_FDCWD, pd.c_str(), AT_FDCWD, twin.c_str(),
+                      1 /* RENAME_EXCHANGE */);
+    return 0;
+  });
+  int tries = 0, ran = 0, refused = 0;
+  std::string message;
+  auto t0 = std::chrono::steady_clock::now();
+  while (ms_since(t0) < seconds * 1000) {
+    Load l = open_file_and_load(db);
+    ++tries;
+    ran += l.result == 210;
+    if (l.status != KILN_OK) {
+      ++refused;
+      message = l.error;
+    }
+  }
+  CHECK(attacker.wait() == 0);
+  MESSAGE(tries << " loads in " << seconds << " s: " << refused << " refused, " << ran
+                << " ran the planted code; the message: " << message);
+  CHECK(ran == 0);
+  CHECK(refused == tries);
+  CHECK(message.find("uid 65534") != std::string::npos);
+  // Root's own cache, wherever the swaps left it, is intact.
+  fs::path mine = fs::exists(pd / "d" / "c.db-journal") ? twin : pd;
+  REQUIRE(::chown(g.path().c_str(), 0, 0) == 0);
+  REQUIRE(::chown(mine.c_str(), 0, 0) == 0);
+  CHECK(open_file_and_load(mine / "d" / "c.db").result == 12);
+  require_verify_clean(mine / "d" / "c.db", "after the ancestor swap");
 }
 
 TEST_CASE("a cache, side file or directory owned by another user is refused; "
@@ -318,15 +522,19 @@ TEST_CASE("a cache writable by group or others, or in a directory they can write
   REQUIRE(::chmod(dir.path().c_str(), 0777) == 0);
   Load l = open_and_load(db, "chg_parent");
   CHECK(l.status != KILN_OK);
-  CHECK(l.error.find("not sticky") != std::string::npos);
-  // Sticky (like /tmp) with the user's own files: allowed.
+  CHECK(l.error.find("writable by others") != std::string::npos);
+  // Sticky (like /tmp): others still create names there, a journal among
+  // them, so the cache is refused, with what to do instead.
   REQUIRE(::chmod(dir.path().c_str(), 01777) == 0);
   for (unsigned flags : {0u, unsigned(KILN_CACHE_READ_ONLY)}) {
-    Load ok = open_and_load(db, "chg_parent", flags);
-    INFO(ok.error);
-    CHECK(ok.result == 12);
+    Load no = open_and_load(db, "chg_parent", flags);
+    INFO(no.error);
+    CHECK(no.status != KILN_OK);
+    CHECK(no.error.find("sticky, like /tmp") != std::string::npos);
+    CHECK(no.error.find("mkdir -m 700") != std::string::npos);
   }
   REQUIRE(::chmod(dir.path().c_str(), 0700) == 0);
+  CHECK(open_and_load(db, "chg_parent").result == 12);
 }
 
 TEST_CASE("a root-owned 0644 cache in a 0755 directory loads for an unprivileged user, who "

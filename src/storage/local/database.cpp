@@ -145,6 +145,133 @@ bool faults_planned() {
          fault::planned("sqlite-sync");
 }
 
+
+// --- the pinned VFS: SQLite's files opened through the checked directory -----
+// SQLite opens the cache file by name, and its -journal and -wal by names
+// made from it, each at its own moment. The names it is given here lead
+// through the cache's directory held open ("/proc/self/fd/N/c.db": whatever
+// is renamed above it, they resolve to the directory that was checked), and
+// this VFS keeps them that way (the default one would resolve the link back
+// to a path), and checks each file that already exists on a descriptor of
+// it before SQLite opens it: the rules of file_trust.h, and one link only.
+// A file that fails is not opened (SQLITE_CANTOPEN), so a journal or WAL
+// that is not trusted is never replayed, and root's SQLite never fchown()s
+// it to the cache's owner (which it does to a journal or WAL it opens).
+
+constexpr char kPinnedPrefix[] = "/proc/self/fd/";
+
+// Why the last open on this thread was refused, for the error SQLite's
+// "unable to open database file" becomes (Database::db_error).
+thread_local std::string t_refusal;
+
+bool pinned_name(const char* name, int& dirfd, const char*& base) {
+  if (!name || std::strncmp(name, kPinnedPrefix, sizeof kPinnedPrefix - 1) != 0)
+    return false;
+  const char* p = name + sizeof kPinnedPrefix - 1;
+  char* end = nullptr;
+  long fd = std::strtol(p, &end, 10);
+  if (end == p || *end != '/' || fd < 0 || fd > 1 << 30)
+    return false;
+  dirfd = int(fd);
+  base = end + 1;
+  return *base != '\0' && std::strchr(base, '/') == nullptr;
+}
+
+std::string refusal_text(const char* base, const struct stat& st, const char* why) {
+  return std::string("'") + base + "' (owner uid " + std::to_string(st.st_uid) + ", mode " +
+         std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+         std::to_string(st.st_mode & 7) + ") " + why;
+}
+
+// The file `base` of the directory `dirfd`, if it exists: trusted? Looked
+// at with fstatat on the held directory, never through a descriptor of the
+// file itself: closing one would drop every POSIX lock this process holds on
+// it (another connection's, in SQLite). Nothing can change the name between
+// this look and SQLite's open: no one this process does not trust can
+// write the directory (file_trust.h).
+bool trusted_on_descriptor(int dirfd, const char* base) {
+  struct stat st;
+  if (::fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT)
+      return true; // SQLite creates it, in a directory no one else can write
+    t_refusal = std::string("'") + base + "' cannot be checked: " + std::strerror(errno);
+    return false;
+  }
+  bool got = true;
+  auto owners = TrustedOwners::from_env();
+  if (!got || !owners) {
+    t_refusal = std::string("'") + base + "' cannot be checked";
+    return false;
+  }
+  if (owners->any)
+    return true;
+  const char* why = nullptr;
+  if (S_ISLNK(st.st_mode))
+    why = "is a symbolic link, which is never followed";
+  else if (!S_ISREG(st.st_mode))
+    why = "is not a regular file";
+  else if (!owners->trusts(st.st_uid))
+    why = "belongs to an owner this process does not trust: it is not opened, and a journal "
+          "or WAL of it is never replayed";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    why = "is writable by group or others";
+  else if (st.st_nlink != 1)
+    why = "has more than one link: another name of it may be another user's";
+  if (!why)
+    return true;
+  t_refusal = refusal_text(base, st, why);
+  return false;
+}
+
+sqlite3_vfs* real_vfs() { return faults_planned() ? fault_vfs() : g_default_vfs; }
+
+int pinned_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* out) {
+  int dirfd = -1;
+  const char* base = nullptr;
+  constexpr int kChecked = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_WAL;
+  if ((flags & kChecked) && pinned_name(name, dirfd, base) && !trusted_on_descriptor(dirfd, base)) {
+    f->pMethods = nullptr;
+    return SQLITE_CANTOPEN;
+  }
+  sqlite3_vfs* real = real_vfs();
+  return real->xOpen(real, name, f, flags, out);
+}
+
+int pinned_full_pathname(sqlite3_vfs*, const char* name, int n, char* out) {
+  int dirfd = -1;
+  const char* base = nullptr;
+  if (!pinned_name(name, dirfd, base))
+    return g_default_vfs->xFullPathname(g_default_vfs, name, n, out);
+  size_t len = std::strlen(name);
+  if (len + 1 > size_t(n))
+    return SQLITE_CANTOPEN;
+  std::memcpy(out, name, len + 1);
+  return SQLITE_OK;
+}
+
+sqlite3_vfs* pinned_vfs() {
+  static sqlite3_vfs vfs;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    sqlite3_vfs* fault = fault_vfs(); // registers it, and finds the default
+    vfs = *g_default_vfs;
+    vfs.szOsFile = std::max(g_default_vfs->szOsFile, fault->szOsFile);
+    vfs.zName = "kiln-pinned";
+    vfs.pNext = nullptr;
+    vfs.xOpen = pinned_open;
+    vfs.xFullPathname = pinned_full_pathname;
+    sqlite3_vfs_register(&vfs, /*makeDflt=*/0);
+  });
+  return &vfs;
+}
+
+// Whether the last error of `db` may be a full disk: SQLite's own, or an I/O
+// error (extending the shared memory on a full disk is one).
+bool disk_full(sqlite3* db) {
+  int rc = sqlite3_errcode(db) & 0xff;
+  return rc == SQLITE_FULL || rc == SQLITE_IOERR;
+}
+
 // A network file system's notice, once per process whatever the caches.
 void network_notice(const std::string& path, const std::string& kind) {
   static std::once_flag once;
@@ -308,6 +435,11 @@ Error Database::db_error(const std::string& what) const {
   int rc = sqlite3_errcode(db_);
   if ((rc & 0xff) == SQLITE_READONLY)
     return read_only_error(what + " (" + sqlite3_errmsg(db_) + ")");
+  if ((rc & 0xff) == SQLITE_CANTOPEN && !t_refusal.empty()) {
+    std::string why = std::move(t_refusal);
+    t_refusal.clear();
+    return make_error(Code::unavailable, "refusing cache '" + path_ + "': " + what + ": " + why);
+  }
   Code code = (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) ? Code::corrupt : Code::internal;
   return make_error(code, "cache '" + path_ + "': " + what + ": " + sqlite3_errmsg(db_));
 }
@@ -406,6 +538,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMo
     }
 
   KILN_TRY_ASSIGN(auto owners, TrustedOwners::from_env());
+  CacheFiles opened; // as checked, for a second connect (a full disk)
   {
     // Closing any descriptor of a file drops every POSIX lock this process
     // holds on it, SQLite's included: the file is opened here outside SQLite
@@ -461,12 +594,17 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMo
     if (!ours)
       KILN_TRY(check_file(path, wal_format));
     KILN_TRY(st->connect(files, wal_format, owners));
-    // SQLite opened the file by its name: it must be the one checked.
+    // SQLite opened the file by its name in the held directory: it must be
+    // the one checked.
     struct stat now;
-    if (::stat(path.c_str(), &now) != 0 || !files.db.same_file(FileStamp::of(now)))
+    std::string base = path.substr(path.rfind('/') + 1);
+    int at = files.pinned ? files.pinned->fd() : AT_FDCWD;
+    if (::fstatat(at, files.pinned ? base.c_str() : path.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !files.db.same_file(FileStamp::of(now)))
       return make_error(Code::unavailable, "refusing cache '" + path +
                                                "': the file was replaced while it was opened");
     st->file_id_ = {uint64_t(now.st_dev), uint64_t(now.st_ino)};
+    opened = files;
     ++open_files().count[st->file_id_];
     st->registered_ = true;
   }
@@ -492,6 +630,19 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMo
     Status s1 = st->exec("BEGIN");
     if (s1)
       s1 = read_int("PRAGMA application_id", &app_id);
+    // A full disk has no room for the shared memory's pages or the WAL's
+    // first frames: the reserve kept for gc is given back, and the file is
+    // opened again (gc then shrinks it; keep_reserve).
+    if (!s1 && disk_full(st->db_) && st->release_reserve()) {
+      (void)st->exec("ROLLBACK");
+      std::lock_guard lock(open_files().mu);
+      sqlite3_close_v2(st->db_);
+      st->db_ = nullptr;
+      KILN_TRY(st->connect(opened, true, owners));
+      s1 = st->exec("BEGIN");
+      if (s1)
+        s1 = read_int("PRAGMA application_id", &app_id);
+    }
     if (!s1) {
       (void)st->exec("ROLLBACK");
       return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (" +
@@ -591,26 +742,51 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMo
   }
   if (user_version < schema_version())
     KILN_TRY(st->migrate());
+  if (objects == 0 && network.empty())
+    (void)st->keep_reserve();
   return st;
+}
+
+namespace {
+std::string base_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+} // namespace
+
+bool Database::keep_reserve() {
+  if (!pinned_ || read_only_)
+    return false;
+  std::string name = base_of(path_) + "-reserve";
+  int fd = ::openat(pinned_->fd(), name.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return false; // there already, or no room for even its name
+  bool ok = ::posix_fallocate(fd, 0, kReserveBytes) == 0;
+  ::close(fd);
+  if (!ok)
+    ::unlinkat(pinned_->fd(), name.c_str(), 0);
+  return ok;
+}
+
+bool Database::release_reserve() {
+  if (!pinned_ || read_only_)
+    return false;
+  return ::unlinkat(pinned_->fd(), (base_of(path_) + "-reserve").c_str(), 0) == 0;
 }
 
 Status Database::connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners) {
   // SQLite creates the WAL's side files where it can, a read-only
   // connection included.
   bool can_create = !read_only_ || ::access(files.dir.c_str(), W_OK) == 0;
-  if (files.shared_dir) {
-    // Others can create names there. A rollback journal is made and removed
-    // at every write: one could be planted between two, and replayed.
-    if (std::string network = network_fs_kind(path_); !network.empty())
-      return make_error(Code::unavailable,
-                        "refusing cache '" + path_ + "': it is on a network file system (" +
-                            network + "), where it keeps a rollback journal, in '" + files.dir +
-                            "', a directory others can write, who could put a journal beside it "
-                            "between two writes: move it to a directory only you can write");
-    if (can_create)
-      KILN_TRY(create_side_files(path_, files, owners));
-  }
-  const char* vfs = faults_planned() ? fault_vfs()->zName : nullptr;
+  // Through the directory that was checked, held for the connection's life.
+  pinned_ = files.pinned;
+  std::string name = pinned_ ? pinned_->path_of(path_.substr(path_.rfind('/') + 1)) : "";
+  const char* vfs = nullptr;
+  if (!name.empty())
+    vfs = pinned_vfs()->zName;
+  else if (faults_planned())
+    vfs = fault_vfs()->zName;
+  if (name.empty())
+    name = path_;
+  t_refusal.clear();
   int rc;
   if (read_only_) {
     // With the WAL's side files present, even unwritable, SQLite reads a WAL
@@ -622,11 +798,11 @@ Status Database::connect(const CacheFiles& files, bool wal_format, const Trusted
     watch_[0] = files.db;
     watch_[1] = files.wal;
     watch_[2] = files.shm;
-    std::string uri = file_uri(path_) + "?mode=ro" + (immutable_ ? "&immutable=1" : "");
+    std::string uri = file_uri(name) + "?mode=ro" + (immutable_ ? "&immutable=1" : "");
     rc = sqlite3_open_v2(uri.c_str(), &db_,
                          SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, vfs);
   } else {
-    rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, vfs);
+    rc = sqlite3_open_v2(name.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, vfs);
   }
   if (rc != SQLITE_OK)
     return db_error("cannot open");

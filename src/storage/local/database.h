@@ -105,6 +105,14 @@ public:
   /// checkpointed and its side files removed (the last other connection).
   void close_wal();
 
+  /// gc's room on a full disk: deleting rows needs WAL space, so a writer
+  /// that creates the cache, and each gc, keep `<cache>-reserve` (128 KiB,
+  /// allocated) beside it; a gc that fails for a full disk releases it and
+  /// tries again. Both are best effort: false when nothing was done.
+  bool keep_reserve();
+  bool release_reserve();
+  static constexpr int64_t kReserveBytes = 128 << 10;
+
 private:
   Database() = default;
   Status connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners);
@@ -119,6 +127,9 @@ private:
   void renew_published();
 
   std::string path_;
+  /// The cache's directory, held open while connected: SQLite opens the
+  /// file and every side file through it (pinned_vfs in database.cpp).
+  std::shared_ptr<const PinnedDir> pinned_;
   sqlite3* db_ = nullptr;
   std::pair<uint64_t, uint64_t> file_id_{}; ///< (device, inode) while registered as open
   bool registered_ = false;

@@ -1,17 +1,19 @@
-// Whether a cache's files may be believed: owners and modes of the file, its
-// side files and its directory, checked with lstat before SQLite opens any
-// of them, and side files created exclusively where others could plant them.
+// Whether a cache's files may be believed: every directory from / down to
+// the cache's, walked by descriptor and held open, then owners and modes of
+// the file and its side files, checked before SQLite opens any of them.
 #include "storage/local/file_trust.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <fcntl.h>
 #include <mutex>
 #include <optional>
 #include <pwd.h>
 #include <unistd.h>
+#include <vector>
 
 namespace kiln::storage {
 
@@ -63,7 +65,7 @@ std::string trusted_owners_text() {
 
 // The rules for the cache file and each side file.
 Status check_file_rules(const std::string& cache, const std::string& file, const struct stat& st,
-                        const std::string& dir, bool shared_dir, const TrustedOwners& owners) {
+                        const TrustedOwners& owners) {
   if (owners.any)
     return Status::ok();
   if (S_ISLNK(st.st_mode))
@@ -71,15 +73,6 @@ Status check_file_rules(const std::string& cache, const std::string& file, const
                                        "a cache's files through one: name the file itself");
   if (!S_ISREG(st.st_mode))
     return refused(cache, "'" + file + "' is not a regular file (mode " + octal(st.st_mode) + ")");
-  // In a directory others can write, only the caller's own files count
-  // (KILN_TRUSTED_OWNERS does not widen it), so say that rather than suggest
-  // the setting.
-  if (shared_dir && st.st_uid != ::geteuid())
-    return refused(cache, describe(file, st) + " is in '" + dir +
-                              "', a directory others can write: only your own files are trusted "
-                              "there. Remove '" + file +
-                              "' if you did not make it, and keep shared caches in a directory "
-                              "only their owner can write");
   if (!owners.trusts(st.st_uid))
     return refused(cache, describe(file, st) +
                               " belongs to another user, and whoever can write a cache's files "
@@ -95,7 +88,168 @@ Status check_file_rules(const std::string& cache, const std::string& file, const
   return Status::ok();
 }
 
+
+// One directory on the way from `/` to a cache's: owned by a trusted owner,
+// and writable by no one else unless sticky (only the owner of an entry
+// can rename or remove it there; the entry below is checked in turn). The
+// cache's own directory is never writable by others, sticky or not: they
+// could create its journal or WAL between any check and SQLite's open.
+Status check_dir_rules(const std::string& cache, const std::string& where, const struct stat& st,
+                       bool last, const TrustedOwners& owners) {
+  if (!owners.trusts(st.st_uid))
+    return refused(cache, (last ? "its directory " : "the directory above it ") +
+                              describe(where, st) +
+                              " belongs to another user, who could rename it and put other "
+                              "files in the cache's place: " +
+                              trusted_owners_text() +
+                              ". Use a cache in a directory whose every directory up to / is "
+                              "your own or root's, or add that user to KILN_TRUSTED_OWNERS if "
+                              "you trust it");
+  if (!(st.st_mode & (S_IWGRP | S_IWOTH)))
+    return Status::ok();
+  if (last)
+    return refused(cache, "its directory " + describe(where, st) +
+                              " is writable by others" +
+                              (st.st_mode & S_ISVTX ? " (sticky, like /tmp)" : "") +
+                              ", who could create its journal or WAL, which SQLite replays, "
+                              "between any check and SQLite's open of it. Keep the cache in a "
+                              "directory only you can write, e.g. one of your own under it "
+                              "(mkdir -m 700 '" +
+                              (where == "/" ? std::string() : where) + "/kiln-" +
+                              user_name(::geteuid()) + "')");
+  if (st.st_mode & S_ISVTX)
+    return Status::ok();
+  return refused(cache, "the directory above it " + describe(where, st) +
+                            " is writable by group or others and not sticky: they could rename "
+                            "what is below it and put other files in the cache's place. Remove "
+                            "their write permission (chmod go-w '" +
+                            where + "') or use a directory of your own");
+}
+
+void push_components(std::vector<std::string>& todo, const std::string& path) {
+  // A stack: the next component is at the back.
+  size_t end = path.size();
+  while (end > 0) {
+    size_t slash = path.rfind('/', end - 1);
+    size_t begin = slash == std::string::npos ? 0 : slash + 1;
+    if (end > begin)
+      todo.emplace_back(path.substr(begin, end - begin));
+    if (slash == std::string::npos)
+      break;
+    end = slash;
+  }
+}
+
+std::string child_of(const std::string& where, const std::string& name) {
+  if (name == "..") {
+    size_t slash = where.rfind('/');
+    return slash == 0 || slash == std::string::npos ? "/" : where.substr(0, slash);
+  }
+  return where == "/" ? "/" + name : where + "/" + name;
+}
+
+// Walks from `/` to `dir`, one openat(O_PATH | O_NOFOLLOW) at a time, and
+// checks every directory it passes by its descriptor; a symbolic link on the
+// way is followed only where its owner is trusted or its directory is
+// writable by no one else. Null: `dir` does not exist (yet).
+Result<std::shared_ptr<const PinnedDir>>
+pin_directory(const std::string& cache, const std::string& dir, const TrustedOwners& owners) {
+  std::string abs = dir;
+  if (abs.empty() || abs.front() != '/') {
+    char buf[4096];
+    if (!::getcwd(buf, sizeof buf))
+      return refused(cache, std::string("cannot tell the current directory: ") +
+                                std::strerror(errno));
+    abs = std::string(buf) + "/" + abs;
+  }
+  constexpr int kFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  std::vector<std::string> todo;
+  push_components(todo, abs);
+  int cur = ::open("/", kFlags);
+  std::string where = "/";
+  struct stat st {};
+  if (cur < 0 || ::fstat(cur, &st) != 0) {
+    int err = errno;
+    if (cur >= 0)
+      ::close(cur);
+    return refused(cache, std::string("cannot open '/': ") + std::strerror(err));
+  }
+  auto fail = [&](Status s) {
+    ::close(cur);
+    return s.error();
+  };
+  int links = 0;
+  while (!todo.empty()) {
+    std::string name = std::move(todo.back());
+    todo.pop_back();
+    if (name == ".")
+      continue;
+    if (!owners.any)
+      if (Status s = check_dir_rules(cache, where, st, false, owners); !s)
+        return fail(s);
+    int next = ::openat(cur, name.c_str(), kFlags);
+    if (next < 0) {
+      int err = errno;
+      struct stat ls;
+      if ((err == ELOOP || err == ENOTDIR) &&
+          ::fstatat(cur, name.c_str(), &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode)) {
+        if (++links > 40)
+          return fail(refused(cache, "too many symbolic links on the way to '" + dir + "'"));
+        std::string link = child_of(where, name);
+        if (!owners.any && (st.st_mode & (S_IWGRP | S_IWOTH)) && !owners.trusts(ls.st_uid))
+          return fail(refused(cache, "'" + link + "' is a symbolic link owned by " +
+                                         who(ls.st_uid) + " in '" + where +
+                                         "', a directory others can write: it is not "
+                                         "followed. Name the cache's directory itself"));
+        std::string target(4096, '\0');
+        ssize_t n = ::readlinkat(cur, name.c_str(), target.data(), target.size());
+        if (n <= 0 || size_t(n) >= target.size())
+          return fail(refused(cache, "cannot read the symbolic link '" + link + "'"));
+        target.resize(size_t(n));
+        push_components(todo, target);
+        if (target.front() == '/') {
+          ::close(cur);
+          cur = ::open("/", kFlags);
+          where = "/";
+          if (cur < 0 || ::fstat(cur, &st) != 0) {
+            err = errno;
+            if (cur >= 0)
+              ::close(cur);
+            return refused(cache, std::string("cannot open '/': ") + std::strerror(err));
+          }
+        }
+        continue;
+      }
+      ::close(cur);
+      if (err == ENOENT)
+        return std::shared_ptr<const PinnedDir>();
+      return refused(cache, "cannot open the directory '" + child_of(where, name) +
+                                "': " + std::strerror(err));
+    }
+    ::close(cur);
+    cur = next;
+    where = child_of(where, name);
+    if (::fstat(cur, &st) != 0)
+      return fail(refused(cache, "cannot stat '" + where + "': " + std::strerror(errno)));
+  }
+  if (!owners.any)
+    if (Status s = check_dir_rules(cache, where, st, true, owners); !s)
+      return fail(s);
+  return std::shared_ptr<const PinnedDir>(std::make_shared<PinnedDir>(cur));
+}
 } // namespace
+
+PinnedDir::~PinnedDir() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::string PinnedDir::path_of(const std::string& name) const {
+  static const bool proc = ::access("/proc/self/fd", X_OK) == 0;
+  if (!proc)
+    return {};
+  return "/proc/self/fd/" + std::to_string(fd_) + "/" + name;
+}
 
 bool TrustedOwners::trusts(uid_t uid) const {
   if (any || uid == 0 || uid == ::geteuid())
@@ -121,8 +275,17 @@ Result<TrustedOwners> TrustedOwners::parse(std::string_view list) {
       out.any = true;
       continue;
     }
-    if (item.find_first_not_of("0123456789") == std::string::npos && item.size() < 11) {
-      out.extra.push_back(uid_t(std::strtoul(item.c_str(), nullptr, 10)));
+    if (item.find_first_not_of("0123456789") == std::string::npos) {
+      // Whole, never truncated: 2^32 + 65534 is not 65534. (uid_t)-1 means
+      // "no user" to chown and setreuid, so it is no uid either.
+      errno = 0;
+      unsigned long long uid = std::strtoull(item.c_str(), nullptr, 10);
+      if (errno == ERANGE || item.size() > 20 || uid >= uint64_t(uid_t(-1)))
+        return make_error(Code::invalid_argument,
+                          "KILN_TRUSTED_OWNERS names uid " + item +
+                              ", which is out of range (uids are below " +
+                              std::to_string(uint64_t(uid_t(-1))) + ")");
+      out.extra.push_back(uid_t(uid));
       continue;
     }
     struct passwd pw;
@@ -184,69 +347,23 @@ Result<CacheFiles> check_cache_files(const std::string& path, const std::string&
   if (owners.any) {
     for (const char* ext : kSideFiles)
       side_stamp(out, ext) = FileStamp::at(path + ext);
-    out.dir_exists = ::access(dir.c_str(), F_OK) == 0;
+    KILN_TRY_ASSIGN(out.pinned, pin_directory(path, dir, owners));
+    out.dir_exists = out.pinned != nullptr;
     return out;
   }
-  struct stat d;
-  if (::stat(dir.c_str(), &d) == 0) {
-    out.dir_exists = true;
-    if (!owners.trusts(d.st_uid))
-      return refused(path, "its directory " + describe(dir, d) +
-                               " belongs to another user, who could replace the cache or put "
-                               "files beside it: " +
-                               trusted_owners_text() +
-                               ". Use a cache in a directory of your own, or add that user to "
-                               "KILN_TRUSTED_OWNERS if you trust it");
-    if (d.st_mode & (S_IWGRP | S_IWOTH)) {
-      if (!(d.st_mode & S_ISVTX))
-        return refused(path, "its directory " + describe(dir, d) +
-                                 " is writable by group or others and not sticky: they could "
-                                 "replace the cache or put a WAL beside it. Remove their write "
-                                 "permission (chmod go-w '" +
-                                 dir + "') or use a directory of your own");
-      out.shared_dir = true;
-    }
-  }
+  KILN_TRY_ASSIGN(out.pinned, pin_directory(path, dir, owners));
+  out.dir_exists = out.pinned != nullptr;
   if (out.db.present)
-    KILN_TRY(check_file_rules(path, path, out.db_stat, dir, out.shared_dir, owners));
+    KILN_TRY(check_file_rules(path, path, out.db_stat, owners));
   for (const char* ext : kSideFiles) {
     struct stat st;
     std::string side = path + ext;
     if (::lstat(side.c_str(), &st) != 0)
       continue;
-    KILN_TRY(check_file_rules(path, side, st, dir, out.shared_dir, owners));
+    KILN_TRY(check_file_rules(path, side, st, owners));
     side_stamp(out, ext) = FileStamp::of(st);
   }
   return out;
-}
-
-Status create_side_files(const std::string& path, const CacheFiles& files,
-                         const TrustedOwners& owners) {
-  if (!files.shared_dir || owners.any)
-    return Status::ok();
-  // SQLite gives its side files the database's mode; umask must not narrow it.
-  mode_t mode = files.db.present ? (files.db_stat.st_mode & 0666) : 0600;
-  for (const char* ext : {"-wal", "-shm"}) {
-    if ((ext[1] == 'w' ? files.wal : files.shm).present)
-      continue;
-    std::string side = path + ext;
-    int fd = ::open(side.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0 && errno == EEXIST) {
-      // Made since the check, by another of our processes or by someone else.
-      struct stat st;
-      if (::lstat(side.c_str(), &st) != 0)
-        return refused(path, "'" + side + "' appeared and vanished while the cache was opened");
-      KILN_TRY(check_file_rules(path, side, st, files.dir, true, owners));
-      continue;
-    }
-    if (fd < 0)
-      return refused(path, "cannot create '" + side + "': " + std::strerror(errno));
-    int rc = ::fchmod(fd, mode);
-    ::close(fd);
-    if (rc != 0)
-      return refused(path, "cannot set the mode of '" + side + "': " + std::strerror(errno));
-  }
-  return Status::ok();
 }
 
 Status check_opened_file(const std::string& path, const struct stat& st, const CacheFiles& files,
@@ -255,7 +372,7 @@ Status check_opened_file(const std::string& path, const struct stat& st, const C
     return refused(path, "the file was replaced while it was being opened");
   if (files.db.present)
     return Status::ok(); // the file that was checked
-  return check_file_rules(path, path, st, files.dir, files.shared_dir, owners);
+  return check_file_rules(path, path, st, owners);
 }
 
 } // namespace kiln::storage

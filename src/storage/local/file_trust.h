@@ -11,6 +11,7 @@
 #include <kiln/result.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
@@ -49,23 +50,46 @@ struct FileStamp {
   bool operator==(const FileStamp&) const = default;
 };
 
+/// A directory held open (O_PATH) after every directory from `/` down to it
+/// passed the rules: the directory checked is the one used, for as long as
+/// this lives, whatever is renamed above it meanwhile.
+class PinnedDir {
+public:
+  explicit PinnedDir(int fd) : fd_(fd) {}
+  ~PinnedDir();
+  PinnedDir(const PinnedDir&) = delete;
+  PinnedDir& operator=(const PinnedDir&) = delete;
+  int fd() const { return fd_; }
+  /// `name` in this directory, as a path any open() resolves through the
+  /// held descriptor ("/proc/self/fd/N/name"), or "" where /proc is not
+  /// mounted.
+  std::string path_of(const std::string& name) const;
+
+private:
+  int fd_;
+};
+
 /// The cache's files as check_cache_files found them.
 struct CacheFiles {
   std::string dir; ///< the directory holding them
+  /// That directory, held open once its whole chain passed (null when it
+  /// does not exist yet).
+  std::shared_ptr<const PinnedDir> pinned;
   FileStamp db;    ///< the cache file (not present: it does not exist yet)
   struct stat db_stat {};
   bool dir_exists = false;
-  /// The directory is writable by others but sticky (like /tmp): others
-  /// cannot replace existing files there, but can create new names.
-  bool shared_dir = false;
   FileStamp wal, shm, journal; ///< the side files (not present: none)
   /// Kiln's own side files: published images and the load log
   /// (storage/published.h), under the same rules.
   FileStamp images, loads;
 };
 
-/// Checks the cache file at `path`, each of its side files present and the
-/// directory `dir` holding them, without opening any of them (closing a
+/// Checks every directory from `/` down to `dir` (OpenSSH's rule: owned by
+/// a trusted owner and writable by no one else, unless sticky with the entry
+/// below it trusted; `dir` itself never writable by others), following a
+/// symbolic link only where its owner is trusted or no one else could have
+/// put it there, and holds `dir` open. Then checks the cache file at `path`,
+/// each of its side files present and the directory `dir` holding them, without opening any of them (closing a
 /// descriptor would drop this process's SQLite locks on the file). A
 /// symbolic link at `path` is refused. A file or directory that fails the
 /// rules is `unavailable`, with a message naming it, its owner (uid and
@@ -73,13 +97,6 @@ struct CacheFiles {
 /// not an error (db.present / dir_exists tell).
 Result<CacheFiles> check_cache_files(const std::string& path, const std::string& dir,
                                      const TrustedOwners& owners);
-
-/// In a shared (sticky) directory, creates each missing -wal and -shm file
-/// of `path` before SQLite does, exclusively and without following links, with
-/// the cache file's mode: another user cannot then plant one first (nor
-/// remove or replace ours). One that appeared since the check is checked.
-Status create_side_files(const std::string& path, const CacheFiles& files,
-                         const TrustedOwners& owners);
 
 /// Checks a cache file Kiln just opened or created (fstat of its descriptor)
 /// by the same rules: a file another user created at the same name between

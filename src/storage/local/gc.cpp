@@ -15,6 +15,26 @@
 namespace kiln::storage {
 
 Result<GcReport> Store::gc(const GcOptions& options) {
+  auto report = gc_once(options);
+  // A full disk has no room for the WAL's frames that deleting rows needs:
+  // the reserve kept for this is given back to the file system, and gc runs
+  // again; the space it frees comes back once the WAL is emptied into the
+  // file, and the reserve is taken again.
+  if (!report && !options.dry_run &&
+      report.error().message.find("disk is full") != std::string::npos &&
+      db_->release_reserve()) {
+    report = gc_once(options);
+    if (report) {
+      std::unique_lock lock(mu_);
+      (void)exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    }
+  }
+  if (report && !options.dry_run)
+    (void)db_->keep_reserve();
+  return report;
+}
+
+Result<GcReport> Store::gc_once(const GcOptions& options) {
   // Loads served from the published images count as use: taken in first.
   (void)absorb_load_log();
   GcReport rep;

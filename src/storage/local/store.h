@@ -213,6 +213,8 @@ public:
   Status set_setting(const std::string& name, const std::string& value) override;
   /// Evicts per `options` (storage/gc.h), in one transaction.
   Result<GcReport> gc(const GcOptions& options) override;
+  /// One gc; gc() runs it again after releasing the full disk's reserve.
+  Result<GcReport> gc_once(const GcOptions& options);
   Status check_rows(std::vector<Problem>& out) override;
   /// verify_cache(*this)'s problems (storage/verify.h).
   Result<std::vector<Problem>> verify();

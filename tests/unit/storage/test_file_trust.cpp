@@ -1,8 +1,8 @@
 // Unit tests for the trust check of a cache's files
 // (src/storage/local/file_trust.h): KILN_TRUSTED_OWNERS parsed, the owner and
-// mode rules for the file, each side file and the directory, symbolic links,
-// sticky shared directories, side files created exclusively there, and a file
-// replaced between the check and the open.
+// mode rules for the file, each side file and every directory from / down,
+// symbolic links, sticky shared directories refused, the directory held open,
+// and a file replaced between the check and the open.
 #include "storage/local/file_trust.h"
 
 #include "fixtures/files.hpp"
@@ -74,6 +74,17 @@ TEST_CASE("KILN_TRUSTED_OWNERS: names and uids, separated by commas or spaces; '
   REQUIRE(!bad);
   CHECK(bad.error().code == Code::invalid_argument);
   CHECK(has(bad.error().message, "'no-such-user-kiln'"));
+  // Uids are parsed whole: 2^32 + 65534 is not uid 65534.
+  for (const char* wide : {"4295032830", "4294967295", "99999999999999999999999"}) {
+    CAPTURE(wide);
+    auto w = TrustedOwners::parse(wide);
+    REQUIRE(!w);
+    CHECK(w.error().code == Code::invalid_argument);
+    CHECK(has(w.error().message, "out of range"));
+  }
+  auto top = TrustedOwners::parse("4294967294");
+  REQUIRE(top);
+  CHECK(top->trusts(uid_t(4294967294u)));
 
   ::setenv("KILN_TRUSTED_OWNERS", "4545", 1);
   auto env = TrustedOwners::from_env();
@@ -94,7 +105,11 @@ TEST_CASE("your own 0600 cache and side files in a 0700 directory pass; missing 
   REQUIRE(empty);
   CHECK(!empty->db.present);
   CHECK(empty->dir_exists);
-  CHECK(!empty->shared_dir);
+  REQUIRE(empty->pinned);
+  struct stat held, named;
+  REQUIRE(::fstat(empty->pinned->fd(), &held) == 0);
+  REQUIRE(::stat(f.dir.path().c_str(), &named) == 0);
+  CHECK(held.st_ino == named.st_ino);
   touch(f.db, 0600);
   touch(f.db + "-wal", 0600);
   touch(f.db + "-shm", 0644); // readable by others is fine
@@ -127,7 +142,7 @@ TEST_CASE("a file or directory writable by group or others is refused, naming it
   std::string why = f.refusal();
   CHECK(has(why, "directory '" + f.dir.path() + "'"));
   CHECK(has(why, "mode 0770"));
-  CHECK(has(why, "not sticky"));
+  CHECK(has(why, "writable by others"));
   // Owners trusted or not, what anyone may write is not; "*" turns the checks off.
   f.owners = *TrustedOwners::parse("root");
   CHECK(!f.check());
@@ -184,48 +199,92 @@ TEST_CASE("files of another user are refused unless KILN_TRUSTED_OWNERS names th
   REQUIRE(::chown(f.dir.path().c_str(), 0, 0) == 0);
 }
 
-TEST_CASE("a sticky shared directory: only your own files; side files made exclusively before "
-          "SQLite, and one planted meanwhile refused") {
+TEST_CASE("a cache directly in a sticky shared directory is refused, saying what to do; one in "
+          "a directory of your own under it passes") {
   Files f;
   REQUIRE(::chmod(f.dir.path().c_str(), 01777) == 0);
-  touch(f.db, 0640);
-  auto r = f.check();
-  REQUIRE(r);
-  CHECK(r->shared_dir);
-  REQUIRE(create_side_files(f.db, *r, f.owners));
-  struct stat st;
-  for (const char* ext : {"-wal", "-shm"}) {
-    REQUIRE(::lstat((f.db + ext).c_str(), &st) == 0);
-    CHECK(st.st_uid == ::geteuid());
-    CHECK((st.st_mode & 07777) == 0640); // the cache file's mode, whatever the umask
-    CHECK(st.st_size == 0);
-  }
-  // Present ones are left alone: creating again changes nothing.
-  r = f.check();
-  REQUIRE(r);
-  CHECK(create_side_files(f.db, *r, f.owners));
+  touch(f.db, 0600);
+  std::string why = f.refusal();
+  CHECK(has(why, "mode 1777"));
+  CHECK(has(why, "sticky, like /tmp"));
+  CHECK(has(why, "mkdir -m 700 '" + f.dir.path() + "/kiln-"));
+  // Trusted owners do not widen what anyone may write.
+  f.owners = *TrustedOwners::parse("root");
+  CHECK(!f.check());
+  f.owners = {};
+  std::string own = f.dir.path() + "/mine";
+  REQUIRE(::mkdir(own.c_str(), 0700) == 0);
+  touch(own + "/kiln.db", 0600);
+  CHECK(check_cache_files(own + "/kiln.db", own, f.owners));
+  REQUIRE(::chmod(f.dir.path().c_str(), 0700) == 0);
+}
 
+TEST_CASE("every directory above the cache's is checked: another user's, or one others can "
+          "write and not sticky, is refused; a link is followed only from a safe directory") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped the other-user half: not running as root");
+    MESSAGE("skipped: not running as root (CI runs as root): cannot chown to uid 65534");
     return;
   }
-  // A -wal planted between the check and the creation: the exclusive
-  // create fails, and the file found is checked.
-  ::unlink((f.db + "-wal").c_str());
-  auto before = f.check();
-  REQUIRE(before);
-  CHECK(!before->wal.present);
-  touch(f.db + "-wal", 0600);
-  REQUIRE(::chown((f.db + "-wal").c_str(), kNobody, kNobody) == 0);
-  Status planted = create_side_files(f.db, *before, f.owners);
-  REQUIRE(!planted);
-  CHECK(has(planted.error().message, "'" + f.db + "-wal' (owner uid 65534"));
-  // Found at the check: another user's file in a shared directory, refused
-  // even when that user is trusted.
-  f.owners = *TrustedOwners::parse("65534");
-  CHECK(has(f.refusal(), "a directory others can write"));
-  ::unlink((f.db + "-wal").c_str());
-  REQUIRE(::chmod(f.dir.path().c_str(), 0700) == 0);
+  Files f;
+  std::string pd = f.dir.path() + "/pd", d = pd + "/d";
+  REQUIRE(::mkdir(pd.c_str(), 0755) == 0);
+  REQUIRE(::mkdir(d.c_str(), 0700) == 0);
+  std::string db = d + "/c.db";
+  touch(db, 0600);
+  CHECK(check_cache_files(db, d, f.owners));
+  // The issue's ancestor swap needs an ancestor another user owns.
+  REQUIRE(::chown(pd.c_str(), kNobody, kNobody) == 0);
+  auto r = check_cache_files(db, d, f.owners);
+  REQUIRE(!r);
+  CHECK(has(r.error().message, "the directory above it '" + pd + "' (owner uid 65534"));
+  CHECK(check_cache_files(db, d, *TrustedOwners::parse("65534")));
+  REQUIRE(::chown(pd.c_str(), 0, 0) == 0);
+  // Writable by others and not sticky.
+  REQUIRE(::chmod(pd.c_str(), 0777) == 0);
+  r = check_cache_files(db, d, f.owners);
+  REQUIRE(!r);
+  CHECK(has(r.error().message, "'" + pd + "' (owner uid 0 (root), mode 0777)"));
+  CHECK(has(r.error().message, "not sticky"));
+  // Sticky: the entry below is ours, and only its owner can rename it.
+  REQUIRE(::chmod(pd.c_str(), 01777) == 0);
+  CHECK(check_cache_files(db, d, f.owners));
+  // A link in that sticky directory, planted by another user, to our own
+  // directory: not followed. The same link made by us is.
+  std::string link = pd + "/link";
+  REQUIRE(::symlink("d", link.c_str()) == 0);
+  REQUIRE(::lchown(link.c_str(), kNobody, kNobody) == 0);
+  r = check_cache_files(link + "/c.db", link, f.owners);
+  REQUIRE(!r);
+  CHECK(has(r.error().message, "symbolic link owned by uid 65534"));
+  REQUIRE(::lchown(link.c_str(), 0, 0) == 0);
+  auto followed = check_cache_files(link + "/c.db", link, f.owners);
+  REQUIRE(followed);
+  struct stat held, real;
+  REQUIRE(::fstat(followed->pinned->fd(), &held) == 0);
+  REQUIRE(::stat(d.c_str(), &real) == 0);
+  CHECK(held.st_ino == real.st_ino);
+  REQUIRE(::chmod(pd.c_str(), 0755) == 0);
+}
+
+TEST_CASE("the held directory is the one checked, whatever is renamed above it afterwards") {
+  Files f;
+  std::string a = f.dir.path() + "/a", b = f.dir.path() + "/b";
+  REQUIRE(::mkdir(a.c_str(), 0700) == 0);
+  REQUIRE(::mkdir(b.c_str(), 0700) == 0);
+  touch(a + "/kiln.db", 0600);
+  auto r = check_cache_files(a + "/kiln.db", a, f.owners);
+  REQUIRE(r);
+  REQUIRE(r->pinned);
+  // Swapped: the name now leads to b; the held one still to a's file.
+  REQUIRE(::rename(a.c_str(), (f.dir.path() + "/t").c_str()) == 0);
+  REQUIRE(::rename(b.c_str(), a.c_str()) == 0);
+  std::string through = r->pinned->path_of("kiln.db");
+  if (through.empty()) {
+    MESSAGE("skipped the rest: /proc is not mounted");
+    return;
+  }
+  CHECK(path_exists(through));
+  CHECK(!path_exists(a + "/kiln.db"));
 }
 
 TEST_CASE("a cache file replaced between the check and the open is refused; a new one is "

@@ -1515,10 +1515,18 @@ TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; ev
     RawDb raw(c.path());
     CHECK(raw.scalar("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
   }
+  int64_t closures = 0;
+  {
+    // Three roots' closures, and the library's unless it is one of theirs
+    // (a closure is named by its members): every one must be converted.
+    RawDb raw(c.path());
+    closures = raw.scalar("SELECT count(*) FROM closures");
+    CHECK(closures >= 3);
+  }
   back_to_schema7(c.path());
   {
     RawDb raw(c.path());
-    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE typeof(key) = 'text'") >= 4);
+    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE typeof(key) = 'text'") == closures);
     // A row no Kiln could read: a closure key that is not a key. It is not
     // carried over. And one planted under a key that differs from another
     // only in the case of its digits: one key now, kept once.

@@ -7,7 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace kiln;
@@ -101,6 +103,11 @@ TEST_CASE("refuse_database_file: the database and its side files, by inode or by
   // Side files that do not exist (yet): by directory and name.
   refused(d + "/sub/../c.db-shm", "the shm file of the cache '" + db + "'");
   refused(db + "-journal", "the journal file of the cache '" + db + "'");
+  // Kiln's own side files: published images, the load log, gc's reserve.
+  REQUIRE(write_file_atomic(db + "-images", "images"));
+  refused(db + "-images", "the images file of the cache '" + db + "'");
+  refused(d + "/sub/../c.db-loads", "the loads file of the cache '" + db + "'");
+  refused(db + "-reserve", "the reserve file of the cache '" + db + "'");
   // The database through a symbolic link: its side files are the target's.
   const std::string link_db = d + "/sub/link.db";
   REQUIRE(::symlink(db.c_str(), link_db.c_str()) == 0);
@@ -121,4 +128,46 @@ TEST_CASE("refuse_database_file: the database and its side files, by inode or by
   CHECK_FALSE(rel);
   CHECK_FALSE(rel_side);
   CHECK(other);
+}
+
+TEST_CASE("a temporary directory is removed when SIGINT or SIGTERM ends the process, and the "
+          "process still ends by that signal") {
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      // The defaults, as in a program that sets no handler (the test
+      // framework's own are inherited).
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      // As a link leaves it mid-way: a directory with files in it.
+      auto dir = kiln::TempDir::create("kiln-link");
+      if (!dir)
+        ::_exit(3);
+      for (const char* name : {"/0.o", "/1.o", "/image.so.tmp"})
+        if (!kiln::write_scratch_file(dir->path() + name, "bytes"))
+          ::_exit(4);
+      std::string path = dir->path() + "\n";
+      if (::write(fds[1], path.data(), path.size()) != ssize_t(path.size()))
+        ::_exit(5);
+      ::raise(sig);
+      ::_exit(6); // not reached: the signal ends the process
+    }
+    ::close(fds[1]);
+    char buf[1024];
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(n > 1);
+    std::string dir(buf, size_t(n - 1));
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    struct stat st;
+    CHECK(::lstat(dir.c_str(), &st) != 0);
+  }
 }

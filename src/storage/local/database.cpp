@@ -189,7 +189,7 @@ std::string refusal_text(const char* base, const struct stat& st, const char* wh
 // it (another connection's, in SQLite). Nothing can change the name between
 // this look and SQLite's open: no one this process does not trust can
 // write the directory (file_trust.h).
-bool trusted_on_descriptor(int dirfd, const char* base) {
+bool trusted_on_descriptor(int dirfd, const char* base, bool side_file) {
   struct stat st;
   if (::fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT)
@@ -215,8 +215,9 @@ bool trusted_on_descriptor(int dirfd, const char* base) {
           "or WAL of it is never replayed";
   else if (st.st_mode & (S_IWGRP | S_IWOTH))
     why = "is writable by group or others";
-  else if (st.st_nlink != 1)
-    why = "has more than one link: another name of it may be another user's";
+  else if (side_file && st.st_nlink != 1)
+    why = "has more than one link: a journal or WAL is SQLite's alone, and another name of it "
+          "may be another user's";
   if (!why)
     return true;
   t_refusal = refusal_text(base, st, why);
@@ -229,7 +230,8 @@ int pinned_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags,
   int dirfd = -1;
   const char* base = nullptr;
   constexpr int kChecked = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_WAL;
-  if ((flags & kChecked) && pinned_name(name, dirfd, base) && !trusted_on_descriptor(dirfd, base)) {
+  if ((flags & kChecked) && pinned_name(name, dirfd, base) &&
+      !trusted_on_descriptor(dirfd, base, !(flags & SQLITE_OPEN_MAIN_DB))) {
     f->pMethods = nullptr;
     return SQLITE_CANTOPEN;
   }

@@ -9,7 +9,8 @@
  * wrong. A string argument that is optional may be NULL or "". Calls that
  * write (gc, import, stats with zero_first, config with a value) return
  * KILN_UNAVAILABLE on a read-only cache; a malformed argument (a key, a
- * size, a setting) is KILN_INVALID_ARGUMENT. */
+ * size, a setting) is KILN_INVALID_ARGUMENT, and so is a cache that is not
+ * a live handle (closed, or never opened: see kiln.h's "Misuse"). */
 #ifndef KILN_ADMIN_H
 #define KILN_ADMIN_H
 
@@ -67,7 +68,9 @@ kiln_status kiln_admin_explain(kiln_cache* cache, const char* key_a, const char*
 /** The settings in force; with `name` and a `value`, sets it first. */
 kiln_status kiln_admin_config(kiln_cache* cache, const char* name, const char* value,
                               char** json_out);
-/** Frees what a kiln_admin_* call returned. NULL is ignored. */
+/** Frees what a kiln_admin_* call returned. NULL is ignored, and so is a
+ *  pointer that is not an unfreed answer of one (freed already, or never
+ *  returned by a kiln_admin_* call), with kiln_last_error() saying so. */
 void kiln_admin_free(void* p);
 
 #ifdef __cplusplus

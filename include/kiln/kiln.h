@@ -4,7 +4,22 @@
  *
  * Thread safety: a kiln_cache may be shared by threads; each call takes the
  * cache's lock for its database work. A kiln_image is immutable once loaded;
- * kiln_image_lookup may be called from any thread concurrently. */
+ * kiln_image_lookup may be called from any thread concurrently.
+ *
+ * Misuse: libkiln keeps a registry of its live handles (kiln_cache,
+ * kiln_image) and checks every handle it is given against it, by the
+ * pointer's value alone: it never reads through a pointer that is not a live
+ * handle. A handle closed or released already, or a pointer that never was
+ * one (garbage, another type's handle), is refused: calls that return a
+ * status return KILN_INVALID_ARGUMENT with kiln_last_error() saying which
+ * argument is "not a live kiln_cache handle" (or kiln_image); the others
+ * answer as for NULL (kiln_cache_read_only 0, kiln_image_module NULL,
+ * kiln_image_target "") and set kiln_last_error(); a second kiln_cache_close
+ * or kiln_image_release does nothing but set it. The check costs a lookup
+ * that takes no lock. A registry knows addresses, not history: once memory
+ * a closed handle used is reused for a new handle, the stale pointer names
+ * the new one, so a handle must still not be used after its end. Closing or
+ * releasing a handle while another thread uses it is still a race. */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
@@ -28,6 +43,8 @@ typedef enum kiln_status {
 
 /** Opens (creating if needed) the cache at `path`; NULL means the default:
  *  $KILN_CACHE, else $XDG_CACHE_HOME/kiln/kiln.db (XDG default ~/.cache).
+ *  An empty `path` ("") is KILN_INVALID_ARGUMENT, not the default: it is
+ *  far more often a path that went missing than a request for the default.
  *  A cache that is not writable is opened read-only (see
  *  kiln_cache_open_flags).
  *  On success *out owns the handle; close it with kiln_cache_close. */
@@ -50,11 +67,14 @@ enum {
  *  writable (another user's cache, a read-only mount). */
 kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache** out);
 
-/** 1 if the cache was opened read-only (asked for, or not writable). */
+/** 1 if the cache was opened read-only (asked for, or not writable); 0 for
+ *  NULL or a handle that is not live. */
 int kiln_cache_read_only(kiln_cache* cache);
 
 /** Closes a cache (and the memory files of the host images it kept for
- *  loading again). Images loaded from it stay valid after the close. */
+ *  loading again). Images loaded from it stay valid after the close. NULL
+ *  is ignored; a handle closed already, or never opened, is left alone
+ *  (kiln_last_error() says so). */
 void kiln_cache_close(kiln_cache* cache);
 
 /** Verifies the whole cache: every stored blob against its checksum, every
@@ -110,14 +130,17 @@ kiln_status kiln_library_load(kiln_cache* cache, const char* name, const char* t
 kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out);
 
 /** The loaded module: a dlopen handle (host), CUmodule (NVIDIA, loaded into
- *  device 0's primary context) or hipModule_t (AMD). Owned by the image. */
+ *  device 0's primary context) or hipModule_t (AMD). Owned by the image.
+ *  NULL for NULL or an image that is not live. */
 void* kiln_image_module(kiln_image* image);
 
 /** The target the image was loaded for ("host", "sm_90", ...); owned by the
- *  image. */
+ *  image. "" for NULL or an image that is not live. */
 const char* kiln_image_target(kiln_image* image);
 
-/** Unloads an image. Pointers obtained from it become invalid. */
+/** Unloads an image. Pointers obtained from it become invalid. NULL is
+ *  ignored; an image released already, or never loaded, is left alone
+ *  (kiln_last_error() says so). */
 void kiln_image_release(kiln_image* image);
 
 /** This thread's last failure, with context (path, key, entry, target).

@@ -15,7 +15,14 @@
  * one kiln_cache at once; each compile uses its own LLVM context and its own
  * connection to the cache file, and identical jobs compiled concurrently are
  * stored once. A kiln_compile_result is immutable and may be read from any
- * thread. */
+ * thread.
+ *
+ * Misuse: as kiln.h says of its handles, a kiln_cache or kiln_image that is
+ * not live, or a kiln_compile_result freed already or never returned, is
+ * refused without being read: KILN_INVALID_ARGUMENT from the calls with a
+ * status, 0 from the counts and kiln_compile_result_ok, and nothing done by
+ * a second kiln_compile_result_free; kiln_compile_last_error() says which
+ * argument it was. */
 #ifndef KILN_KILN_COMPILER_H
 #define KILN_KILN_COMPILER_H
 
@@ -45,10 +52,12 @@ typedef struct kiln_source {
  *  as the caller was built: sizeof the struct. The library reads (or, for
  *  results, writes) only the fields that size covers, so a program built
  *  against an older header keeps working with a newer library: the fields
- *  it does not know take their defaults. A size smaller than the first
- *  version of the struct is KILN_INVALID_ARGUMENT, and so is one over 4096
- *  bytes (never set), or a larger one whose bytes past what this library
- *  knows are not zero (a field it would ignore). */
+ *  it does not know take their defaults. A struct_size that no release of
+ *  this header gave the struct is KILN_INVALID_ARGUMENT, naming the sizes
+ *  this library knows: garbage (never set, a pointer, an FFI's layout gone
+ *  wrong), and the size of a newer header than the library's (run a
+ *  program with a libkiln-compiler at least as new as its header). So far
+ *  each struct has one released size, this header's sizeof. */
 
 /** What to compile. Fill it with kiln_compile_options_init, then set fields:
  *  a zeroed struct is refused (its struct_size is 0). */
@@ -86,7 +95,8 @@ typedef struct kiln_compile_options {
  *  hardware threads, images linked, must-hit from $KILN_MUST_HIT, no
  *  library, the remote tier from $KILN_REMOTE, unsharded. For an FFI, which
  *  passes the size of its own layout; C and C++ call
- *  kiln_compile_options_init. */
+ *  kiln_compile_options_init. A `size` that is not a released size (see
+ *  struct_size) writes nothing; kiln_compile_last_error() says why. */
 void kiln_compile_options_init_size(kiln_compile_options* options, size_t size);
 
 /** kiln_compile_options_init_size with this header's size. */
@@ -207,6 +217,8 @@ size_t kiln_compile_result_library_count(const kiln_compile_result* result);
 kiln_status kiln_compile_result_library(const kiln_compile_result* result, size_t index,
                                         kiln_library_info* out);
 
+/** Frees a result. NULL is ignored; a result freed already, or never
+ *  returned, is left alone (kiln_compile_last_error() says so). */
 void kiln_compile_result_free(kiln_compile_result* result);
 
 /** The ABI version of the libkiln-compiler actually loaded, to compare with

@@ -1,6 +1,9 @@
 // The admin C API (kiln/admin.h): each call is the C++ call of
-// kiln/admin.hpp over a borrowed kiln_cache, answered as its JSON view.
+// kiln/admin.hpp over a borrowed kiln_cache, answered as its JSON view. The
+// cache handle is checked against libkiln's registry of live handles, and
+// what kiln_admin_free may free is kept in a registry of its own.
 #include "runtime/c_entry.h"
+#include "runtime/handle_set.h"
 #include "runtime/handles.h"
 
 #include <kiln/admin.h>
@@ -24,6 +27,11 @@ kiln_status fail(kiln::Code code, const std::string& message) {
   return fail(kiln::make_error(code, message));
 }
 
+// What the calls handed out and kiln_admin_free has not freed yet: a second
+// free of one, or a pointer the calls never returned, is ignored rather
+// than handed to free().
+constinit kiln::runtime::HandleSet<1024> g_answers;
+
 /// `bytes` in memory the caller frees with kiln_admin_free.
 char* copied(const std::string& bytes) {
   char* p = static_cast<char*>(std::malloc(bytes.size() + 1));
@@ -31,7 +39,21 @@ char* copied(const std::string& bytes) {
     throw std::bad_alloc();
   std::memcpy(p, bytes.data(), bytes.size());
   p[bytes.size()] = '\0';
+  try {
+    g_answers.add(p);
+  } catch (...) {
+    std::free(p);
+    throw;
+  }
   return p;
+}
+
+// A cache argument that is not a live handle, or KILN_OK.
+kiln_status check_cache(const char* fn, kiln_cache* cache) {
+  if (kiln::runtime::handle_live(kiln::runtime::HandleType::cache, cache))
+    return KILN_OK;
+  return fail(kiln::Code::invalid_argument,
+              kiln::runtime::not_live_message(fn, "cache", kiln::runtime::HandleType::cache));
 }
 
 /// Runs `view(cache)` for C entry point `fn` and answers with its JSON.
@@ -44,6 +66,9 @@ kiln_status answer(const char* fn, kiln_cache* cache, char** json_out, View&& vi
     *json_out = nullptr;
     if (!cache_optional && !cache)
       return fail(kiln::Code::invalid_argument, std::string(fn) + ": cache is NULL");
+    if (cache)
+      if (kiln_status st = check_cache(fn, cache); st != KILN_OK)
+        return st;
     // A borrowed handle: the caller keeps and closes it.
     std::optional<Cache> borrowed;
     if (cache)
@@ -122,6 +147,8 @@ kiln_status kiln_admin_dump(kiln_cache* cache, const char* job_key, const char* 
     *size_out = 0;
     if (!cache)
       return fail(kiln::Code::invalid_argument, "kiln_admin_dump: cache is NULL");
+    if (kiln_status st = check_cache("kiln_admin_dump", cache); st != KILN_OK)
+      return st;
     auto bytes = kiln::admin::dump(Cache::borrow(cache), str(job_key), str(format));
     if (!bytes)
       return fail(bytes.error());
@@ -192,6 +219,16 @@ kiln_status kiln_admin_config(kiln_cache* cache, const char* name, const char* v
   });
 }
 
-void kiln_admin_free(void* p) { std::free(p); }
+void kiln_admin_free(void* p) {
+  if (!p)
+    return;
+  if (!g_answers.take(p)) {
+    kiln::runtime::set_last_error("kiln_admin_free: the pointer is not an answer of a "
+                                  "kiln_admin_* call that is still unfreed (freed already, or "
+                                  "never returned by one)");
+    return;
+  }
+  std::free(p);
+}
 
 } // extern "C"

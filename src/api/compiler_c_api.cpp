@@ -9,6 +9,8 @@
 #include "memo/record.h"
 #include "runtime/backends.h"
 #include "runtime/c_entry.h"
+#include "runtime/handle_set.h"
+#include "runtime/handles.h"
 #include "runtime/loader.h"
 
 #include <kiln/jit.hpp>
@@ -17,6 +19,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
+#include <memory>
 #include <string_view>
 
 namespace kiln {
@@ -261,67 +265,105 @@ struct Views {
   std::vector<std::string> entries, targets;
 };
 
-// The first ABI's structs end at these bytes: a caller's struct_size must
-// reach them. A field appended later is read only when struct_size covers it.
-constexpr size_t kOptionsFirst = offsetof(kiln_compile_options, shard_count) + sizeof(unsigned);
-constexpr size_t kJobInfoFirst = offsetof(kiln_job_info, ref_count) + sizeof(size_t);
-constexpr size_t kRootInfoFirst = offsetof(kiln_root_info, error) + sizeof(const char*);
-constexpr size_t kLibraryInfoFirst = offsetof(kiln_library_info, error) + sizeof(const char*);
+// The live results this library handed out, so that a result freed
+// already, or a pointer that never was one, is refused (runtime/handle_set.h).
+constinit kiln::runtime::HandleSet<1024> g_results;
 
-// No version of these structs will reach this: a larger struct_size is
-// garbage (never set, or a pointer), and reading or zeroing that many bytes
-// would run off the caller's struct.
-constexpr size_t kStructSizeLimit = 4096;
+// A result argument that is not live: `fn` refuses it.
+[[gnu::cold]] kiln_status result_not_live(const char* fn) {
+  return fail_argument(std::string(fn) +
+                       ": result is not a live kiln_compile_result (freed, or never returned "
+                       "by kiln_compile or kiln_compile_or_load)");
+}
+
+// Whether `result` may be read; if not (and not NULL), the last error says
+// why. For the calls whose answer (a count, a flag) has no status.
+bool live_result(const char* fn, const kiln_compile_result* result) {
+  if (!result)
+    return false;
+  if (g_results.contains(result)) [[likely]]
+    return true;
+  clear_error();
+  result_not_live(fn);
+  return false;
+}
+
+// A cache argument that is not a live handle (libkiln's registry), or KILN_OK.
+kiln_status check_cache(const char* fn, kiln_cache* cache) {
+  if (kiln::runtime::handle_live(kiln::runtime::HandleType::cache, cache))
+    return KILN_OK;
+  return fail_argument(
+      kiln::runtime::not_live_message(fn, "cache", kiln::runtime::HandleType::cache));
+}
+
+// The size of a struct whose last field ends at byte `end`: sizeof of the
+// struct as it was released when that field was its last.
+template <class T> constexpr size_t released_size(size_t end) {
+  return (end + alignof(T) - 1) / alignof(T) * alignof(T);
+}
+
+// Every struct_size a release of kiln_compiler.h has given each struct: ABI
+// 1's, where struct_size began, and so far the only one. A field appended
+// later adds an entry (its struct's new sizeof); the static_asserts below
+// fail until it does. A size in no list is garbage (never set, a pointer,
+// an FFI's layout gone wrong) or from a newer header than this library's,
+// and reading or writing by it could run off the caller's struct.
+constexpr size_t kOptionsSizes[] = {released_size<kiln_compile_options>(
+    offsetof(kiln_compile_options, shard_count) + sizeof(unsigned))};
+constexpr size_t kJobInfoSizes[] = {
+    released_size<kiln_job_info>(offsetof(kiln_job_info, ref_count) + sizeof(size_t))};
+constexpr size_t kRootInfoSizes[] = {
+    released_size<kiln_root_info>(offsetof(kiln_root_info, error) + sizeof(const char*))};
+constexpr size_t kLibraryInfoSizes[] = {
+    released_size<kiln_library_info>(offsetof(kiln_library_info, error) + sizeof(const char*))};
+static_assert(std::end(kOptionsSizes)[-1] == sizeof(kiln_compile_options) &&
+                  std::end(kJobInfoSizes)[-1] == sizeof(kiln_job_info) &&
+                  std::end(kRootInfoSizes)[-1] == sizeof(kiln_root_info) &&
+                  std::end(kLibraryInfoSizes)[-1] == sizeof(kiln_library_info),
+              "a struct of kiln_compiler.h changed size: add its new size to its list");
 
 // A struct_size this library cannot honour, or KILN_OK.
-kiln_status check_size(const char* fn, const char* type, size_t size, size_t first) {
-  if (size >= first && size <= kStructSizeLimit)
-    return KILN_OK;
-  return fail_argument(std::string(fn) + ": " + type + ".struct_size is " +
-                       std::to_string(size) + ", " +
-                       (size < first ? "less than the " + std::to_string(first) +
-                                           " bytes of its first version"
-                                     : "more than any version's " +
-                                           std::to_string(kStructSizeLimit) + " bytes") +
-                       ": set it to sizeof(" + type + ")" +
-                       (std::string_view(type) == "kiln_compile_options"
-                            ? " with kiln_compile_options_init"
-                            : ""));
+template <size_t N>
+kiln_status check_size(const char* fn, const char* type, size_t size,
+                       const size_t (&released)[N]) {
+  std::string known;
+  for (size_t r : released) {
+    if (size == r)
+      return KILN_OK;
+    known += (known.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return fail_argument(
+      std::string(fn) + ": " + type + ".struct_size is " + std::to_string(size) +
+      ", not a size any release of kiln_compiler.h gave it (this libkiln-compiler knows " +
+      known + "): set it to sizeof(" + type + ")" +
+      (std::string_view(type) == "kiln_compile_options" ? " with kiln_compile_options_init"
+                                                        : "") +
+      "; a program built against a newer kiln_compiler.h needs a libkiln-compiler at least "
+      "as new");
 }
 
 // The caller's options over this library's defaults: the bytes its
-// struct_size covers. Bytes past this library's struct must be zero: a
-// field set there is one this library would ignore.
+// struct_size covers (a released size, so never more than this library's).
 kiln_status sized_options(const char* fn, const kiln_compile_options* in,
                           kiln_compile_options& out) {
   kiln_compile_options_init_size(&out, sizeof out);
   size_t n = in->struct_size;
-  if (kiln_status st = check_size(fn, "kiln_compile_options", n, kOptionsFirst); st != KILN_OK)
+  if (kiln_status st = check_size(fn, "kiln_compile_options", n, kOptionsSizes); st != KILN_OK)
     return st;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
-  for (size_t i = sizeof out; i < n; ++i)
-    if (bytes[i] != 0)
-      return fail_argument(std::string(fn) + ": kiln_compile_options has " + std::to_string(n) +
-                           " bytes and byte " + std::to_string(i) +
-                           " is set, past the " + std::to_string(sizeof out) +
-                           " this libkiln-compiler knows: the program was built against a "
-                           "newer kiln_compiler.h");
   std::memcpy(&out, in, std::min(n, sizeof out));
   out.struct_size = sizeof out;
   return KILN_OK;
 }
 
-// Fills the caller's struct with `value`, as far as its struct_size reaches;
-// bytes past this library's struct (fields it does not know) become zero.
-template <class Info>
-kiln_status sized_write(const char* fn, const char* type, size_t first, const Info& value,
-                        Info* out) {
+// Fills the caller's struct with `value`, as far as its struct_size (a
+// released size) reaches.
+template <class Info, size_t N>
+kiln_status sized_write(const char* fn, const char* type, const size_t (&released)[N],
+                        const Info& value, Info* out) {
   size_t n = out->struct_size;
-  if (kiln_status st = check_size(fn, type, n, first); st != KILN_OK)
+  if (kiln_status st = check_size(fn, type, n, released); st != KILN_OK)
     return st;
   std::memcpy(out, &value, std::min(n, sizeof value));
-  if (n > sizeof value)
-    std::memset(reinterpret_cast<unsigned char*>(out) + sizeof value, 0, n - sizeof value);
   out->struct_size = n;
   return KILN_OK;
 }
@@ -366,7 +408,9 @@ kiln_status read_options(const char* fn, const kiln_compile_options* given, View
 }
 
 kiln_compile_result* make_result(kiln::CompileReport report) {
-  auto* r = new kiln_compile_result{std::move(report), {}, {}, {}};
+  auto owned = std::make_unique<kiln_compile_result>(
+      kiln_compile_result{std::move(report), {}, {}, {}});
+  kiln_compile_result* r = owned.get();
   for (const kiln::JobReport& j : r->report.jobs)
     r->jobs.push_back({sizeof(kiln_job_info), j.key.c_str(), j.entry.c_str(), j.target.c_str(),
                        j.symbol.c_str(), static_cast<kiln_job_status>(j.status),
@@ -378,22 +422,31 @@ kiln_compile_result* make_result(kiln::CompileReport report) {
     r->libraries.push_back({sizeof(kiln_library_info), l.name.c_str(), l.target.c_str(),
                             l.closure.c_str(), l.roots, l.members, l.image ? 1 : 0,
                             l.note.c_str(), l.error.c_str()});
-  return r;
+  g_results.add(r);
+  return owned.release();
 }
 
 // Element `index` of a result's list, written to the caller's sized struct.
-template <class Info>
-kiln_status result_item(const char* fn, const char* type, size_t first,
-                        const kiln_compile_result* result, const std::vector<Info>* list,
-                        const char* what, size_t index, Info* out) {
+template <class Info, size_t N>
+kiln_status result_item(const char* fn, const char* type, const size_t (&released)[N],
+                        const kiln_compile_result* result,
+                        std::vector<Info> kiln_compile_result::*member, const char* what,
+                        size_t index, Info* out) {
   if (!result || !out)
     return fail_argument(std::string(fn) + ": result and out must not be NULL");
+  if (!g_results.contains(result))
+    return result_not_live(fn);
+  // The caller's struct is checked before the index: a size that is wrong
+  // is wrong for every index.
+  if (kiln_status st = check_size(fn, type, out->struct_size, released); st != KILN_OK)
+    return st;
+  const std::vector<Info>* list = &(result->*member);
   if (index >= list->size())
     return fail(kiln::make_error(kiln::Code::not_found,
                                  std::string(fn) + ": index " + std::to_string(index) +
                                      " is past the " + std::to_string(list->size()) + " " +
                                      what));
-  return sized_write(fn, type, first, (*list)[index], out);
+  return sized_write(fn, type, released, (*list)[index], out);
 }
 
 static_assert(int(kiln::JobStatus::compiled) == KILN_JOB_COMPILED &&
@@ -405,8 +458,18 @@ static_assert(int(kiln::JobStatus::compiled) == KILN_JOB_COMPILED &&
 extern "C" {
 
 void kiln_compile_options_init_size(kiln_compile_options* options, size_t size) {
-  if (!options || size == 0)
+  if (!options)
     return;
+  // Not a released size: nothing is written (the caller's struct may be
+  // smaller than `size`), and the struct_size it keeps is refused by the
+  // call it is passed to.
+  try {
+    if (check_size("kiln_compile_options_init_size", "kiln_compile_options", size,
+                   kOptionsSizes) != KILN_OK)
+      return;
+  } catch (...) {
+    return; // out of memory for the message: the size is still refused
+  }
   kiln_compile_options d;
   std::memset(&d, 0, sizeof d);
   d.struct_size = size;
@@ -425,6 +488,8 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
     if (!cache || !out)
       return fail_argument("kiln_compile: cache and out must not be NULL");
     *out = nullptr;
+    if (kiln_status st = check_cache("kiln_compile", cache); st != KILN_OK)
+      return st;
     Views v;
     kiln_compile_options o;
     if (kiln_status st = read_options("kiln_compile", options, v, o); st != KILN_OK)
@@ -466,6 +531,8 @@ kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* 
     if (!cache || !entry || !*entry || !out)
       return fail_argument("kiln_compile_or_load: cache, entry and out must not be NULL");
     *out = nullptr;
+    if (kiln_status st = check_cache("kiln_compile_or_load", cache); st != KILN_OK)
+      return st;
     Views v;
     kiln_compile_options o;
     if (kiln_status st = read_options("kiln_compile_or_load", options, v, o); st != KILN_OK)
@@ -495,19 +562,19 @@ kiln_status kiln_compile_or_load(kiln_cache* cache, const kiln_compile_options* 
 }
 
 int kiln_compile_result_ok(const kiln_compile_result* result) {
-  return result && result->report.ok() ? 1 : 0;
+  return live_result("kiln_compile_result_ok", result) && result->report.ok() ? 1 : 0;
 }
 
 size_t kiln_compile_result_job_count(const kiln_compile_result* result) {
-  return result ? result->jobs.size() : 0;
+  return live_result("kiln_compile_result_job_count", result) ? result->jobs.size() : 0;
 }
 
 kiln_status kiln_compile_result_job(const kiln_compile_result* result, size_t index,
                                     kiln_job_info* out) {
   return kiln::runtime::c_entry("kiln_compile_result_job", [&]() -> kiln_status {
     clear_error();
-    return result_item("kiln_compile_result_job", "kiln_job_info", kJobInfoFirst, result,
-                       result ? &result->jobs : nullptr, "jobs", index, out);
+    return result_item("kiln_compile_result_job", "kiln_job_info", kJobInfoSizes, result,
+                       &kiln_compile_result::jobs, "jobs", index, out);
   }, report_internal);
 }
 
@@ -517,6 +584,8 @@ kiln_status kiln_compile_result_job_ref(const kiln_compile_result* result, size_
     clear_error();
     if (!result || !symbol || !key)
       return fail_argument("kiln_compile_result_job_ref: result, symbol and key must not be NULL");
+    if (!g_results.contains(result))
+      return result_not_live("kiln_compile_result_job_ref");
     if (job >= result->jobs.size() || ref >= result->report.jobs[job].refs.size())
       return fail(kiln::make_error(kiln::Code::not_found,
                                    "kiln_compile_result_job_ref: no reference " +
@@ -529,32 +598,43 @@ kiln_status kiln_compile_result_job_ref(const kiln_compile_result* result, size_
 }
 
 size_t kiln_compile_result_root_count(const kiln_compile_result* result) {
-  return result ? result->roots.size() : 0;
+  return live_result("kiln_compile_result_root_count", result) ? result->roots.size() : 0;
 }
 
 kiln_status kiln_compile_result_root(const kiln_compile_result* result, size_t index,
                                      kiln_root_info* out) {
   return kiln::runtime::c_entry("kiln_compile_result_root", [&]() -> kiln_status {
     clear_error();
-    return result_item("kiln_compile_result_root", "kiln_root_info", kRootInfoFirst, result,
-                       result ? &result->roots : nullptr, "roots", index, out);
+    return result_item("kiln_compile_result_root", "kiln_root_info", kRootInfoSizes, result,
+                       &kiln_compile_result::roots, "roots", index, out);
   }, report_internal);
 }
 
 size_t kiln_compile_result_library_count(const kiln_compile_result* result) {
-  return result ? result->libraries.size() : 0;
+  return live_result("kiln_compile_result_library_count", result) ? result->libraries.size()
+                                                                  : 0;
 }
 
 kiln_status kiln_compile_result_library(const kiln_compile_result* result, size_t index,
                                         kiln_library_info* out) {
   return kiln::runtime::c_entry("kiln_compile_result_library", [&]() -> kiln_status {
     clear_error();
-    return result_item("kiln_compile_result_library", "kiln_library_info", kLibraryInfoFirst,
-                       result, result ? &result->libraries : nullptr, "libraries", index, out);
+    return result_item("kiln_compile_result_library", "kiln_library_info", kLibraryInfoSizes,
+                       result, &kiln_compile_result::libraries, "libraries", index, out);
   }, report_internal);
 }
 
-void kiln_compile_result_free(kiln_compile_result* result) { delete result; }
+void kiln_compile_result_free(kiln_compile_result* result) {
+  if (!result)
+    return;
+  // Taken out first: of two frees of one result, exactly one deletes it.
+  if (!g_results.take(result)) {
+    clear_error();
+    result_not_live("kiln_compile_result_free");
+    return;
+  }
+  delete result;
+}
 
 int kiln_compiler_abi_version(void) { return KILN_COMPILER_SOVERSION_NUMBER; }
 static_assert(KILN_COMPILER_ABI_VERSION == KILN_COMPILER_SOVERSION_NUMBER,

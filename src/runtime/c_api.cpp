@@ -1,5 +1,8 @@
-// The C API (kiln.h) and the C++ API (kiln.hpp) over the loader.
+// The C API (kiln.h) and the C++ API (kiln.hpp) over the loader, and the
+// registry of live handles (runtime/handles.h) that the C entry points of
+// libkiln and libkiln-compiler check every handle against.
 #include "runtime/c_entry.h"
+#include "runtime/handle_set.h"
 #include "runtime/loader.h"
 
 #include "support/files.h"
@@ -15,6 +18,18 @@ thread_local std::string t_last_error;
 kiln_status fail(const kiln::Error& e) {
   t_last_error = e.message;
   return static_cast<kiln_status>(e.code);
+}
+
+// Sized for the handles a process keeps at once; more still work (handle_set.h).
+constinit kiln::runtime::HandleSet<1024> g_caches;
+constinit kiln::runtime::HandleSet<4096> g_images;
+
+// A handle that is not live: the entry point `fn` refuses it (kept out of
+// line, so that the checks cost the hot calls a compare and a branch).
+[[gnu::cold, gnu::noinline]] kiln_status not_live(const char* fn, const char* arg,
+                                                  kiln::runtime::HandleType type) {
+  t_last_error = kiln::runtime::not_live_message(fn, arg, type);
+  return KILN_INVALID_ARGUMENT;
 }
 
 // kiln_cache::open_storage: the cache file (and the remote) as
@@ -36,7 +51,20 @@ kiln::Status open_storage(kiln_cache& cache) {
 } // namespace
 
 namespace kiln::runtime {
+
 void set_last_error(const std::string& message) { t_last_error = message; }
+
+void handle_added(HandleType type, const void* handle) {
+  type == HandleType::cache ? g_caches.add(handle) : g_images.add(handle);
+}
+
+bool handle_taken(HandleType type, const void* handle) {
+  return type == HandleType::cache ? g_caches.take(handle) : g_images.take(handle);
+}
+
+bool handle_live(HandleType type, const void* handle) {
+  return type == HandleType::cache ? g_caches.contains(handle) : g_images.contains(handle);
+}
 } // namespace kiln::runtime
 
 extern "C" {
@@ -53,8 +81,16 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
     if (flags & ~unsigned(KILN_CACHE_READ_ONLY | KILN_CACHE_LOCAL_ONLY))
       return fail(kiln::make_error(kiln::Code::invalid_argument,
                                    "kiln_cache_open: unknown flags " + std::to_string(flags)));
+    // "" is refused rather than read as "the default": an empty string is
+    // far more often a path that went missing than a request for the
+    // default cache, and opening another cache than the one meant would go
+    // unnoticed.
+    if (path && !*path)
+      return fail(kiln::make_error(kiln::Code::invalid_argument,
+                                   "kiln_cache_open: the path is empty (\"\"); pass NULL for "
+                                   "the default cache"));
     std::string p;
-    if (path && *path) {
+    if (path) {
       p = path;
     } else {
       auto d = kiln::default_cache_path();
@@ -91,6 +127,10 @@ kiln_status kiln_cache_open_flags(const char* path, unsigned flags, kiln_cache**
 int kiln_cache_read_only(kiln_cache* cache) {
   if (!cache)
     return 0;
+  if (!g_caches.contains(cache)) [[unlikely]] {
+    not_live("kiln_cache_read_only", "cache", kiln::runtime::HandleType::cache);
+    return 0;
+  }
   // It may open the cache file: nothing it throws (out of memory) crosses
   // into C.
   try {
@@ -101,7 +141,18 @@ int kiln_cache_read_only(kiln_cache* cache) {
   }
 }
 
-void kiln_cache_close(kiln_cache* cache) { delete cache; }
+void kiln_cache_close(kiln_cache* cache) {
+  if (!cache)
+    return;
+  // Taken out of the registry first, so that of two closes (one after the
+  // other, or racing) exactly one deletes it; the other is told.
+  if (!g_caches.take(cache)) {
+    not_live("kiln_cache_close", "cache", kiln::runtime::HandleType::cache);
+    return;
+  }
+  cache->registered = false;
+  delete cache;
+}
 
 kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* target,
                             kiln_image** out) {
@@ -110,6 +161,8 @@ kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* tar
       return fail(kiln::make_error(kiln::Code::invalid_argument,
                                    "kiln_image_load: cache, name and out must not be NULL"));
     *out = nullptr;
+    if (!g_caches.contains(cache)) [[unlikely]]
+      return not_live("kiln_image_load", "cache", kiln::runtime::HandleType::cache);
     auto img = kiln::runtime::load_image(*cache, name, target ? target : "");
     if (!img)
       return fail(img.error());
@@ -125,6 +178,8 @@ kiln_status kiln_library_load(kiln_cache* cache, const char* name, const char* t
       return fail(kiln::make_error(kiln::Code::invalid_argument,
                                    "kiln_library_load: cache, name and out must not be NULL"));
     *out = nullptr;
+    if (!g_caches.contains(cache)) [[unlikely]]
+      return not_live("kiln_library_load", "cache", kiln::runtime::HandleType::cache);
     auto img = kiln::runtime::load_library(*cache, name, target ? target : "");
     if (!img)
       return fail(img.error());
@@ -138,6 +193,10 @@ kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) 
     if (!image || !entry || !out) [[unlikely]]
       return fail(kiln::make_error(kiln::Code::invalid_argument,
                                    "kiln_image_lookup: image, entry and out must not be NULL"));
+    if (!g_images.contains(image)) [[unlikely]] {
+      *out = nullptr;
+      return not_live("kiln_image_lookup", "image", kiln::runtime::HandleType::image);
+    }
     void* found = image->find(std::string_view(entry));
     if (!found) [[unlikely]] {
       *out = nullptr;
@@ -151,12 +210,36 @@ kiln_status kiln_image_lookup(kiln_image* image, const char* entry, void** out) 
 }
 
 void* kiln_image_module(kiln_image* image) {
-  return image && image->module ? image->module->handle() : nullptr;
+  if (!image)
+    return nullptr;
+  if (!g_images.contains(image)) [[unlikely]] {
+    not_live("kiln_image_module", "image", kiln::runtime::HandleType::image);
+    return nullptr;
+  }
+  return image->module ? image->module->handle() : nullptr;
 }
 
-const char* kiln_image_target(kiln_image* image) { return image ? image->target.c_str() : ""; }
+const char* kiln_image_target(kiln_image* image) {
+  if (!image)
+    return "";
+  if (!g_images.contains(image)) [[unlikely]] {
+    not_live("kiln_image_target", "image", kiln::runtime::HandleType::image);
+    return "";
+  }
+  return image->target.c_str();
+}
 
-void kiln_image_release(kiln_image* image) { delete image; }
+void kiln_image_release(kiln_image* image) {
+  if (!image)
+    return;
+  // As kiln_cache_close: one of two releases deletes, the other is told.
+  if (!g_images.take(image)) {
+    not_live("kiln_image_release", "image", kiln::runtime::HandleType::image);
+    return;
+  }
+  image->registered = false;
+  delete image;
+}
 
 const char* kiln_last_error(void) { return t_last_error.c_str(); }
 

@@ -15,6 +15,11 @@ extern "C" kiln_status kiln_cache_verify(kiln_cache* cache, size_t* problems) {
       kiln::runtime::set_last_error("kiln_cache_verify: cache is NULL");
       return KILN_INVALID_ARGUMENT;
     }
+    if (!kiln::runtime::handle_live(kiln::runtime::HandleType::cache, cache)) {
+      kiln::runtime::set_last_error(kiln::runtime::not_live_message(
+          "kiln_cache_verify", "cache", kiln::runtime::HandleType::cache));
+      return KILN_INVALID_ARGUMENT;
+    }
     auto opened = cache->store();
     if (!opened) {
       kiln::runtime::set_last_error(opened.error().message);

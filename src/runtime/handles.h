@@ -1,5 +1,8 @@
 // The C API's handle types, defined once so the C API (kiln.h) and the C++
-// API (kiln.hpp) share them.
+// API (kiln.hpp) share them, and the registry of the live ones: every handle
+// adds itself when it is made and removes itself when it ends, so that an
+// entry point given a closed, released or never-made handle can refuse it
+// without reading through it (runtime/handle_set.h).
 #pragma once
 
 #include "runtime/module.h"
@@ -13,7 +16,37 @@
 #include <string>
 #include <vector>
 
+namespace kiln::runtime {
+
+/// The handle types of libkiln whose live handles it keeps.
+enum class HandleType : uint8_t { cache, image };
+
+/// Adds a handle just made (its constructor). Throws std::bad_alloc.
+void handle_added(HandleType type, const void* handle);
+/// Removes `handle`: true if it was live, and the caller now ends it; false
+/// if it was not (ended already, or never a handle of this type).
+bool handle_taken(HandleType type, const void* handle);
+/// Whether `handle` is a live handle of this type. Reads nothing through
+/// it, takes no lock: cheap enough for every call.
+bool handle_live(HandleType type, const void* handle);
+
+/// What entry point `fn` says of its argument `arg`, a handle of `type`
+/// that is not live.
+inline std::string not_live_message(const char* fn, const char* arg, HandleType type) {
+  return type == HandleType::cache
+             ? std::string(fn) + ": " + arg +
+                   " is not a live kiln_cache handle (closed, or never opened)"
+             : std::string(fn) + ": " + arg +
+                   " is not a live kiln_image handle (released, or never loaded)";
+}
+
+} // namespace kiln::runtime
+
 struct kiln_cache {
+  kiln_cache() { kiln::runtime::handle_added(kiln::runtime::HandleType::cache, this); }
+  kiln_cache(const kiln_cache&) = delete;
+  kiln_cache& operator=(const kiln_cache&) = delete;
+
   /// The local cache and the remote ($KILN_REMOTE), if any: consulted on a
   /// local miss of a name, closure or image; linked images are published.
   /// Opened by kiln_cache_open, except where the open found the cache's
@@ -68,11 +101,16 @@ struct kiln_cache {
   /// Usage is advisory: running out of memory while writing it at the
   /// close loses it, and never takes the process down.
   ~kiln_cache() {
+    if (registered)
+      kiln::runtime::handle_taken(kiln::runtime::HandleType::cache, this);
     try {
       flush_usage();
     } catch (...) {
     }
   }
+  /// Cleared by kiln_cache_close, which took the handle out of the registry
+  /// itself (so that of two closes of one handle only one deletes it).
+  bool registered = true;
 
   /// The host images it loaded last, loaded again without a read while the
   /// file is unchanged (runtime/warm.h).
@@ -80,6 +118,16 @@ struct kiln_cache {
 };
 
 struct kiln_image {
+  kiln_image() { kiln::runtime::handle_added(kiln::runtime::HandleType::image, this); }
+  kiln_image(const kiln_image&) = delete;
+  kiln_image& operator=(const kiln_image&) = delete;
+  ~kiln_image() {
+    if (registered)
+      kiln::runtime::handle_taken(kiln::runtime::HandleType::image, this);
+  }
+  /// Cleared by kiln_image_release, which took the handle out itself.
+  bool registered = true;
+
   std::unique_ptr<kiln::runtime::LoadedModule> module;
   kiln::runtime::SymbolMap symbols;
   /// Loaded again from a kept file (runtime/warm.h): the file's table of

@@ -6,7 +6,8 @@
 // error arose and names the root it was loading, error_info is a copy of the
 // fields, and the C API's last error carries them. Must-hit mode through
 // both APIs, and the guard that turns an exception at a C entry point into
-// KILN_INTERNAL.
+// KILN_INTERNAL. Misuse: struct sizes no release has, and caches and results
+// that are not live, are refused.
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"
 #include "fixtures/ir.hpp"
@@ -233,18 +234,21 @@ TEST_CASE("C API: kiln_compile_options_init sets the defaults") {
   CHECK(kiln_compiler_abi_version() == KILN_COMPILER_ABI_VERSION);
 }
 
-TEST_CASE("C API: a struct's size decides what is read and written") {
-  // An FFI's own layout, shorter or longer than this header's: init fills
-  // exactly the bytes it is told.
+TEST_CASE("C API: only a released struct size is read or written by") {
+  // init with a size no release has writes nothing; with the released
+  // size, exactly that many bytes.
   unsigned char buf[sizeof(kiln_compile_options) + 16];
   std::memset(buf, 0x5A, sizeof buf);
   auto* o = reinterpret_cast<kiln_compile_options*>(buf);
   kiln_compile_options_init_size(o, sizeof buf - 8);
-  CHECK(o->struct_size == sizeof buf - 8);
+  for (unsigned char b : buf)
+    CHECK(b == 0x5A);
+  CHECK(last_message().find("kiln_compile_options.struct_size is " +
+                            std::to_string(sizeof buf - 8)) != std::string::npos);
+  kiln_compile_options_init_size(o, sizeof(kiln_compile_options));
+  CHECK(o->struct_size == sizeof(kiln_compile_options));
   CHECK(o->opt_level == 2);
-  for (size_t i = sizeof(kiln_compile_options); i < sizeof buf - 8; ++i)
-    CHECK(buf[i] == 0);
-  for (size_t i = sizeof buf - 8; i < sizeof buf; ++i)
+  for (size_t i = sizeof(kiln_compile_options); i < sizeof buf; ++i)
     CHECK(buf[i] == 0x5A);
 
   CCache c;
@@ -252,57 +256,128 @@ TEST_CASE("C API: a struct's size decides what is read and written") {
   kiln_source src{"unit.ll", ir.data(), ir.size()};
   o->sources = &src;
   o->source_count = 1;
-  // Larger than this library's struct, with the extra bytes zero: accepted.
-  CResult bigger;
-  REQUIRE(kiln_compile(c.cache, o, &bigger.r) == KILN_OK);
-  // A field this library does not know, set: refused, naming the byte.
-  buf[sizeof(kiln_compile_options) + 3] = 1;
-  CResult unknown;
-  CHECK(kiln_compile(c.cache, o, &unknown.r) == KILN_INVALID_ARGUMENT);
-  CHECK(last_message().find("byte " + std::to_string(sizeof(kiln_compile_options) + 3)) !=
-        std::string::npos);
-  CHECK(last_message().find("newer kiln_compiler.h") != std::string::npos);
-  // A zeroed struct (never initialised) or one shorter than the first
-  // version: refused, saying how to fill it.
-  kiln_compile_options zero;
-  std::memset(&zero, 0, sizeof zero);
-  zero.sources = &src;
-  zero.source_count = 1;
-  CResult zeroed;
-  CHECK(kiln_compile(c.cache, &zero, &zeroed.r) == KILN_INVALID_ARGUMENT);
-  CHECK(last_message().find("kiln_compile_options.struct_size is 0") != std::string::npos);
-  CHECK(last_message().find("kiln_compile_options_init") != std::string::npos);
+  CResult ok;
+  REQUIRE(kiln_compile(c.cache, o, &ok.r) == KILN_OK);
+  // Any other size is refused, saying what to set and what is known: one
+  // short of the struct (where its last field ends), longer ones whose
+  // extra bytes are zero (a newer header's, or garbage), a zeroed struct,
+  // one never set (a pointer's worth).
+  std::memset(buf + sizeof(kiln_compile_options), 0, 16);
+  for (size_t size : {size_t(0), size_t(1), sizeof(kiln_compile_options) - 4,
+                      sizeof(kiln_compile_options) + 8, sizeof(kiln_compile_options) + 16,
+                      size_t(4096), size_t(1) << 40, reinterpret_cast<size_t>(&src)}) {
+    CAPTURE(size);
+    o->struct_size = size;
+    CResult refused;
+    CHECK(kiln_compile(c.cache, o, &refused.r) == KILN_INVALID_ARGUMENT);
+    CHECK(refused.r == nullptr);
+    CHECK(last_message().find("kiln_compile_options.struct_size is " + std::to_string(size) +
+                              ", not a size any release of kiln_compiler.h gave it "
+                              "(this libkiln-compiler knows " +
+                              std::to_string(sizeof(kiln_compile_options)) + ")") !=
+          std::string::npos);
+    CHECK(last_message().find("kiln_compile_options_init") != std::string::npos);
+    kiln_image* image = nullptr;
+    CHECK(kiln_compile_or_load(c.cache, o, "f", "host", &image, nullptr) ==
+          KILN_INVALID_ARGUMENT);
+    CHECK(image == nullptr);
+  }
 
-  // Results: written as far as the caller's struct_size reaches, the bytes
-  // past this library's struct zeroed, struct_size kept.
-  REQUIRE(kiln_compile_result_job_count(bigger.r) > 0);
+  // Results: written only to a struct of a released size, and then whole.
+  REQUIRE(kiln_compile_result_job_count(ok.r) > 0);
   unsigned char jbuf[sizeof(kiln_job_info) + 8];
   std::memset(jbuf, 0x5A, sizeof jbuf);
   auto* j = reinterpret_cast<kiln_job_info*>(jbuf);
   j->struct_size = sizeof jbuf;
-  REQUIRE(kiln_compile_result_job(bigger.r, 0, j) == KILN_OK);
-  CHECK(j->struct_size == sizeof jbuf);
+  CHECK(kiln_compile_result_job(ok.r, 0, j) == KILN_INVALID_ARGUMENT);
+  CHECK(last_message().find("set it to sizeof(kiln_job_info)") != std::string::npos);
+  for (size_t i = sizeof(size_t); i < sizeof jbuf; ++i)
+    CHECK(jbuf[i] == 0x5A);
+  j->struct_size = sizeof(kiln_job_info);
+  REQUIRE(kiln_compile_result_job(ok.r, 0, j) == KILN_OK);
+  CHECK(j->struct_size == sizeof(kiln_job_info));
   CHECK(is_hex32(j->key));
-  for (size_t i = sizeof(kiln_job_info); i < sizeof jbuf; ++i)
-    CHECK(jbuf[i] == 0);
   kiln_root_info unsized{};
-  CHECK(kiln_compile_result_root(bigger.r, 0, &unsized) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_compile_result_root(ok.r, 0, &unsized) == KILN_INVALID_ARGUMENT);
   CHECK(last_message().find("set it to sizeof(kiln_root_info)") != std::string::npos);
-  // A size no struct has (never set, or a pointer) is refused before any
-  // byte past the struct is read or written.
   kiln_root_info garbage{};
   garbage.struct_size = size_t(1) << 40;
-  CHECK(kiln_compile_result_root(bigger.r, 0, &garbage) == KILN_INVALID_ARGUMENT);
-  CHECK(last_message().find("more than any version's 4096 bytes") != std::string::npos);
-  kiln_compile_options huge;
-  kiln_compile_options_init(&huge);
-  huge.struct_size = reinterpret_cast<size_t>(&src);
-  CResult refused_huge;
-  CHECK(kiln_compile(c.cache, &huge, &refused_huge.r) == KILN_INVALID_ARGUMENT);
-  CHECK(last_message().find("kiln_compile_options.struct_size is ") != std::string::npos);
+  CHECK(kiln_compile_result_root(ok.r, 0, &garbage) == KILN_INVALID_ARGUMENT);
   kiln_library_info none{sizeof(kiln_library_info)};
-  CHECK(kiln_compile_result_library_count(bigger.r) == 0);
-  CHECK(kiln_compile_result_library(bigger.r, 0, &none) == KILN_NOT_FOUND);
+  CHECK(kiln_compile_result_library_count(ok.r) == 0);
+  CHECK(kiln_compile_result_library(ok.r, 0, &none) == KILN_NOT_FOUND);
+  kiln_library_info short_lib{sizeof(kiln_library_info) - 8};
+  CHECK(kiln_compile_result_library(ok.r, 0, &short_lib) == KILN_INVALID_ARGUMENT);
+}
+
+TEST_CASE("C API: a cache or result that is not live is refused without being read") {
+  CCache c;
+  std::string ir = kBase;
+  kiln_source src{"unit.ll", ir.data(), ir.size()};
+  kiln_compile_options o;
+  kiln_compile_options_init(&o);
+  o.sources = &src;
+  o.source_count = 1;
+  alignas(64) static unsigned char junk[4096];
+  std::memset(junk, 0xA5, sizeof junk);
+
+  // A closed cache, an unmapped address, garbage: kiln_compile and
+  // compile-or-load refuse each before reading the options.
+  kiln_cache* closed = nullptr;
+  REQUIRE(kiln_cache_open(cache_file(c.dir).c_str(), &closed) == KILN_OK);
+  kiln_cache_close(closed);
+  for (void* p : {static_cast<void*>(closed), reinterpret_cast<void*>(0x1234),
+                  static_cast<void*>(junk)}) {
+    auto* cache = static_cast<kiln_cache*>(p);
+    kiln_compile_result* r = reinterpret_cast<kiln_compile_result*>(0x1);
+    CHECK(kiln_compile(cache, &o, &r) == KILN_INVALID_ARGUMENT);
+    CHECK(r == nullptr);
+    CHECK(last_message() ==
+          "kiln_compile: cache is not a live kiln_cache handle (closed, or never opened)");
+    CHECK(kiln_compile_last_error()->status == KILN_INVALID_ARGUMENT);
+    CHECK(std::string(kiln_last_error()) == last_message());
+    kiln_image* image = reinterpret_cast<kiln_image*>(0x1);
+    CHECK(kiln_compile_or_load(cache, &o, "f", "host", &image, &r) ==
+          KILN_INVALID_ARGUMENT);
+    CHECK(image == nullptr);
+    CHECK(r == nullptr);
+    CHECK(last_message().find("kiln_compile_or_load: cache is not a live") != std::string::npos);
+  }
+
+  // A result freed twice, read after its free, and pointers that never
+  // were results.
+  kiln_compile_result* freed = nullptr;
+  REQUIRE(kiln_compile(c.cache, &o, &freed) == KILN_OK);
+  REQUIRE(kiln_compile_result_job_count(freed) > 0);
+  kiln_compile_result_free(freed);
+  kiln_compile_result_free(freed);
+  CHECK(last_message().find("kiln_compile_result_free: result is not a live "
+                            "kiln_compile_result") != std::string::npos);
+  for (void* p : {static_cast<void*>(freed), reinterpret_cast<void*>(0x1234),
+                  static_cast<void*>(junk), static_cast<void*>(c.cache)}) {
+    auto* r = static_cast<kiln_compile_result*>(p);
+    const std::string dead = "is not a live kiln_compile_result";
+    CHECK(kiln_compile_result_ok(r) == 0);
+    CHECK(last_message().find("kiln_compile_result_ok: result " + dead) != std::string::npos);
+    CHECK(kiln_compile_result_job_count(r) == 0);
+    CHECK(kiln_compile_result_root_count(r) == 0);
+    CHECK(kiln_compile_result_library_count(r) == 0);
+    CHECK(last_message().find(dead) != std::string::npos);
+    kiln_job_info job{sizeof job};
+    CHECK(kiln_compile_result_job(r, 0, &job) == KILN_INVALID_ARGUMENT);
+    CHECK(last_message().find("kiln_compile_result_job: result " + dead) != std::string::npos);
+    kiln_root_info root{sizeof root};
+    CHECK(kiln_compile_result_root(r, 0, &root) == KILN_INVALID_ARGUMENT);
+    kiln_library_info lib{sizeof lib};
+    CHECK(kiln_compile_result_library(r, 0, &lib) == KILN_INVALID_ARGUMENT);
+    const char *symbol = nullptr, *key = nullptr;
+    CHECK(kiln_compile_result_job_ref(r, 0, 0, &symbol, &key) == KILN_INVALID_ARGUMENT);
+    kiln_compile_result_free(r);
+    CHECK(last_message().find("kiln_compile_result_free: result " + dead) != std::string::npos);
+  }
+  // The cache handed in as a result above is untouched.
+  CResult again;
+  CHECK(kiln_compile(c.cache, &o, &again.r) == KILN_OK);
 }
 
 TEST_CASE("C API: the library, shard and remote settings reach the compile") {

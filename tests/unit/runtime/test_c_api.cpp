@@ -3,8 +3,10 @@
 // kiln_last_error set, a root loads by name and by closure key and its
 // functions run, an unknown root or function is not_found, each status has
 // its name, errors are per thread, and a closed handle leaves its usage in
-// the cache.
+// the cache. Misuse: a handle closed, released or never made is refused with
+// invalid_argument, whichever entry point is given it, and "" is no path.
 #include "fixtures/cache.hpp"
+#include "fixtures/env.hpp"
 
 #include <kiln/kiln.h>
 #include <kiln/kiln.hpp>
@@ -12,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <string>
@@ -84,6 +87,103 @@ TEST_CASE("c_api: NULL arguments are invalid_argument and say which call") {
 
   kiln_image_release(img);
   kiln_cache_close(cache);
+}
+
+TEST_CASE("c_api: a handle closed, released or never made is refused without being read") {
+  TestCache c = compiled(false);
+  const std::string cache_dead = "is not a live kiln_cache handle (closed, or never opened)";
+  const std::string image_dead = "is not a live kiln_image handle (released, or never loaded)";
+  // Garbage to be taken for a handle: an address nothing is mapped at, and
+  // a buffer whose "pointers" lead nowhere.
+  alignas(64) static unsigned char junk[4096];
+  std::memset(junk, 0xA5, sizeof junk);
+  void* never[] = {reinterpret_cast<void*>(0x1234), junk};
+
+  kiln_cache* cache = open_ok(c.path());
+  kiln_image* img = nullptr;
+  REQUIRE(kiln_image_load(cache, "nest_a", "host", &img) == KILN_OK);
+  kiln_cache_close(cache);
+  // Closed twice: the second close is told, and does nothing.
+  kiln_cache_close(cache);
+  CHECK(contains(last_error(), "kiln_cache_close: cache " + cache_dead));
+  // Used after the close.
+  kiln_image* out = reinterpret_cast<kiln_image*>(0x1);
+  CHECK(kiln_image_load(cache, "nest_a", "host", &out) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_image_load: cache " + cache_dead));
+  CHECK(out == nullptr);
+  CHECK(kiln_library_load(cache, "nest_a", "host", &out) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_library_load: cache " + cache_dead));
+  CHECK(kiln_cache_read_only(cache) == 0);
+  CHECK(contains(last_error(), "kiln_cache_read_only: cache " + cache_dead));
+  size_t problems = 5;
+  CHECK(kiln_cache_verify(cache, &problems) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_cache_verify: cache " + cache_dead));
+  CHECK(problems == 0);
+  // The image loaded before the close is still live.
+  void* fn = nullptr;
+  REQUIRE(kiln_image_lookup(img, "nest_a", &fn) == KILN_OK);
+  CHECK(reinterpret_cast<IntFn>(fn)(1) == 333);
+
+  // Released twice, and used after the release.
+  kiln_image_release(img);
+  kiln_image_release(img);
+  CHECK(contains(last_error(), "kiln_image_release: image " + image_dead));
+  fn = reinterpret_cast<void*>(0x1);
+  CHECK(kiln_image_lookup(img, "nest_a", &fn) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_image_lookup: image " + image_dead));
+  CHECK(fn == nullptr);
+  CHECK(kiln_image_module(img) == nullptr);
+  CHECK(contains(last_error(), "kiln_image_module: image " + image_dead));
+  CHECK(std::string(kiln_image_target(img)).empty());
+
+  // Pointers that never were handles, to every entry point that takes one.
+  for (void* p : never) {
+    auto* bad_cache = static_cast<kiln_cache*>(p);
+    auto* bad_image = static_cast<kiln_image*>(p);
+    CHECK(kiln_image_load(bad_cache, "nest_a", "host", &out) == KILN_INVALID_ARGUMENT);
+    CHECK(contains(last_error(), cache_dead));
+    CHECK(kiln_library_load(bad_cache, "nest_a", "host", &out) == KILN_INVALID_ARGUMENT);
+    CHECK(kiln_cache_read_only(bad_cache) == 0);
+    CHECK(kiln_cache_verify(bad_cache, nullptr) == KILN_INVALID_ARGUMENT);
+    kiln_cache_close(bad_cache);
+    CHECK(contains(last_error(), "kiln_cache_close: cache " + cache_dead));
+    CHECK(kiln_image_lookup(bad_image, "nest_a", &fn) == KILN_INVALID_ARGUMENT);
+    CHECK(contains(last_error(), image_dead));
+    CHECK(kiln_image_module(bad_image) == nullptr);
+    CHECK(std::string(kiln_image_target(bad_image)).empty());
+    kiln_image_release(bad_image);
+    CHECK(contains(last_error(), "kiln_image_release: image " + image_dead));
+  }
+
+  // One type's handle is not the other's.
+  cache = open_ok(c.path());
+  REQUIRE(kiln_image_load(cache, "nest_a", "host", &img) == KILN_OK);
+  CHECK(kiln_image_lookup(reinterpret_cast<kiln_image*>(cache), "nest_a", &fn) ==
+        KILN_INVALID_ARGUMENT);
+  CHECK(kiln_image_load(reinterpret_cast<kiln_cache*>(img), "nest_a", "host", &out) ==
+        KILN_INVALID_ARGUMENT);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+}
+
+TEST_CASE("c_api: an empty cache path is refused; NULL is the default cache") {
+  TestCache c = compiled(false);
+  kiln_cache* cache = reinterpret_cast<kiln_cache*>(0x1);
+  CHECK(kiln_cache_open("", &cache) == KILN_INVALID_ARGUMENT);
+  CHECK(contains(last_error(), "kiln_cache_open: the path is empty"));
+  CHECK(cache == nullptr);
+  CHECK(kiln_cache_open_flags("", KILN_CACHE_READ_ONLY, &cache) == KILN_INVALID_ARGUMENT);
+  CHECK(cache == nullptr);
+  // The C++ API has no NULL: its empty path is the default, as documented.
+  EnvVar env("KILN_CACHE", c.path());
+  REQUIRE(kiln_cache_open(nullptr, &cache) == KILN_OK);
+  kiln_image* img = nullptr;
+  CHECK(kiln_image_load(cache, "nest_a", "host", &img) == KILN_OK);
+  kiln_image_release(img);
+  kiln_cache_close(cache);
+  auto cpp = Cache::open("");
+  INFO((cpp ? "" : cpp.error().message));
+  CHECK(cpp);
 }
 
 TEST_CASE("c_api: a root loads by name and by closure key, and its functions run") {

@@ -164,11 +164,15 @@ PYBIND11_MODULE(_kiln, m) {
       .def("__exit__", [](PyImage& self, py::args) { self.image.reset(); });
 
   py::class_<kiln::Cache>(m, "Cache", "A Kiln cache file.")
-      .def(py::init([](const std::string& path) {
-             auto c = kiln::Cache::open(path);
+      .def(py::init([](const std::optional<std::string>& path) {
+             // None is the default cache; "" names no file, as in the C API.
+             if (path && path->empty())
+               throw py::value_error("kiln.Cache: the path is empty; pass None for the default "
+                                     "cache");
+             auto c = kiln::Cache::open(path ? *path : std::string());
              return value_or_raise(std::move(c));
            }),
-           py::arg("path") = "")
+           py::arg("path") = py::none())
       .def(
           "_compile",
           [](const kiln::Cache& self, const PySources& sources, std::vector<std::string> entries,

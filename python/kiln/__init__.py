@@ -64,7 +64,7 @@ class Cache(_kiln.Cache):
     else $XDG_CACHE_HOME/kiln/kiln.db). Threads may share one."""
 
     def __init__(self, path=None):
-        super().__init__(os.fspath(path) if path is not None else "")
+        super().__init__(os.fspath(path) if path is not None else None)
 
     def compile(self, ir, entries=None, targets=None, opt=2, debug=False, jobs=0, link=True,
                 library=None):

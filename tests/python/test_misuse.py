@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+import kiln
+
 import conftest
 
 PRELUDE = r'''
@@ -182,3 +184,13 @@ def test_binding_image_closed_twice_and_used_after(cache, examples):
     assert image.closed
     with pytest.raises(ValueError, match="closed"):
         image.function("collatz")
+
+
+def test_binding_empty_path_is_refused(monkeypatch, tmp_path):
+    # None is the default cache; "" names no file, in Python as in C.
+    monkeypatch.setenv("KILN_CACHE", str(tmp_path / "default.db"))
+    with pytest.raises(ValueError, match="the path is empty"):
+        kiln.Cache("")
+    assert not (tmp_path / "default.db").exists()
+    kiln.Cache(None)
+    kiln.Cache()

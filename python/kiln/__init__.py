@@ -65,6 +65,7 @@ class Cache(_kiln.Cache):
 
     def __init__(self, path=None):
         super().__init__(os.fspath(path) if path is not None else None)
+        self.path = os.fspath(path) if path is not None else None  # None: the default cache
 
     def compile(self, ir, entries=None, targets=None, opt=2, debug=False, jobs=0, link=True,
                 library=None):

@@ -1,0 +1,491 @@
+"""Triton kernels through Kiln.
+
+Ahead of time (no GPU needed)::
+
+    import kiln, kiln.triton
+    cache = kiln.Cache("kernels.db")
+    kiln.triton.precompile(add_kernel, {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32"},
+                           {"BLOCK": 1024}, ["sm_80", "sm_90", "gfx942"], cache)
+
+runs Triton's front end for each target down to its LLVM IR (``asm["llir"]``),
+stores that IR as a Kiln job (keyed like every job: IR, target, options and
+toolchain; the IR carries the producing Triton's version and backend options
+as the kernel's ``kiln-producer`` attribute), links it to an image whose root
+is Triton's kernel name, and records Triton's launch metadata beside it.
+
+At run time (a GPU, no Triton needed)::
+
+    kernel = kiln.triton.load("add_kernel", cache)   # the present GPU's target
+    kernel.function, kernel.module, kernel.metadata  # CUfunction / hipFunction_t, ...
+
+As Triton's own cache: ``TRITON_CACHE_MANAGER=kiln.triton:CacheManager``
+(see ``CacheManager``).
+"""
+import ctypes
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+
+from . import InternalError, InvalidArgumentError, UnavailableError, present_target
+
+#: The Triton release whose LLVM IR Kiln's LLVM 22 parses (README, "Triton").
+TRITON_VERSION = "3.7.1"
+
+_META_PREFIX = "kiln_triton__"
+
+
+def _triton():
+    try:
+        import triton
+    except ImportError as e:
+        raise UnavailableError(f"Triton is not installed ({e}); pip install 'kiln[triton]' "
+                               f"(triton=={TRITON_VERSION})") from None
+    return triton
+
+
+def gpu_target(spec):
+    """Triton's GPUTarget for a Kiln target spec: ``sm_80``, ``sm_90a`` (CUDA)
+    or ``gfx942``, ``gfx942:xnack-`` (HIP; wave64 on gfx9, else wave32)."""
+    from triton.backends.compiler import GPUTarget
+    m = re.fullmatch(r"sm_(\d+)a?", spec)
+    if m:
+        return GPUTarget("cuda", int(m.group(1)), 32)
+    m = re.fullmatch(r"(gfx[0-9a-f]+)(:.*)?", spec)
+    if m:
+        return GPUTarget("hip", m.group(1), 64 if m.group(1).startswith("gfx9") else 32)
+    raise InvalidArgumentError(f"'{spec}' is not a Triton GPU target (sm_XY, sm_XYa or gfxNNN)",
+                               target=spec)
+
+
+def kiln_target(spec):
+    """The Kiln target that Triton's code for ``spec`` needs: Triton compiles
+    sm_90 and newer for their architecture-specific variant (sm_90a: wgmma,
+    setmaxnreg), so ``sm_90`` is compiled, recorded and loaded as ``sm_90a``."""
+    m = re.fullmatch(r"sm_(\d+)a?", spec)
+    if m and int(m.group(1)) >= 90:
+        return f"sm_{m.group(1)}a"
+    return spec
+
+
+def metadata_entry(name, target):
+    """The host root that holds the launch metadata of kernel ``name`` for
+    ``target``: a function returning it as a NUL-terminated JSON string."""
+    return _META_PREFIX + name + "__" + re.sub(r"[^A-Za-z0-9_]", "_", target)
+
+
+def _front_end(fn, signature, constexprs, target, options):
+    """Runs Triton's stages for ``target`` up to and including LLVM IR, as
+    triton.compile does; returns (llir text, Triton's metadata)."""
+    triton = _triton()
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import ASTSource, make_backend
+    backend = make_backend(target)
+    sig = dict(signature)
+    sig.update({k: "constexpr" for k in constexprs})
+    src = ASTSource(fn=fn, signature=sig, constexprs=dict(constexprs))
+    opts = backend.parse_options(dict(options or {}, **src.parse_options()))
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    module = src.make_ir(target, opts, backend.get_codegen_implementation(opts),
+                         backend.get_module_map(), context)
+    metadata = {"target": target, **opts.__dict__, "triton_version": triton.__version__}
+    stages = {}
+    backend.add_stages(stages, opts, src.language)
+    for ext, stage in stages.items():
+        module = stage(module, metadata)
+        if ext == "llir":
+            return str(module), metadata
+    raise InternalError(f"Triton's {target.backend} backend has no llir stage")
+
+
+_KERNEL_DEFINE = re.compile(r"^define (?:ptx_kernel|amdgpu_kernel) [^@\n]*@([A-Za-z_][A-Za-z0-9_]*)\(",
+                            re.MULTILINE)
+
+
+def _mark_producer(llir, producer):
+    """Triton's IR with the kernel's definition carrying ``"kiln-producer"``:
+    a string attribute no code generator reads, so it changes the job's key
+    (the canonical module's hash) without changing the code. IR from two
+    Triton versions (two LLVMs) or two backend settings never shares a key."""
+    kernels = _KERNEL_DEFINE.findall(llir)
+    if len(kernels) != 1:
+        raise InvalidArgumentError(f"Triton's LLVM IR defines {len(kernels)} kernels, not one")
+    start = _KERNEL_DEFINE.search(llir).start()
+    end = llir.index("\n", start)
+    line = llir[start:end]
+    at = line.rfind(" !dbg ") if " !dbg " in line else line.rfind(" {")
+    attr = ' "kiln-producer"="' + producer.replace('"', "'") + '"'
+    return kernels[0], llir[:start] + line[:at] + attr + line[at:] + llir[end:]
+
+
+def _metadata_json(metadata, name, target, closure):
+    """Triton's launch metadata as Kiln stores it: Triton's own fields (as in
+    its cache's .json, without the paths of this machine's device libraries)
+    plus the kernel's name, Kiln target and the GPU image's closure key."""
+    fields = {k: v for k, v in metadata.items() if k not in ("extern_libs", "hash")}
+    fields.update(name=name, kiln_target=target, kiln_closure=closure)
+    return json.dumps(fields, default=vars, sort_keys=True)
+
+
+def _metadata_ir(entry, text):
+    data = text.encode() + b"\0"
+    escaped = "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
+    return (f'@meta = private unnamed_addr constant [{len(data)} x i8] c"{escaped}", align 1\n\n'
+            f"define ptr @{entry}() {{\n  ret ptr @meta\n}}\n")
+
+
+class Precompiled:
+    """What precompile stored for one kernel and target."""
+
+    def __init__(self, name, requested, target, job, closure, image, metadata, frontend_ms,
+                 kiln_ms):
+        self.name, self.requested, self.target = name, requested, target  # target: kiln_target(requested)
+        self.job, self.closure, self.image = job, closure, image
+        self.metadata = metadata  # dict, as load() returns it
+        self.frontend_ms, self.kiln_ms = frontend_ms, kiln_ms
+
+    def __repr__(self):
+        return f"<kiln.triton.Precompiled {self.name} {self.target} {self.closure}>"
+
+
+def precompile(fn, signature, constexprs, targets, cache, options=None, opt=2):
+    """Compiles ``fn`` (a ``@triton.jit`` function) for each target spec of
+    ``targets`` through Kiln, with no GPU; returns a list of Precompiled.
+
+    ``signature`` maps the non-constexpr parameters to Triton types
+    (``"*fp32"``, ``"i32"``, ...), ``constexprs`` the constexpr ones to their
+    values; ``options`` are Triton's (``num_warps``, ``num_stages``, ...).
+    The kernel is recorded under Triton's kernel name for
+    ``kiln_target(spec)``, its launch metadata under
+    ``metadata_entry(name, kiln_target(spec))`` for the host."""
+    import time
+    triton = _triton()
+    out = []
+    for requested in ([targets] if isinstance(targets, str) else targets):
+        spec = kiln_target(requested)
+        target = gpu_target(spec)
+        start = time.perf_counter()
+        llir, metadata = _front_end(fn, signature, constexprs, target, options)
+        frontend_ms = (time.perf_counter() - start) * 1e3
+        fusion = metadata.get("enable_fp_fusion", True)
+        producer = f"triton {triton.__version__} {target.backend} fp-fusion={int(bool(fusion))}"
+        name, ir = _mark_producer(llir, producer)
+        start = time.perf_counter()
+        result = cache.compile(ir, entries=[name], targets=[spec], opt=opt)
+        root = result.roots[0]
+        entry = metadata_entry(name, spec)
+        text = _metadata_json(metadata, name, spec, root.closure)
+        cache.compile(_metadata_ir(entry, text), entries=[entry], targets=["host"], opt=0)
+        kiln_ms = (time.perf_counter() - start) * 1e3
+        job = next(j.key for j in result.jobs if j.entry == name)
+        out.append(Precompiled(name, requested, spec, job, root.closure, root.image, json.loads(text),
+                               frontend_ms, kiln_ms))
+    return out
+
+
+def metadata(name, target, cache):
+    """The launch metadata precompile recorded for kernel ``name`` and
+    ``target`` (a dict: Triton's fields, ``name``, ``kiln_target``,
+    ``kiln_closure``). Needs neither Triton nor a GPU."""
+    entry = metadata_entry(name, kiln_target(target))
+    with cache.load(entry, "host") as image:
+        text = ctypes.CFUNCTYPE(ctypes.c_char_p)(image.function(entry))()
+    return json.loads(text)
+
+
+class Kernel:
+    """A loaded precompiled Triton kernel: ``function`` (CUfunction or
+    hipFunction_t, as an int), ``module``, ``metadata`` (dict) and ``image``
+    (kiln.Image; the handles are valid while it is open)."""
+
+    def __init__(self, image, metadata):
+        self.image = image
+        self.metadata = metadata
+        self.module = image.module
+        self.function = image.function(metadata["name"])
+
+    def close(self):
+        self.image.close()
+
+
+def load(name, cache, target=None):
+    """Loads kernel ``name`` precompiled for ``target`` (None: the present
+    GPU) and returns a Kernel. The image loaded is the one the metadata
+    names (by closure key), so a kernel and its metadata never come from two
+    different compiles. Raises UnavailableError when there is no GPU."""
+    if target is None:
+        target = present_target()
+        if target == "host":
+            raise UnavailableError(f"no GPU here to load Triton kernel '{name}' on (Kiln's "
+                                   "present target is the host)", entry=name)
+    meta = metadata(name, target, cache)
+    return Kernel(cache.load(meta["kiln_closure"], meta["kiln_target"]), meta)
+
+
+# --- Kiln as Triton's cache ------------------------------------------------
+
+_NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "lustre", "gpfs",
+               "glusterfs", "beegfs", "orangefs", "ocfs2", "gfs2", "panfs")
+
+
+def _network_fs_kind(path):
+    """The network file system that holds ``path`` ("" for a local one), as
+    Kiln's own cache decides it: $KILN_NETWORK_FS overrides ("0": local)."""
+    env = os.environ.get("KILN_NETWORK_FS")
+    if env:
+        return "" if env == "0" else env
+    path = os.path.realpath(path)
+    best, kind = "", ""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                mount = fields[4].encode().decode("unicode_escape")
+                fstype = fields[fields.index("-") + 1]
+                if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
+                    best, kind = mount, fstype
+    except (OSError, ValueError, IndexError):
+        return ""
+    if kind.startswith("fuse") or kind in _NETWORK_FS:
+        return kind
+    return ""
+
+
+def triton_cache_path():
+    """$KILN_TRITON_CACHE, else ``triton.db`` beside Kiln's default cache
+    ($KILN_CACHE's directory, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)."""
+    if os.environ.get("KILN_TRITON_CACHE"):
+        return os.environ["KILN_TRITON_CACHE"]
+    if os.environ.get("KILN_CACHE"):
+        return os.path.join(os.path.dirname(os.path.abspath(os.environ["KILN_CACHE"])), "triton.db")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kiln", "triton.db")
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS blobs (sha256 BLOB PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS files (key TEXT NOT NULL, name TEXT NOT NULL, sha256 BLOB NOT NULL,
+  PRIMARY KEY (key, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS groups (key TEXT NOT NULL, name TEXT NOT NULL, member TEXT NOT NULL,
+  sha256 BLOB NOT NULL, PRIMARY KEY (key, name, member)) WITHOUT ROWID;
+"""
+
+
+class _Store:
+    """One process's connection to a Triton cache file, shared by its
+    threads. Every write is one IMMEDIATE transaction, so a group lands whole
+    or not at all, and SQLite serialises the writers of every process."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=120, isolation_level=None,
+                                  check_same_thread=False)
+        self.network = _network_fs_kind(path)
+        # A network file system cannot share WAL's memory map coherently:
+        # a rollback journal there, as Kiln's own cache does.
+        if self.network:
+            self.db.execute("PRAGMA journal_mode=DELETE")
+            self.db.execute("PRAGMA mmap_size=0")
+            self.db.execute("PRAGMA synchronous=FULL")
+        else:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        with self.transaction():
+            for statement in _SCHEMA.strip().split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+
+    def transaction(self):
+        return _Transaction(self)
+
+    def put_file(self, key, name, data, digest):
+        with self.transaction():
+            self.db.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (digest, data))
+            self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (key, name, digest))
+
+    def put_group(self, key, name, members):
+        """members: {filename: (sha256, bytes or None)}; bytes where the blob
+        may not be stored yet. One transaction: the group is whole or absent,
+        and a group published again replaces the old one entirely."""
+        with self.transaction():
+            for digest, data in members.values():
+                if data is not None:
+                    self.db.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (digest, data))
+            self.db.execute("DELETE FROM groups WHERE key = ? AND name = ?", (key, name))
+            self.db.executemany("INSERT INTO groups VALUES (?, ?, ?, ?)",
+                                [(key, name, m, d) for m, (d, _) in members.items()])
+
+    def drop_damaged(self, digest):
+        """Removes a blob whose bytes no longer match its digest, so that the
+        next publish of that content stores it again."""
+        with self.transaction():
+            row = self.db.execute("SELECT data FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
+            if row is not None and hashlib.sha256(row[0]).digest() != digest:
+                self.db.execute("DELETE FROM blobs WHERE sha256 = ?", (digest,))
+
+    def get_group(self, key, name):
+        with self.lock:
+            rows = self.db.execute(
+                "SELECT g.member, g.sha256, b.data FROM groups g LEFT JOIN blobs b "
+                "ON b.sha256 = g.sha256 WHERE g.key = ? AND g.name = ?", (key, name)).fetchall()
+        return rows
+
+    def get_file(self, key, name):
+        with self.lock:
+            return self.db.execute(
+                "SELECT f.sha256, b.data FROM files f LEFT JOIN blobs b ON b.sha256 = f.sha256 "
+                "WHERE f.key = ? AND f.name = ?", (key, name)).fetchone()
+
+
+class _Transaction:
+    def __init__(self, store):
+        self.store = store
+
+    def __enter__(self):
+        self.store.lock.acquire()
+        try:
+            self.store.db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.store.lock.release()
+            raise
+
+    def __exit__(self, kind, value, tb):
+        try:
+            self.store.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        finally:
+            self.store.lock.release()
+
+
+_stores = {}
+_stores_lock = threading.Lock()
+_materialized = {}  # (pid, sha256, filename) -> path
+
+
+def _store(path):
+    key = (os.getpid(), os.path.abspath(path))
+    with _stores_lock:
+        if key not in _stores:
+            _stores[key] = _Store(path)
+        return _stores[key]
+
+
+_private_dir = None
+
+
+def _materialize(digest, name, data):
+    """A read-only file holding ``data``, named ``name`` (Triton reads a
+    file's kind from its suffix), in this process's private directory (mode
+    0700, removed at exit): no other user can reach it and nothing writes it
+    again. Each (content, name) is written once per process."""
+    global _private_dir
+    key = (os.getpid(), digest, name)
+    path = _materialized.get(key)
+    if path is not None:
+        return path
+    with _stores_lock:
+        if _private_dir is None or _private_dir[0] != os.getpid():
+            import atexit
+            import shutil
+            d = tempfile.mkdtemp(prefix="kiln-triton-")
+            atexit.register(shutil.rmtree, d, True)
+            _private_dir = (os.getpid(), d)
+        directory = os.path.join(_private_dir[1], digest.hex()[:32])
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    _materialized[key] = path
+    return path
+
+
+class CacheManager:
+    """Triton's cache in a SQLite file, for
+    ``TRITON_CACHE_MANAGER=kiln.triton:CacheManager``; the file is
+    ``triton_cache_path()`` ($KILN_TRITON_CACHE).
+
+    Many processes may share it (local disk: WAL; network file systems: a
+    rollback journal). Files are content-addressed (SHA-256) and checked on
+    every read; a group (a kernel's .json and its IR and binary files) is
+    published in one transaction, so a reader sees a whole group from one
+    writer or none, never a mix. Triton is handed read-only copies in this
+    process's private directory, never files another writer can change. A
+    damaged or missing member makes the group a miss, and Triton compiles
+    again. Dump and override directories stay Triton's own."""
+
+    def __init__(self, key, override=False, dump=False):
+        self.key = key
+        self._delegate = None
+        if override or dump:
+            from triton.runtime.cache import FileCacheManager
+            self._delegate = FileCacheManager(key, override=override, dump=dump)
+            return
+        self._store = _store(triton_cache_path())
+        self._staged = {}  # path handed out by put() -> (sha256, bytes)
+
+    def get_file(self, filename):
+        if self._delegate:
+            return self._delegate.get_file(filename)
+        row = self._store.get_file(self.key, filename)
+        if row is None or row[1] is None:
+            return None
+        if hashlib.sha256(row[1]).digest() != row[0]:
+            self._store.drop_damaged(row[0])
+            return None
+        return _materialize(row[0], filename, row[1])
+
+    def put(self, data, filename, binary=True):
+        if self._delegate:
+            return self._delegate.put(data, filename, binary)
+        # As Triton's file cache writes them: bytes as they are, anything else
+        # (text, an MLIR module) as its text.
+        data = bytes(data) if isinstance(data, (bytes, bytearray)) else str(data).encode()
+        digest = hashlib.sha256(data).digest()
+        self._store.put_file(self.key, filename, data, digest)
+        path = _materialize(digest, filename, data)
+        self._staged[path] = (digest, data)
+        return path
+
+    def get_group(self, filename):
+        if self._delegate:
+            return self._delegate.get_group(filename)
+        rows = self._store.get_group(self.key, filename)
+        if not rows:
+            return None
+        group = {}
+        for member, digest, data in rows:
+            if data is None or hashlib.sha256(data).digest() != digest:
+                if data is not None:
+                    self._store.drop_damaged(digest)
+                import warnings
+                warnings.warn(f"kiln.triton: {triton_cache_path()}: group {self.key}/{filename}: "
+                              f"member {member} is missing or damaged; compiling again")
+                return None
+            group[member] = _materialize(digest, member, data)
+        return group
+
+    def put_group(self, filename, group):
+        if self._delegate:
+            return self._delegate.put_group(filename, group)
+        members = {}
+        for member, path in group.items():
+            staged = self._staged.get(path)
+            if staged is None:  # a file this manager did not write: take its bytes now
+                with open(path, "rb") as f:
+                    data = f.read()
+                staged = (hashlib.sha256(data).digest(), data)
+            members[member] = staged
+        self._store.put_group(self.key, filename, members)
+        self._staged.clear()
+        return group.get(filename)

@@ -379,27 +379,37 @@ def _store(path):
 _private_dir = None
 
 
-def _materialize(digest, name, data):
-    """A read-only file holding ``data``, named ``name`` (Triton reads a
-    file's kind from its suffix), in this process's private directory (mode
-    0700, removed at exit): no other user can reach it and nothing writes it
-    again. Each (content, name) is written once per process."""
+def _private_directory():
+    """This process's directory for materialized files: mode 0700, in
+    memory (/dev/shm) where there is one, removed at exit."""
     global _private_dir
-    key = (os.getpid(), digest, name)
-    path = _materialized.get(key)
-    if path is not None:
-        return path
     with _stores_lock:
         if _private_dir is None or _private_dir[0] != os.getpid():
             import atexit
             import shutil
-            d = tempfile.mkdtemp(prefix="kiln-triton-")
+            shm = "/dev/shm"
+            base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+            d = tempfile.mkdtemp(prefix="kiln-triton-", dir=base)
             atexit.register(shutil.rmtree, d, True)
             _private_dir = (os.getpid(), d)
-        directory = os.path.join(_private_dir[1], digest.hex()[:32])
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-    path = os.path.join(directory, name)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+        return _private_dir[1]
+
+
+def _materialize(digest, name, data):
+    """A read-only file holding ``data`` in this process's private directory
+    (no other user can reach it, and nothing writes it again), named
+    ``<digest>.<name>``: Triton reads a file's kind from its suffix. Each
+    (content, name) is written once per process."""
+    key = (os.getpid(), digest, name)
+    path = _materialized.get(key)
+    if path is not None:
+        return path
+    path = os.path.join(_private_directory(), digest.hex()[:32] + "." + name)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+    except FileExistsError:  # another thread of this process wrote it first
+        _materialized[key] = path
+        return path
     try:
         view = memoryview(data)
         while view:

@@ -204,7 +204,7 @@ def test_cache_manager_hands_out_read_only_private_files(tmp_path, monkeypatch):
     for p in paths:
         st = os.stat(p)
         assert st.st_mode & 0o777 == 0o400 and st.st_uid == os.getuid()
-        assert os.stat(os.path.dirname(os.path.dirname(p))).st_mode & 0o777 == 0o700
+        assert os.stat(os.path.dirname(p)).st_mode & 0o777 == 0o700
 
 
 @pytest.mark.parametrize("network", [None, "nfs"], ids=["local", "rollback"])

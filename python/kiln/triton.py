@@ -287,6 +287,12 @@ class _Store:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.db = sqlite3.connect(path, timeout=120, isolation_level=None,
                                   check_same_thread=False)
+        self.files = os.path.abspath(path) + ".files"
+        os.makedirs(self.files, mode=0o700, exist_ok=True)
+        st = os.stat(self.files)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise UnavailableError(f"{self.files}: must be a directory of this user's with mode "
+                                   f"0700 (it is {st.st_mode & 0o777:o}, owner {st.st_uid})")
         self.network = _network_fs_kind(path)
         # A network file system cannot share WAL's memory map coherently:
         # a rollback journal there, as Kiln's own cache does.
@@ -331,17 +337,69 @@ class _Store:
                 self.db.execute("DELETE FROM blobs WHERE sha256 = ?", (digest,))
 
     def get_group(self, key, name):
+        """[(member, sha256, size or None when its blob is missing)]; sizes
+        come from the records' headers, without reading the blobs."""
         with self.lock:
-            rows = self.db.execute(
-                "SELECT g.member, g.sha256, b.data FROM groups g LEFT JOIN blobs b "
+            return self.db.execute(
+                "SELECT g.member, g.sha256, length(b.data) FROM groups g LEFT JOIN blobs b "
                 "ON b.sha256 = g.sha256 WHERE g.key = ? AND g.name = ?", (key, name)).fetchall()
-        return rows
 
     def get_file(self, key, name):
         with self.lock:
             return self.db.execute(
-                "SELECT f.sha256, b.data FROM files f LEFT JOIN blobs b ON b.sha256 = f.sha256 "
-                "WHERE f.key = ? AND f.name = ?", (key, name)).fetchone()
+                "SELECT f.sha256, length(b.data) FROM files f LEFT JOIN blobs b "
+                "ON b.sha256 = f.sha256 WHERE f.key = ? AND f.name = ?", (key, name)).fetchone()
+
+    def blob(self, digest):
+        """The blob's bytes if they match their digest; a damaged one is
+        dropped (so the next publish stores it again) and None returned."""
+        with self.lock:
+            row = self.db.execute("SELECT data FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
+        if row is None:
+            return None
+        if hashlib.sha256(row[0]).digest() != digest:
+            self.drop_damaged(digest)
+            return None
+        return row[0]
+
+    def materialize(self, digest, name, size, data=None):
+        """The path of a read-only file holding blob ``digest``, named
+        ``<digest>.<name>`` (Triton reads a file's kind from its suffix), in
+        the directory beside the cache file (``<cache>.files``, mode 0700).
+        A file there is written once, whole (a temporary file renamed into
+        place, mode 0400), from bytes whose digest was checked, and never
+        written again: a file of another size, mode or owner is replaced. So
+        a process served from the cache reads the blob only the first time
+        any process needs that file. None if the blob is missing or damaged."""
+        path = os.path.join(self.files, digest.hex()[:32] + "." + name)
+        if _materialized.get(path) == size:
+            return path
+        try:
+            st = os.lstat(path)
+            if (st.st_size == size and st.st_uid == os.getuid() and st.st_mode & 0o7777 == 0o400
+                    and (st.st_mode & 0o170000) == 0o100000):
+                _materialized[path] = size
+                return path
+        except FileNotFoundError:
+            pass
+        if data is None:
+            data = self.blob(digest)
+            if data is None:
+                return None
+        fd, temp = tempfile.mkstemp(dir=self.files, prefix=".tmp-")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, 0o400)
+        except BaseException:
+            os.close(fd)
+            os.unlink(temp)
+            raise
+        os.close(fd)
+        os.replace(temp, path)
+        _materialized[path] = len(data)
+        return path
 
 
 class _Transaction:
@@ -365,7 +423,7 @@ class _Transaction:
 
 _stores = {}
 _stores_lock = threading.Lock()
-_materialized = {}  # (pid, sha256, filename) -> path
+_materialized = {}  # path -> size, of files this process found or wrote whole
 
 
 def _store(path):
@@ -376,63 +434,20 @@ def _store(path):
         return _stores[key]
 
 
-_private_dir = None
-
-
-def _private_directory():
-    """This process's directory for materialized files: mode 0700, in
-    memory (/dev/shm) where there is one, removed at exit."""
-    global _private_dir
-    with _stores_lock:
-        if _private_dir is None or _private_dir[0] != os.getpid():
-            import atexit
-            import shutil
-            shm = "/dev/shm"
-            base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
-            d = tempfile.mkdtemp(prefix="kiln-triton-", dir=base)
-            atexit.register(shutil.rmtree, d, True)
-            _private_dir = (os.getpid(), d)
-        return _private_dir[1]
-
-
-def _materialize(digest, name, data):
-    """A read-only file holding ``data`` in this process's private directory
-    (no other user can reach it, and nothing writes it again), named
-    ``<digest>.<name>``: Triton reads a file's kind from its suffix. Each
-    (content, name) is written once per process."""
-    key = (os.getpid(), digest, name)
-    path = _materialized.get(key)
-    if path is not None:
-        return path
-    path = os.path.join(_private_directory(), digest.hex()[:32] + "." + name)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
-    except FileExistsError:  # another thread of this process wrote it first
-        _materialized[key] = path
-        return path
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    _materialized[key] = path
-    return path
-
-
 class CacheManager:
     """Triton's cache in a SQLite file, for
     ``TRITON_CACHE_MANAGER=kiln.triton:CacheManager``; the file is
     ``triton_cache_path()`` ($KILN_TRITON_CACHE).
 
     Many processes may share it (local disk: WAL; network file systems: a
-    rollback journal). Files are content-addressed (SHA-256) and checked on
-    every read; a group (a kernel's .json and its IR and binary files) is
-    published in one transaction, so a reader sees a whole group from one
-    writer or none, never a mix. Triton is handed read-only copies in this
-    process's private directory, never files another writer can change. A
-    damaged or missing member makes the group a miss, and Triton compiles
-    again. Dump and override directories stay Triton's own."""
+    rollback journal). Files are content-addressed (SHA-256); a group (a
+    kernel's .json and its IR and binary files) is published in one
+    transaction, so a reader sees a whole group from one writer or none,
+    never a mix. Triton is handed read-only files (mode 0400) named by their
+    digest in ``<cache>.files`` (mode 0700), each written whole once, from
+    bytes whose digest was checked as they left the cache file, and never
+    written again. A damaged or missing member makes the group a miss, and
+    Triton compiles again. Dump and override directories stay Triton's own."""
 
     def __init__(self, key, override=False, dump=False):
         self.key = key
@@ -450,10 +465,7 @@ class CacheManager:
         row = self._store.get_file(self.key, filename)
         if row is None or row[1] is None:
             return None
-        if hashlib.sha256(row[1]).digest() != row[0]:
-            self._store.drop_damaged(row[0])
-            return None
-        return _materialize(row[0], filename, row[1])
+        return self._store.materialize(row[0], filename, row[1])
 
     def put(self, data, filename, binary=True):
         if self._delegate:
@@ -463,7 +475,7 @@ class CacheManager:
         data = bytes(data) if isinstance(data, (bytes, bytearray)) else str(data).encode()
         digest = hashlib.sha256(data).digest()
         self._store.put_file(self.key, filename, data, digest)
-        path = _materialize(digest, filename, data)
+        path = self._store.materialize(digest, filename, len(data), data)
         self._staged[path] = (digest, data)
         return path
 
@@ -474,15 +486,14 @@ class CacheManager:
         if not rows:
             return None
         group = {}
-        for member, digest, data in rows:
-            if data is None or hashlib.sha256(data).digest() != digest:
-                if data is not None:
-                    self._store.drop_damaged(digest)
+        for member, digest, size in rows:
+            path = self._store.materialize(digest, member, size) if size is not None else None
+            if path is None:
                 import warnings
-                warnings.warn(f"kiln.triton: {triton_cache_path()}: group {self.key}/{filename}: "
+                warnings.warn(f"kiln.triton: {self._store.path}: group {self.key}/{filename}: "
                               f"member {member} is missing or damaged; compiling again")
                 return None
-            group[member] = _materialize(digest, member, data)
+            group[member] = path
         return group
 
     def put_group(self, filename, group):

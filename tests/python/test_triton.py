@@ -180,7 +180,10 @@ def test_cache_manager_miss_then_hit(tmp_path):
     db = sqlite3.connect(tmp_path / "triton.db")
     assert db.execute("SELECT count(*) FROM blobs").fetchone()[0] == blobs
     # A damaged member makes its group a miss: Triton compiles again, and
-    # the group is published anew, whole.
+    # the group is published anew, whole. (Its files are removed too, so the
+    # next process must read the blobs.)
+    import shutil
+    shutil.rmtree(str(tmp_path / "triton.db") + ".files")
     db.execute("UPDATE blobs SET data = zeroblob(length(data)) WHERE sha256 IN "
                "(SELECT sha256 FROM groups WHERE member LIKE '%.cubin')")
     db.commit()
@@ -189,7 +192,7 @@ def test_cache_manager_miss_then_hit(tmp_path):
     assert third == first
 
 
-def test_cache_manager_hands_out_read_only_private_files(tmp_path, monkeypatch):
+def test_cache_manager_hands_out_read_only_files(tmp_path, monkeypatch):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     for k, v in _compile_env(tmp_path).items():
@@ -199,12 +202,23 @@ def test_cache_manager_hands_out_read_only_private_files(tmp_path, monkeypatch):
     triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx), target=GPUTarget("cuda", 90, 32))
     managers = [m for m in kiln.triton._stores.values()]
     assert managers, "Triton did not use kiln.triton:CacheManager"
-    paths = list(kiln.triton._materialized.values())
+    paths = [p for p in kiln.triton._materialized if p.startswith(str(tmp_path))]
     assert any(p.endswith(".cubin") for p in paths) and any(p.endswith(".json") for p in paths)
     for p in paths:
         st = os.stat(p)
         assert st.st_mode & 0o777 == 0o400 and st.st_uid == os.getuid()
+        assert os.path.dirname(p) == str(tmp_path / "triton.db") + ".files"
         assert os.stat(os.path.dirname(p)).st_mode & 0o777 == 0o700
+    # A file changed behind the cache's back (made writable, rewritten) is
+    # not handed out again: it is replaced by a fresh copy of the blob.
+    cubin = next(p for p in paths if p.endswith(".cubin"))
+    original = pathlib.Path(cubin).read_bytes()
+    os.chmod(cubin, 0o600)
+    pathlib.Path(cubin).write_bytes(b"not a cubin")
+    kiln.triton._materialized.clear()
+    triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx), target=GPUTarget("cuda", 90, 32))
+    assert pathlib.Path(cubin).read_bytes() == original
+    assert os.stat(cubin).st_mode & 0o777 == 0o400
 
 
 @pytest.mark.parametrize("network", [None, "nfs"], ids=["local", "rollback"])

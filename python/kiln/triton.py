@@ -284,7 +284,10 @@ class _Store:
     def __init__(self, path):
         self.path = path
         self.lock = threading.Lock()
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        # Mode 0600 in a 0700 directory when created here, as Kiln's cache:
+        # what it holds is code that runs in whoever reads it.
+        os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
         self.db = sqlite3.connect(path, timeout=120, isolation_level=None,
                                   check_same_thread=False)
         self.files = os.path.abspath(path) + ".files"

@@ -200,8 +200,9 @@ def test_cache_manager_hands_out_read_only_files(tmp_path, monkeypatch):
     fn, sig, cx = KERNELS["softmax_kernel"]
     sig = dict(sig, **{k: "constexpr" for k in cx})
     triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx), target=GPUTarget("cuda", 90, 32))
-    managers = [m for m in kiln.triton._stores.values()]
-    assert managers, "Triton did not use kiln.triton:CacheManager"
+    assert any(st.path == str(tmp_path / "triton.db") for st in kiln.triton._stores.values()), \
+        "Triton did not use kiln.triton:CacheManager"
+    assert os.stat(tmp_path / "triton.db").st_mode & 0o777 == 0o600
     paths = [p for p in kiln.triton._materialized if p.startswith(str(tmp_path))]
     assert any(p.endswith(".cubin") for p in paths) and any(p.endswith(".json") for p in paths)
     for p in paths:

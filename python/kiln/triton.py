@@ -215,7 +215,8 @@ class Kernel:
 
 def load(name, cache, target=None):
     """Loads kernel ``name`` precompiled for ``target`` (None: the present
-    GPU) and returns a Kernel. The image loaded is the one the metadata
+    NVIDIA GPU, as kiln.present_target() finds it; name an AMD one, such as
+    ``"gfx942"``) and returns a Kernel. The image loaded is the one the metadata
     names (by closure key), so a kernel and its metadata never come from two
     different compiles. Raises UnavailableError when there is no GPU."""
     if target is None:

@@ -288,6 +288,37 @@ double attack_seconds() {
   return v && *v ? std::atof(v) : 3.0;
 }
 
+/// Runs `step` in a loop as uid 65534 while this process loads chg_parent
+/// from `db` in a loop, for attack_seconds(): the planted code (210) never
+/// runs and every load is refused. Returns the last refusal's message.
+std::string attack_while_loading(const fs::path& db, const std::function<void()>& step) {
+  const double seconds = attack_seconds();
+  AsNobody attacker([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    while (ms_since(t0) < seconds * 1000 + 500)
+      step();
+    return 0;
+  });
+  int tries = 0, ran = 0, refused = 0;
+  std::string message;
+  auto t0 = std::chrono::steady_clock::now();
+  while (ms_since(t0) < seconds * 1000) {
+    Load l = open_file_and_load(db);
+    ++tries;
+    ran += l.result == 210;
+    if (l.status != KILN_OK) {
+      ++refused;
+      message = l.error;
+    }
+  }
+  CHECK(attacker.wait() == 0);
+  MESSAGE(tries << " loads in " << seconds << " s: " << refused << " refused, " << ran
+                << " ran the planted code; the message: " << message);
+  CHECK(ran == 0);
+  CHECK(refused == tries);
+  return message;
+}
+
 } // namespace
 
 TEST_CASE("attack: another user links and unlinks a crafted hot journal beside root's cache in "
@@ -321,32 +352,10 @@ TEST_CASE("attack: another user links and unlinks a crafted hot journal beside r
   REQUIRE(::chmod(made.path().c_str(), 0755) == 0);
   REQUIRE(::chown(stash.c_str(), kNobody, kNobody) == 0);
   const std::string planted = db.string() + "-journal";
-  const double seconds = attack_seconds();
-  AsNobody attacker([&] {
-    auto t0 = std::chrono::steady_clock::now();
-    while (ms_since(t0) < seconds * 1000 + 500) {
-      (void)::link(stash.c_str(), planted.c_str());
-      (void)::unlink(planted.c_str());
-    }
-    return 0;
+  std::string message = attack_while_loading(db, [&] {
+    (void)::link(stash.c_str(), planted.c_str());
+    (void)::unlink(planted.c_str());
   });
-  int tries = 0, ran = 0, refused = 0;
-  std::string message;
-  auto t0 = std::chrono::steady_clock::now();
-  while (ms_since(t0) < seconds * 1000) {
-    Load l = open_file_and_load(db);
-    ++tries;
-    ran += l.result == 210;
-    if (l.status != KILN_OK) {
-      ++refused;
-      message = l.error;
-    }
-  }
-  CHECK(attacker.wait() == 0);
-  MESSAGE(tries << " loads in " << seconds << " s: " << refused << " refused, " << ran
-                << " ran the planted code; the message: " << message);
-  CHECK(ran == 0);
-  CHECK(refused == tries);
   CHECK(message.find("mode 1777") != std::string::npos);
   // The cache is root's and unchanged.
   ::unlink(planted.c_str());
@@ -387,31 +396,10 @@ TEST_CASE("attack: another user swaps a directory above root's cache with a twin
     REQUIRE(::chown(p.c_str(), kNobody, kNobody) == 0);
   REQUIRE(::chown(pd.c_str(), kNobody, kNobody) == 0); // the other user's, as in the attack
   REQUIRE(::chown(g.path().c_str(), kNobody, kNobody) == 0);
-  const double seconds = attack_seconds();
-  AsNobody attacker([&] {
-    auto t0 = std::chrono::steady_clock::now();
-    while (ms_since(t0) < seconds * 1000 + 500)
-      (void)::syscall(SYS_renameat2, AT_FDCWD, pd.c_str(), AT_FDCWD, twin.c_str(),
-                      1 /* RENAME_EXCHANGE */);
-    return 0;
+  std::string message = attack_while_loading(db, [&] {
+    (void)::syscall(SYS_renameat2, AT_FDCWD, pd.c_str(), AT_FDCWD, twin.c_str(),
+                    1 /* RENAME_EXCHANGE */);
   });
-  int tries = 0, ran = 0, refused = 0;
-  std::string message;
-  auto t0 = std::chrono::steady_clock::now();
-  while (ms_since(t0) < seconds * 1000) {
-    Load l = open_file_and_load(db);
-    ++tries;
-    ran += l.result == 210;
-    if (l.status != KILN_OK) {
-      ++refused;
-      message = l.error;
-    }
-  }
-  CHECK(attacker.wait() == 0);
-  MESSAGE(tries << " loads in " << seconds << " s: " << refused << " refused, " << ran
-                << " ran the planted code; the message: " << message);
-  CHECK(ran == 0);
-  CHECK(refused == tries);
   CHECK(message.find("uid 65534") != std::string::npos);
   // Root's own cache, wherever the swaps left it, is intact.
   fs::path mine = fs::exists(pd / "d" / "c.db-journal") ? twin : pd;

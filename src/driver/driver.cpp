@@ -67,6 +67,11 @@ struct PlannedJob {
   std::vector<Hash128> ref_keys;     ///< parallel to refs, filled after discovery
   std::vector<size_t> ref_jobs;      ///< parallel to refs: their indices in the plan's jobs
   core::TargetDesc target;
+  /// Why this job cannot be built (its entry calls what nothing defines, its
+  /// IR cannot be extracted, ...): it fails alone, with the roots that reach
+  /// it, and the request's other jobs are still compiled and stored. Its key
+  /// is then no job's (never stored, never looked up).
+  std::optional<Error> failure;
 };
 
 struct PlannedRoot {
@@ -145,20 +150,43 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
     if (key_of_entry.count(entry))
       continue; // a root named twice
     report(entry, false);
+    // A job that cannot be built (it calls what nothing defines, it needs a
+    // device library that is missing, its PTX ISA is beyond the toolchain) is
+    // that job's error, not the unit's: it is planned as failed, and the
+    // roots that reach it fail with it.
+    auto unbuildable = [&](Error e) {
+      PlannedJob job;
+      job.key = hash128("kiln unbuildable job\0" + target.spec + "\0" + entry);
+      job.components.identity = {entry, target, options};
+      job.symbol = core::job_symbol(job.components.identity, kernel(entry));
+      job.target = target;
+      job.failure = std::move(e).with_entry(entry).with_target(target.spec);
+      key_of_entry[entry] = job.key;
+      ++extracted;
+      by_key[job.key.hex()] = jobs.size();
+      discovered.push_back(jobs.size());
+      jobs.push_back(std::move(job));
+    };
+    // IR that misuses kiln_deferred is the input's error: the whole request
+    // is refused (exit 2), as for IR that does not parse.
     auto ex = ir::extract_job(unit, entry, cfg);
     if (!ex)
       return ex.error().context("target " + target.spec).with_target(target.spec);
     auto libs = codegen::device_libs_fingerprint(target, ex->callees);
-    if (!libs)
-      return libs.error()
-          .context("target " + target.spec + ", job '" + entry + "'")
-          .with_entry(entry)
-          .with_target(target.spec);
-    KILN_TRY(codegen::check_callees(target, entry, ex->callees));
+    if (!libs) {
+      unbuildable(libs.error().context("target " + target.spec + ", job '" + entry + "'"));
+      continue;
+    }
+    if (Status callees = codegen::check_callees(target, entry, ex->callees); !callees) {
+      unbuildable(callees.error());
+      continue;
+    }
     // The job's own target: on NVIDIA, the PTX ISA its IR asks for.
     auto own = codegen::job_target(target, ex->ptx_isa, entry);
-    if (!own)
-      return own.error();
+    if (!own) {
+      unbuildable(own.error());
+      continue;
+    }
     PlannedJob job;
     job.components = {hash128(ex->bitcode), {entry, *own, options}, toolchain + *libs};
     job.key = core::job_key(job.components);
@@ -230,6 +258,10 @@ JobReport Plan::Impl::report_of(const PlannedJob& j) const {
   r.toolchain = j.components.toolchain;
   for (size_t i = 0; i < j.refs.size(); ++i)
     r.refs.emplace_back(j.refs[i].symbol, j.ref_keys[i].hex());
+  if (j.failure) {
+    r.status = JobStatus::failed;
+    r.error = j.failure->message;
+  }
   return r;
 }
 
@@ -403,7 +435,15 @@ CompileReport Plan::describe() const {
     RootReport rr;
     rr.name = r.name;
     rr.target = r.target.spec;
-    rr.closure = core::closure_key(r.root, impl_->closure_of(r.root)).hex();
+    core::ClosureMap members = impl_->closure_of(r.root);
+    for (const auto& [symbol, key] : members)
+      if (const PlannedJob& j = impl_->jobs[impl_->by_key.at(key.hex())]; j.failure) {
+        rr.error = "member job '" + j.components.identity.entry + "' cannot be built: " +
+                   j.failure->message;
+        break;
+      }
+    if (rr.error.empty())
+      rr.closure = core::closure_key(r.root, members).hex();
     rep.roots.push_back(std::move(rr));
   }
   return rep;
@@ -511,6 +551,8 @@ private:
     for (const PlannedJob& j : p.jobs) {
       rep.jobs.push_back(p.report_of(j));
       JobReport& r = rep.jobs.back();
+      if (j.failure)
+        continue;
       std::vector<std::string> formats = codegen::artifact_formats(j.target);
       auto found = cache.find_job(j.key, formats);
       if (!found)
@@ -528,9 +570,9 @@ private:
     if (p.request.must_hit && !todo.empty())
       return p.must_hit_miss(store, p.jobs[todo.front()]);
     total = p.jobs.size();
-    for (const JobReport& r : rep.jobs)
-      if (r.status == JobStatus::cached)
-        report_progress(r);
+    for (size_t i = 0; i < rep.jobs.size(); ++i)
+      if (rep.jobs[i].status == JobStatus::cached || p.jobs[i].failure)
+        report_progress(rep.jobs[i]);
     return Status::ok();
   }
 
@@ -627,7 +669,7 @@ private:
       for (const auto& [symbol, key] : members) {
         const JobReport* jr = status_of.at(key.hex());
         if (jr->status == JobStatus::failed && rr.error.empty())
-          rr.error = "member job '" + jr->entry + "' (" + jr->key + ") failed";
+          rr.error = "member job '" + jr->entry + "' (" + jr->key + ") failed: " + jr->error;
         elsewhere += jr->other_shard;
       }
       if (!rr.error.empty()) {

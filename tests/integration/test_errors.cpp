@@ -253,6 +253,50 @@ TEST_CASE("an unusable cache or toolchain exits 1; usage and input errors exit 2
   CHECK_MESSAGE(flag.exit_code == 2, describe(flag));
 }
 
+TEST_CASE("a kernel that cannot be built fails alone: exit 1, the others stored and named, "
+          "the failed root named with its cause in text and JSON") {
+  TempDir scratch;
+  std::string ir = slurp(data("cuda_graph_conditional_sm90.ll"));
+  const std::string call = "@cudaGraphSetConditional(i64 noundef %1, i32 noundef 0)";
+  size_t at = ir.find(call);
+  REQUIRE(at != std::string::npos);
+  ir.replace(at, 24, "@graph_set_conditional");
+  ir += "\ndeclare void @graph_set_conditional(i64, i32)\n";
+  const fs::path typo = scratch.path() / "typo.ll";
+  std::ofstream(typo) << ir;
+  Cache cache;
+  RunResult r = precompile(cache, {"--target", "sm_90", typo.string()});
+  CHECK_MESSAGE(r.exit_code == 1, describe(r));
+  json j;
+  REQUIRE_NOTHROW(j = json::parse(r.out));
+  CHECK(j["exit_status"] == 1);
+  CHECK(job(j, "_Z10while_bodyPcy")["status"] == "failed");
+  CHECK(job(j, "_Z12if_conditionPKcy")["status"] == "compiled");
+  CHECK(job(j, "_Z12clear_branchPKiyy")["status"] == "compiled");
+  const json& bad = root(j, "_Z10while_bodyPcy");
+  CHECK(bad["error"].get<std::string>().find("'graph_set_conditional'") != std::string::npos);
+  CHECK(closure(j, "_Z12if_conditionPKcy").size() == 32);
+  // Text: the failed root is named with its cause on stderr; the others are
+  // there to load.
+  RunResult text = run({precompile_bin().string(), "--cache", cache.db().string(), "--target",
+                        "sm_90", typo.string()});
+  CHECK_MESSAGE(text.exit_code == 1, describe(text));
+  CHECK(text.err.find("root _Z10while_bodyPcy (sm_90)") != std::string::npos);
+  CHECK(text.err.find("graph_set_conditional") != std::string::npos);
+  RunResult ls = inspect(cache, {"ls"});
+  CHECK(ls.out.find("_Z12if_conditionPKcy") != std::string::npos);
+  CHECK(ls.out.find("_Z12clear_branchPKiyy") != std::string::npos);
+  CHECK(ls.out.find("_Z10while_bodyPcy") == std::string::npos);
+  // A library keeps its rule: a failed root fails the library.
+  Cache lib;
+  RunResult l = precompile(lib, {"--target", "sm_90", "--library", "graphs", typo.string()});
+  CHECK_MESSAGE(l.exit_code == 1, describe(l));
+  json lj;
+  REQUIRE_NOTHROW(lj = json::parse(l.out));
+  REQUIRE(lj["libraries"].size() == 1);
+  CHECK_FALSE(lj["libraries"][0]["error"].get<std::string>().empty());
+}
+
 TEST_SUITE_END();
 
 TEST_CASE("a value over the decoded-size maximum is refused when stored, not read back as damage") {

@@ -633,7 +633,7 @@ def rows_for(label, s, lease_s):
             ki = k["kill"] or {}
             details.append(
                 f"killed at {ki.get('at_s', 0):.2f} s ({ki.get('unit', '?')}, "
-                f"workers alive {len(ki.get('children_alive', []))}), waiter "
+                f"its child processes alive {len(ki.get('children_alive', []))}), waiter "
                 f"{fmt_s(w)} against one process's {fmt_s(solo)}, "
                 f"{fmt_s(k['after_kill_s'])} after the kill, jobs "
                 + " ".join(f"{n} {c}" for n, c in sorted(k.get("waiter_statuses", {}).items()))

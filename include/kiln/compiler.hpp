@@ -41,7 +41,10 @@ struct Progress {
   size_t total = 0;
   std::string entry;
   std::string target;
-  std::string status; ///< "compiled", "cached", "failed" or "planning"
+  /// "compiled", "cached", "failed" or "planning"; or, while this process
+  /// waits for jobs that others compile, "waiting for pid N on HOST, S s"
+  /// (the longest wait; "(and K more jobs)" when there are more).
+  std::string status;
 };
 
 /// Whether $KILN_MUST_HIT asks for must-hit mode (set, and not "0"): the

@@ -23,6 +23,7 @@
 #include "runtime/handles.h"
 #include "runtime/hip/hip_select.h"
 #include "runtime/loader.h"
+#include "storage/single_flight.h"
 #include "storage/storage.h"
 #include "support/fault.h"
 

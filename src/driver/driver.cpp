@@ -24,6 +24,7 @@
 #include "ir/diagnose.h"
 #include "ir/extract.h"
 #include "ir/unit.h"
+#include "storage/single_flight.h"
 #include "storage/storage.h"
 #include "support/fault.h"
 #include "support/files.h"
@@ -584,71 +585,82 @@ private:
   }
 
   /// The jobs to compile, on as many workers as asked, each stored as it
-  /// finishes.
+  /// finishes. Single-flight (storage/single_flight.h): a job another
+  /// process is compiling (on this cache, or on a machine sharing its remote
+  /// tier) is waited for and found cached, not compiled again.
   Status compile_jobs() {
-    unsigned workers = std::max(1u, std::min<unsigned>(parallel, unsigned(todo.size())));
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
-        size_t i = todo[t];
-        const PlannedJob& j = p.jobs[i];
-        JobReport& r = rep.jobs[i];
-        auto start = std::chrono::steady_clock::now();
-        auto arts =
-            codegen::compile_job_isolated({r.entry, j.symbol, j.bitcode, j.renames}, j.target,
-                                          p.options, &r.warnings);
-        double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        r.compile_ms = ms;
-        if (!arts) {
-          r.status = JobStatus::failed;
-          r.error = arts.error().message;
-          report_progress(r);
-          continue;
-        }
-        core::JobRecord rec = p.record_of(j);
-        rec.compile_ms = ms;
-        std::vector<core::Artifact> stored;
-        for (codegen::CompiledArtifact& a : *arts)
-          stored.push_back({a.format, std::move(a.bytes)});
-        std::vector<core::JobRef> refs;
-        for (const ir::DeferredRef& d : j.refs)
-          refs.push_back({d.symbol, d.entry});
-        Status s = cache.put_job(rec, stored, refs);
-        if (!s) {
-          r.status = JobStatus::failed;
-          r.error = s.error().message;
-        } else {
-          r.status = JobStatus::compiled;
-        }
-        report_progress(r);
-      }
+    std::vector<Hash128> keys;
+    for (size_t i : todo)
+      keys.push_back(p.jobs[i].key);
+    storage::FlightCalls calls;
+    calls.ready = [&](size_t t) -> Result<bool> {
+      const PlannedJob& j = p.jobs[todo[t]];
+      KILN_TRY_ASSIGN(storage::Found found,
+                      cache.find_job(j.key, codegen::artifact_formats(j.target)));
+      if (found == storage::Found::remote)
+        rep.jobs[todo[t]].remote = true;
+      return found != storage::Found::nowhere;
     };
-    // A thread that cannot start (no memory, a thread limit) fails the run;
-    // the workers already started finish their current job and stop.
-    std::vector<std::thread> pool;
-    std::optional<Error> no_thread;
-    for (unsigned w = 1; w < workers && !no_thread; ++w) {
-      try {
-        if (fault::hit("thread-start"))
-          throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
-                                  fault::message("thread-start"));
-        pool.emplace_back(work);
-      } catch (const std::exception& e) {
-        next.store(todo.size());
-        no_thread = make_error(Code::internal, "cannot start compile worker " + std::to_string(w) +
-                                                   " of " + std::to_string(workers) + ": " +
-                                                   e.what());
-      }
+    calls.work = [&](size_t t) { compile_job(todo[t]); };
+    calls.theirs = [&](size_t t, double) {
+      JobReport& r = rep.jobs[todo[t]];
+      r.status = JobStatus::cached;
+      report_progress(r);
+    };
+    calls.waiting = [&](const std::vector<storage::FlightWait>& waits) {
+      if (!p.request.progress)
+        return;
+      // One report for the wait that began first: which job, whose, how long.
+      const storage::FlightWait* first = &waits.front();
+      for (const storage::FlightWait& w : waits)
+        if (w.seconds > first->seconds)
+          first = &w;
+      const JobReport& r = rep.jobs[todo[first->index]];
+      char how_long[32];
+      std::snprintf(how_long, sizeof how_long, "%.1f s", first->seconds);
+      std::lock_guard lock(progress_mu);
+      p.request.progress({done, total, r.entry, r.target,
+                          "waiting for " + first->holder + ", " + how_long +
+                              (waits.size() > 1 ? " (and " + std::to_string(waits.size() - 1) +
+                                                      " more jobs)"
+                                                : std::string())});
+    };
+    return storage::single_flight(cache, keys, calls, storage::flight_options(parallel));
+  }
+
+  /// One job compiled and stored (or failed).
+  void compile_job(size_t i) {
+    const PlannedJob& j = p.jobs[i];
+    JobReport& r = rep.jobs[i];
+    auto start = std::chrono::steady_clock::now();
+    auto arts = codegen::compile_job_isolated({r.entry, j.symbol, j.bitcode, j.renames}, j.target,
+                                              p.options, &r.warnings);
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    r.compile_ms = ms;
+    if (!arts) {
+      r.status = JobStatus::failed;
+      r.error = arts.error().message;
+      report_progress(r);
+      return;
     }
-    if (!no_thread)
-      work();
-    for (std::thread& t : pool)
-      t.join();
-    if (no_thread)
-      return *no_thread;
-    return Status::ok();
+    core::JobRecord rec = p.record_of(j);
+    rec.compile_ms = ms;
+    std::vector<core::Artifact> stored;
+    for (codegen::CompiledArtifact& a : *arts)
+      stored.push_back({a.format, std::move(a.bytes)});
+    std::vector<core::JobRef> refs;
+    for (const ir::DeferredRef& d : j.refs)
+      refs.push_back({d.symbol, d.entry});
+    Status s = cache.put_job(rec, stored, refs);
+    if (!s) {
+      r.status = JobStatus::failed;
+      r.error = s.error().message;
+    } else {
+      r.status = JobStatus::compiled;
+    }
+    report_progress(r);
   }
 
   /// Each root's closure recorded (in order) and published; a root whose

@@ -49,6 +49,25 @@ using core::JobRef;
 using core::LibraryRecord;
 using core::NameRecord;
 
+/// A process that claims jobs (storage/single_flight.h): who it is, and how
+/// another process on its machine tells whether it still runs.
+struct ClaimHolder {
+  std::string id;        ///< this run of it: 32 hex, random
+  std::string host;      ///< its machine and pid namespace (boot id, namespace)
+  std::string host_name; ///< for messages
+  int64_t pid = 0;
+  int64_t pid_start = 0; ///< its start time (clock ticks after boot), to tell a reused pid
+};
+
+/// A claim on a key, as read.
+struct ClaimState {
+  Hash128 key;
+  bool held = false; ///< false: nobody holds it
+  ClaimHolder holder;
+  int64_t beat = 0;
+  int64_t claimed_at_ms = 0; ///< wall clock of the claim, for messages only
+};
+
 /// The cache file's schema version this binary writes; older files are
 /// migrated at open, newer ones are refused.
 int schema_version();
@@ -189,6 +208,22 @@ public:
   virtual Status lease_jobs(const std::string& holder, const std::vector<Hash128>& keys,
                             int64_t expires_at) = 0;
   virtual Status release_leases(const std::string& holder) = 0;
+
+  // --- claims: who is compiling a job now (storage/single_flight.h) ---------
+  /// Claims each of `keys` that no one holds, and each of `lapsed` that its
+  /// holder still holds at the beat the caller saw (a takeover: the caller
+  /// judged that holder dead or stalled). Returns the claims on `keys` after
+  /// that, one per key, in order (held by `me`: granted; not held: nobody
+  /// holds it). One transaction.
+  virtual Result<std::vector<ClaimState>> claim(const ClaimHolder& me,
+                                                const std::vector<Hash128>& keys,
+                                                const std::vector<ClaimState>& lapsed) = 0;
+  /// Every claim held now, by anyone.
+  virtual Result<std::vector<ClaimState>> read_claims() = 0;
+  /// Bumps the beat of every claim `holder` holds: it is alive.
+  virtual Status renew_claims(const std::string& holder) = 0;
+  /// Drops `holder`'s claims on `keys` (all of them when `keys` is empty).
+  virtual Status release_claims(const std::string& holder, const std::vector<Hash128>& keys) = 0;
 
   // --- kernel libraries: a request's roots for one target, loaded as one
   // image; the closure is the union of theirs (core::library_closure). ------

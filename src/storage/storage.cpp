@@ -200,6 +200,51 @@ std::string Storage::name_id(const std::string& name, const std::string& target)
   return hash128(target + '\0' + name).hex();
 }
 
+// --- leases -------------------------------------------------------------------
+
+bool Storage::leasing() {
+  std::lock_guard lock(mu_);
+  return publishing() && backend_->has_leases();
+}
+
+std::optional<bool> Storage::take_lease(const Hash128& key, const std::string& holder,
+                                        std::chrono::milliseconds term) {
+  std::lock_guard lock(mu_);
+  if (!publishing() || !backend_->has_leases())
+    return std::nullopt;
+  auto taken = backend_->take_lease(remote_key("lease", key.hex()), holder, term);
+  if (!taken) {
+    fail(taken.error().message);
+    return std::nullopt;
+  }
+  return *taken;
+}
+
+std::optional<std::vector<bool>> Storage::renew_leases(const std::vector<Hash128>& keys,
+                                                       const std::string& holder,
+                                                       std::chrono::milliseconds term) {
+  std::lock_guard lock(mu_);
+  if (!publishing() || !backend_->has_leases())
+    return std::nullopt;
+  std::vector<std::string> remote_keys;
+  for (const Hash128& k : keys)
+    remote_keys.push_back(remote_key("lease", k.hex()));
+  auto held = backend_->renew_leases(remote_keys, holder, term);
+  if (!held) {
+    fail(held.error().message);
+    return std::nullopt;
+  }
+  return held.take();
+}
+
+void Storage::release_lease(const Hash128& key, const std::string& holder) {
+  std::lock_guard lock(mu_);
+  if (!publishing() || !backend_->has_leases())
+    return;
+  if (Status s = backend_->release_lease(remote_key("lease", key.hex()), holder); !s)
+    fail(s.error().message);
+}
+
 // --- the remote, with mu_ held -----------------------------------------------
 
 bool Storage::publishing() const { return backend_ && !options_.read_only && !disabled_; }

@@ -22,6 +22,7 @@
 
 #include <kiln/result.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -116,6 +117,21 @@ public:
   void publish_closure(const ClosureRecord& closure);
   void publish_name(const NameRecord& name);
   void publish_image(const ImageRecord& image);
+
+  // --- leases in the remote tier: single-flight across machines
+  // (storage/single_flight.h). Each is nullopt once the remote cannot take
+  // leases (none configured, read-only, disabled, or no leases in its
+  // backend); a failed call disables the remote, with its one notice. ------
+  /// Takes the lease on `key` for `holder` for `term`: true if taken.
+  std::optional<bool> take_lease(const Hash128& key, const std::string& holder,
+                                 std::chrono::milliseconds term);
+  /// Extends `holder`'s leases on `keys`: false for each it lost.
+  std::optional<std::vector<bool>> renew_leases(const std::vector<Hash128>& keys,
+                                                const std::string& holder,
+                                                std::chrono::milliseconds term);
+  void release_lease(const Hash128& key, const std::string& holder);
+  /// Whether leases can be asked for now.
+  bool leasing();
 
   /// Adds the remote counters (remote_* fields) since the last call to
   /// `into`.

@@ -173,6 +173,13 @@ public:
   Status lease_jobs(const std::string& holder, const std::vector<Hash128>& keys,
                     int64_t expires_at) override;
   Status release_leases(const std::string& holder) override;
+
+  /// Claims (schema/0013_claims.sql, storage/single_flight.h): Records' own.
+  Result<std::vector<ClaimState>> claim(const ClaimHolder& me, const std::vector<Hash128>& keys,
+                                        const std::vector<ClaimState>& lapsed) override;
+  Result<std::vector<ClaimState>> read_claims() override;
+  Status renew_claims(const std::string& holder) override;
+  Status release_claims(const std::string& holder, const std::vector<Hash128>& keys) override;
   /// Every target a name is precompiled for (none for a key-form string).
   Result<std::vector<NameRecord>> names_for(const std::string& name) override;
   Result<std::vector<NameRecord>> list_names() override;

@@ -8,6 +8,26 @@
 
 namespace kiln::storage::remote {
 
+namespace {
+
+Error no_leases(const Backend& b) {
+  return make_error(Code::unavailable, b.describe() + " has no leases");
+}
+
+} // namespace
+
+Result<bool> Backend::take_lease(const std::string&, const std::string&,
+                                 std::chrono::milliseconds) {
+  return no_leases(*this);
+}
+
+Result<std::vector<bool>> Backend::renew_leases(const std::vector<std::string>&,
+                                                const std::string&, std::chrono::milliseconds) {
+  return no_leases(*this);
+}
+
+Status Backend::release_lease(const std::string&, const std::string&) { return no_leases(*this); }
+
 Result<Remote> configured(const std::string& url, bool read_only) {
   std::string u = url;
   const char* from = "--remote";

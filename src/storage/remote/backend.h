@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln::storage::remote {
 
@@ -30,6 +31,24 @@ public:
                      std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
   /// Removes `key`; removing an absent key succeeds.
   virtual Status remove(const std::string& key) = 0;
+
+  // Leases, for single-flight across machines (storage/single_flight.h): a
+  // key held by one holder until it is released or its term runs out. A
+  // backend without them says so (`unavailable`), and single-flight stays
+  // within the machine.
+  /// Whether this backend has leases (the calls below).
+  virtual bool has_leases() const { return false; }
+  /// Takes the lease `key` for `holder` for `term`, unless another holds it:
+  /// true if taken (or already `holder`'s, its term renewed).
+  virtual Result<bool> take_lease(const std::string& key, const std::string& holder,
+                                  std::chrono::milliseconds term);
+  /// Extends `holder`'s lease on each of `keys` to `term` from now; false
+  /// for a key it no longer holds (it lapsed, or another took it).
+  virtual Result<std::vector<bool>> renew_leases(const std::vector<std::string>& keys,
+                                                 const std::string& holder,
+                                                 std::chrono::milliseconds term);
+  /// Drops `holder`'s lease on `key`; another's is left alone.
+  virtual Status release_lease(const std::string& key, const std::string& holder);
 
   /// Where the backend is, for messages ("redis://host:port/db"): never
   /// credentials.

@@ -312,4 +312,66 @@ Status RedisBackend::remove(const std::string& key) {
   return Status::ok();
 }
 
+namespace {
+
+// A holder's own lease, extended or dropped; another's is left alone.
+constexpr const char* kRenewScript =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+constexpr const char* kReleaseScript =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('DEL', KEYS[1]) else return 0 end";
+
+} // namespace
+
+Result<bool> RedisBackend::take_lease(const std::string& key, const std::string& holder,
+                                      std::chrono::milliseconds term) {
+  KILN_TRY(connect());
+  // SET NX: taken only when nobody holds it; a holder asking again has its
+  // term renewed instead.
+  Reply r(api.command(ctx_, "SET %b %b NX PX %lld", key.data(), key.size(), holder.data(),
+                      holder.size(), static_cast<long long>(term.count())));
+  if (!r.r)
+    return failure(std::string("SET NX: ") + ctx_->errstr);
+  if (r.r->type == REDIS_REPLY_ERROR)
+    return failure("SET NX refused: " + server_text(r.r));
+  if (r.r->type == REDIS_REPLY_STATUS)
+    return true;
+  KILN_TRY_ASSIGN(auto mine, renew_leases({key}, holder, term));
+  return bool(mine.front());
+}
+
+Result<std::vector<bool>> RedisBackend::renew_leases(const std::vector<std::string>& keys,
+                                                     const std::string& holder,
+                                                     std::chrono::milliseconds term) {
+  KILN_TRY(connect());
+  const std::string ms = std::to_string(term.count());
+  for (const std::string& key : keys)
+    if (api.append_command(ctx_, "EVAL %s 1 %b %b %b", kRenewScript, key.data(), key.size(),
+                           holder.data(), holder.size(), ms.data(), ms.size()) != REDIS_OK)
+      return failure(std::string("EVAL: ") + ctx_->errstr);
+  std::vector<bool> held;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    void* raw = nullptr;
+    if (api.get_reply(ctx_, &raw) != REDIS_OK)
+      return failure(std::string("EVAL: ") + ctx_->errstr);
+    Reply r(raw);
+    if (r.r->type == REDIS_REPLY_ERROR)
+      return failure("EVAL refused: " + server_text(r.r));
+    held.push_back(r.r->type == REDIS_REPLY_INTEGER && r.r->integer == 1);
+  }
+  return held;
+}
+
+Status RedisBackend::release_lease(const std::string& key, const std::string& holder) {
+  KILN_TRY(connect());
+  Reply r(api.command(ctx_, "EVAL %s 1 %b %b", kReleaseScript, key.data(), key.size(),
+                      holder.data(), holder.size()));
+  if (!r.r)
+    return failure(std::string("EVAL: ") + ctx_->errstr);
+  if (r.r->type == REDIS_REPLY_ERROR)
+    return failure("EVAL refused: " + server_text(r.r));
+  return Status::ok();
+}
+
 } // namespace kiln::storage::remote

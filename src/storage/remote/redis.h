@@ -45,6 +45,16 @@ public:
   Status put(const std::string& key, std::string_view value,
              std::chrono::seconds ttl = std::chrono::seconds(0)) override;
   Status remove(const std::string& key) override;
+  /// SET NX PX; renewal and release compare the holder in a script, so that
+  /// a lease that lapsed and was taken by another is never extended or
+  /// dropped by its former holder.
+  bool has_leases() const override { return true; }
+  Result<bool> take_lease(const std::string& key, const std::string& holder,
+                          std::chrono::milliseconds term) override;
+  Result<std::vector<bool>> renew_leases(const std::vector<std::string>& keys,
+                                         const std::string& holder,
+                                         std::chrono::milliseconds term) override;
+  Status release_lease(const std::string& key, const std::string& holder) override;
   std::string describe() const override { return config_.where(); }
 
   const RedisConfig& config() const { return config_; }

@@ -1,6 +1,19 @@
-// Claims (schema/0013_claims.sql): which process is compiling a job now, so
-// that the others wait for it (storage/single_flight.h). Bookkeeping: a
-// claim changes no stored record, so the published images stay as they are.
+// Claims: which process is compiling a job now, so that the others wait for
+// it (storage/single_flight.h). Bookkeeping: a claim changes no stored
+// record, so the published images stay as they are.
+//
+// One row per claimed key, owned by one holder. The holder stores the job,
+// then deletes its row. Others asking for the key wait for the job instead
+// of compiling it. A holder proves it is alive by bumping `beat` (every
+// quarter of its lease term); a waiter that sees the same beat for a whole
+// term, measured on its own clock (no two clocks are compared), or that sees
+// on its own machine that the holder's process is gone, takes the claim over
+// by a compare-and-set on (holder, beat). No foreign key: a claim names a job
+// nobody has stored yet.
+//
+// The table is made by the first claim, not by a migration: a cache that no
+// two processes ever filled at once has none, and an empty cache stays the
+// size it was. Its rows live only as long as a compile.
 #include "storage/local/statement.h"
 #include "storage/local/store.h"
 
@@ -9,6 +22,18 @@
 namespace kiln::storage {
 
 namespace {
+
+constexpr const char* kClaimsTable =
+    "CREATE TABLE IF NOT EXISTS claims ("
+    "claim_key BLOB PRIMARY KEY, " // the job's key (16 bytes)
+    "holder TEXT NOT NULL, "       // one process's run (32 hex, random)
+    "host TEXT NOT NULL, "         // boot id and pid namespace: the same machine
+    "host_name TEXT NOT NULL, "    // for messages only
+    "pid INTEGER NOT NULL, "
+    "pid_start INTEGER NOT NULL, " // the process's start, in clock ticks after boot
+    "beat INTEGER NOT NULL, "      // bumped by each renewal
+    "claimed_at INTEGER NOT NULL"  // milliseconds since the epoch, for messages only
+    ") WITHOUT ROWID";
 
 constexpr const char* kClaimColumns =
     "claim_key, holder, host, host_name, pid, pid_start, beat, claimed_at";
@@ -35,6 +60,12 @@ int64_t now_ms() {
 
 } // namespace
 
+Result<bool> Store::has_claims() {
+  KILN_TRY_ASSIGN(int64_t n, count("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+                                   "name = 'claims'"));
+  return n > 0;
+}
+
 Result<std::vector<ClaimState>> Store::claim(const ClaimHolder& me,
                                              const std::vector<Hash128>& keys,
                                              const std::vector<ClaimState>& lapsed) {
@@ -43,6 +74,7 @@ Result<std::vector<ClaimState>> Store::claim(const ClaimHolder& me,
   std::vector<ClaimState> out;
   Status s = transaction([&]() -> Status {
     out.clear();
+    KILN_TRY(exec(kClaimsTable));
     const int64_t at = now_ms();
     // A takeover first: it succeeds only while the holder and its beat are
     // still what the caller saw.
@@ -91,6 +123,9 @@ Result<std::vector<ClaimState>> Store::claim(const ClaimHolder& me,
 Result<std::vector<ClaimState>> Store::read_claims() {
   std::lock_guard lock(mu_);
   std::vector<ClaimState> out;
+  KILN_TRY_ASSIGN(bool any, has_claims());
+  if (!any)
+    return out;
   KILN_TRY_ASSIGN(auto s, prepare((std::string("SELECT ") + kClaimColumns + " FROM claims").c_str()));
   Bound b(s);
   int rc;
@@ -104,6 +139,9 @@ Result<std::vector<ClaimState>> Store::read_claims() {
 Status Store::renew_claims(const std::string& holder) {
   std::lock_guard lock(mu_);
   Database::Bookkeeping claims(*db_);
+  KILN_TRY_ASSIGN(bool any, has_claims());
+  if (!any)
+    return Status::ok();
   KILN_TRY_ASSIGN(auto s, prepare("UPDATE claims SET beat = beat + 1 WHERE holder = ?1"));
   Bound b(s);
   b.text(1, holder);
@@ -115,6 +153,9 @@ Status Store::renew_claims(const std::string& holder) {
 Status Store::release_claims(const std::string& holder, const std::vector<Hash128>& keys) {
   std::lock_guard lock(mu_);
   Database::Bookkeeping claims(*db_);
+  KILN_TRY_ASSIGN(bool any, has_claims());
+  if (!any)
+    return Status::ok();
   if (keys.empty()) {
     KILN_TRY_ASSIGN(auto s, prepare("DELETE FROM claims WHERE holder = ?1"));
     Bound b(s);

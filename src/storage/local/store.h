@@ -174,7 +174,7 @@ public:
                     int64_t expires_at) override;
   Status release_leases(const std::string& holder) override;
 
-  /// Claims (schema/0013_claims.sql, storage/single_flight.h): Records' own.
+  /// Claims (local/claims.cpp, storage/single_flight.h): Records' own.
   Result<std::vector<ClaimState>> claim(const ClaimHolder& me, const std::vector<Hash128>& keys,
                                         const std::vector<ClaimState>& lapsed) override;
   Result<std::vector<ClaimState>> read_claims() override;
@@ -267,6 +267,8 @@ private:
   Result<int64_t> image_link_id(const std::string& arch, const std::string& linker);
   // --- the database part and the codec, under the lock -----------------------
   Result<sqlite3_stmt*> prepare(const char* sql) { return db_->prepare(sql); }
+  /// Whether the claims table exists (the first claim makes it).
+  Result<bool> has_claims();
   Status exec(const char* sql) { return db_->exec(sql); }
   Result<int64_t> count(const char* sql) { return db_->count(sql); }
   Error db_error(const std::string& what) const { return db_->db_error(what); }

@@ -25,6 +25,10 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 /// Usage or input error: bad flags, bad IR, unknown target, missing entry.
 inline constexpr int kExitUsage = 2;
+/// kiln-precompile only: LLVM crashed this process (a fatal error or a
+/// signal in code generation, which runs in the tool's own process). Jobs
+/// stored before the crash stay; the crashed job and later ones are not.
+inline constexpr int kExitCrashed = 3;
 
 /// The exit status an error ends a tool with: input errors are the caller's
 /// to fix (2); everything else is the cache's or the toolchain's (1).
@@ -36,7 +40,9 @@ inline int exit_status(const Error& e) {
 inline constexpr const char* kExitHelp =
     "Exit status: 0 success; 1 a job or root failed, or the cache or toolchain is unusable "
     "(corrupt or read-only cache for a write, missing library, unavailable service); 2 usage or "
-    "input error (bad flags, bad IR, unknown target, missing entry).";
+    "input error (bad flags, bad IR, unknown target, missing entry); 3 (kiln-precompile) LLVM "
+    "crashed the process while compiling (KILN_CODEGEN_ISOLATION=on makes such a crash the "
+    "job's error, exit 1).";
 
 /// The name of a code, as JSON error objects carry it ("invalid_argument").
 inline const char* code_name(Code c) {

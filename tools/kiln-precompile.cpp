@@ -5,6 +5,11 @@
 // on stdout with an "error" and the "exit_status". Names, targets, paths and
 // messages are written as tools/safe_text.h says (JSON that keeps every byte;
 // text with control bytes escaped).
+//
+// Code generation and image links run in this process (ARCHITECTURE.md,
+// "Crash isolation"): a worker process per job protects a caller's process,
+// and this process is Kiln's own. A crash of LLVM here ends the tool with a
+// message and exit status 3 (crash_report below).
 #include <kiln/compiler.hpp>
 #include <kiln/kiln.hpp>
 
@@ -18,6 +23,8 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <csignal>
+#include <cstdlib>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -62,7 +69,68 @@ kiln::Error first_failure(const kiln::CompileReport& report) {
   return kiln::make_error(kiln::Code::internal, "the precompile failed");
 }
 
+// What a crash writes: prepared before anything can crash, since a signal
+// handler may only write(2) and _exit.
+std::string crash_text, crash_json;
+
+void write_all(int fd, const std::string& s) {
+  for (size_t done = 0; done < s.size();) {
+    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n <= 0)
+      return;
+    done += size_t(n);
+  }
+}
+
+extern "C" void on_crash(int sig) {
+  const char* what = sig == SIGABRT   ? "SIGABRT"
+                     : sig == SIGSEGV ? "SIGSEGV"
+                     : sig == SIGBUS  ? "SIGBUS"
+                     : sig == SIGILL  ? "SIGILL"
+                                      : "SIGFPE";
+  write_all(2, "\nkiln-precompile: error: the compiler crashed this process (");
+  write_all(2, what);
+  write_all(2, crash_text);
+  if (!crash_json.empty())
+    write_all(1, crash_json);
+  ::_exit(kiln::tools::kExitCrashed);
+}
+
+/// Code generation in this process unless the user chose otherwise, and a
+/// crash in it reported: LLVM ends a process on some inputs
+/// (report_fatal_error, "Cannot select": it prints "LLVM ERROR: ..." and
+/// aborts) or crashes in a pass. Front-end bitcode is still read first in a
+/// worker ("bitcode": LLVM's reader trusts its input, and a stream that
+/// crashes or hangs it is an input error, exit 2).
+void compile_in_this_process(bool json) {
+  ::setenv("KILN_CODEGEN_ISOLATION", "bitcode", /*overwrite=*/0);
+  const std::string message =
+      "the compiler crashed this process: LLVM's own message, if any, is above; jobs stored "
+      "before the crash are kept. KILN_CODEGEN_ISOLATION=on compiles each job in a worker "
+      "process, where such a crash is that job's error";
+  crash_text = "); LLVM's own message, if any, is above; jobs stored before the crash are kept. "
+               "KILN_CODEGEN_ISOLATION=on compiles each job in a worker process, where such a "
+               "crash is that job's error\n";
+  if (json)
+    crash_json = kiln::tools::json_text(kiln::tools::error_json(
+                     kiln::make_error(kiln::Code::internal, message), kiln::tools::kExitCrashed)) +
+                 "\n";
+  struct sigaction sa {};
+  sa.sa_handler = on_crash;
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE})
+    ::sigaction(sig, &sa, nullptr);
+  // A stack overflow in a recursive pass still reports, on the main thread.
+  static char alt[64 << 10];
+  stack_t ss{};
+  ss.ss_sp = alt;
+  ss.ss_size = sizeof alt;
+  ::sigaltstack(&ss, nullptr);
+}
+
 int precompile_main(int argc, char** argv) {
+  compile_in_this_process(kiln::tools::json_requested(argc, argv));
   // Linking an AMDGPU or host image builds a code generator's per-function
   // tables of a megabyte or more, once per image: kept in the heap between
   // images instead of mapped and faulted in again for each (a tenth of a

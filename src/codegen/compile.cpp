@@ -4,8 +4,10 @@
 
 #include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
+#include "codegen/target.h"
 #include "ir/diagnostics.h"
 #include "link/lld/object_stream.h"
+#include "link/nvjitlink.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -248,6 +250,10 @@ Result<std::vector<CompiledArtifact>> compile_in(const JobInput& job, const Targ
     return make_error(Code::internal,
                       where + ": cannot read its module: " + llvm::toString(parsed.takeError()));
   std::unique_ptr<llvm::Module> m = std::move(*parsed);
+  // Where nvJitLink assembles at the image link, its first link's set-up
+  // runs beside this compile instead of after it.
+  if (target.kind == TargetKind::nvptx && ptx_assembler() == PtxAssembler::link)
+    link::nvjitlink_warm_up(target.cpu, ptx_isa_of(target));
   if (Status s = link_device_libs(*m, target); !s)
     return s.error().context(where);
   KILN_TRY(finish(*m, job, target));

@@ -775,14 +775,28 @@ private:
 
 } // namespace
 
-bool codegen_isolation_enabled() {
+namespace {
+
+// KILN_CODEGEN_ISOLATION, lowercased; empty when unset.
+std::string isolation_setting() {
   const char* v = std::getenv("KILN_CODEGEN_ISOLATION");
-  if (!v)
-    return true;
-  std::string s(v);
+  std::string s(v ? v : "");
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return !(s == "0" || s == "off" || s == "false" || s == "no");
+  return s;
 }
+
+bool isolation_off(const std::string& s) {
+  return s == "0" || s == "off" || s == "false" || s == "no";
+}
+
+} // namespace
+
+bool codegen_isolation_enabled() {
+  std::string s = isolation_setting();
+  return !(isolation_off(s) || s == "bitcode");
+}
+
+bool bitcode_isolation_enabled() { return !isolation_off(isolation_setting()); }
 
 Result<std::string> codegen_worker_path() {
   if (const char* forced = std::getenv("KILN_CODEGEN_WORKER"); forced && *forced) {
@@ -961,7 +975,7 @@ std::chrono::milliseconds bitcode_read_limit(size_t size) {
 } // namespace
 
 Status check_bitcode_isolated(const std::string& name, const std::string& bytes) {
-  if (!codegen_isolation_enabled())
+  if (!bitcode_isolation_enabled())
     return Status::ok();
   bool died = false;
   auto result = exchange(

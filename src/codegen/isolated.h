@@ -8,6 +8,10 @@
 // Environment:
 //   KILN_CODEGEN_ISOLATION=0  compile in this process (compile_job), for
 //                             debugging and fuzzing; also "off", "false", "no".
+//   KILN_CODEGEN_ISOLATION=bitcode  compile and link in this process, but
+//                             read front-end bitcode in a worker first
+//                             (check_bitcode_isolated): kiln-precompile's
+//                             default, since its process is its own.
 //   KILN_CODEGEN_WORKER=PATH  the worker executable to run; by default it is
 //                             looked for relative to libkiln-compiler (the
 //                             install's libexec/kiln/, the build tree's bin/,
@@ -51,7 +55,8 @@ Result<std::vector<CompiledArtifact>> compile_job_isolated(const JobInput& job,
 /// crash here is an invalid_argument error naming the input, and this
 /// process never reads bytes that crashed it. The reader's own errors are
 /// not reported here (ingest reports them, with their position). Ok, doing
-/// nothing, when isolation is off; Code::unavailable when no worker starts.
+/// nothing, when isolation is off (bitcode_isolation_enabled);
+/// Code::unavailable when no worker starts.
 Status check_bitcode_isolated(const std::string& name, const std::string& bytes);
 
 /// link::nvjitlink_cubin, run in a worker: nvJitLink crashing on an input
@@ -62,9 +67,14 @@ Status check_bitcode_isolated(const std::string& name, const std::string& bytes)
 Result<std::string> nvlink_isolated(const std::vector<link::NvInput>& inputs,
                                     const std::string& arch, bool device_runtime);
 
-/// Whether compile_job_isolated uses workers (KILN_CODEGEN_ISOLATION is not
-/// "0", "off", "false" or "no"). Read at each call.
+/// Whether compile_job_isolated and nvlink_isolated use workers
+/// (KILN_CODEGEN_ISOLATION is not "0", "off", "false", "no" or "bitcode").
+/// Read at each call.
 bool codegen_isolation_enabled();
+
+/// Whether check_bitcode_isolated reads bitcode in a worker
+/// (KILN_CODEGEN_ISOLATION is not "0", "off", "false" or "no").
+bool bitcode_isolation_enabled();
 
 /// The worker executable compile_job_isolated would start:
 /// $KILN_CODEGEN_WORKER, else the first found relative to libkiln-compiler.

@@ -55,6 +55,13 @@ std::string nvlink_identity();
 /// part whatever this says.
 int nv_assembly_parts(const std::vector<NvInput>& inputs);
 
+/// Starts nvJitLink's first link, of an empty module for `arch` in PTX ISA
+/// `ptx_isa` (78 for 7.8), on a thread of its own, once per process, so
+/// that the set-up a process's first link pays overlaps the caller's work
+/// (a job's code generation); nvjitlink_cubin waits for it to end. Does
+/// nothing without nvJitLink. Thread-safe.
+void nvjitlink_warm_up(const std::string& arch, int ptx_isa);
+
 /// Links the inputs for `arch` ("sm_90"), and the CUDA device runtime as a
 /// library (only its members the inputs call) with `device_runtime` where it
 /// is installed; nvJitLink's error log is in the error message. With

@@ -316,3 +316,41 @@ TEST_CASE("a value over the decoded-size maximum is refused when stored, not rea
   // Under the default maximum the same unit stores and its image loads.
   precompile_ok(cache, {data("nested.ll")});
 }
+
+TEST_CASE("LLVM ending the process in code generation: kiln-precompile, which compiles in its own "
+          "process, exits 3 with LLVM's message; with KILN_CODEGEN_ISOLATION=on it is the job's "
+          "error (exit 1)") {
+  // sm_80 has no thread-block clusters: instruction selection for this read
+  // ends an LLVM process ("LLVM ERROR: Cannot select: intrinsic ...").
+  TempDir scratch;
+  const fs::path ll = scratch.path() / "cluster.ll";
+  std::ofstream(ll) << "declare i32 @llvm.nvvm.read.ptx.sreg.clusterid.x()\n\n"
+                       "define ptx_kernel void @cluster_id(ptr %out) {\n"
+                       "  %v = call i32 @llvm.nvvm.read.ptx.sreg.clusterid.x()\n"
+                       "  store i32 %v, ptr %out\n"
+                       "  ret void\n"
+                       "}\n";
+  Cache cache;
+  RunResult r = precompile(cache, {"--target", "sm_80", ll.string()});
+  INFO(describe(r));
+  if (r.err.find("nvJitLink is not installed") != std::string::npos) {
+    MESSAGE("skipped: no nvJitLink");
+    return;
+  }
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("Cannot select") != std::string::npos);
+  CHECK(r.err.find("the compiler crashed this process (SIGABRT)") != std::string::npos);
+  CHECK(r.err.find("KILN_CODEGEN_ISOLATION=on") != std::string::npos);
+  json j = json::parse(r.out);
+  CHECK(j["exit_status"] == 3);
+  CHECK(j["error"]["code"] == "internal");
+
+  Cache other;
+  RunResult iso = run({"/usr/bin/env", "KILN_CODEGEN_ISOLATION=on", precompile_bin().string(),
+                       "--cache", other.db().string(), "--json", "--target", "sm_80",
+                       ll.string()});
+  INFO(describe(iso));
+  CHECK(iso.exit_code == 1);
+  CHECK(iso.err.find("Cannot select") != std::string::npos);
+  CHECK(iso.err.find("crashed this process") == std::string::npos);
+}

@@ -207,6 +207,13 @@ Packed BlobCodec::pack_with(const Dictionary* dict, const std::string& raw) {
   return {zstd_compress(raw, kLevel), 0};
 }
 
+bool BlobCodec::may_train(const std::string& kind) const {
+  if (train_every_kind_)
+    return true;
+  auto it = stored_.find(kind);
+  return it != stored_.end() && it->second >= kMinDictionarySamples;
+}
+
 void BlobCodec::forget() {
   dictionaries_.clear();
   newest_dictionary_.clear();
@@ -256,6 +263,11 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
   std::shared_ptr<const Dictionary> dict = newest.take();
   if (!dict) {
     if (plain < kMinDictionarySamples)
+      return Status::ok();
+    // Training takes tens of milliseconds: a connection that stored a few
+    // blobs (a small file's precompile) leaves it to one that stored many,
+    // or to gc, rather than pay it on its request's clock.
+    if (!codec_.may_train(kind))
       return Status::ok();
     // A dictionary that did not pay for itself is tried again only when the
     // kind's plain blobs have grown fourfold.

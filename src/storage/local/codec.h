@@ -4,7 +4,10 @@
 // checksum of its raw bytes. Reading one decompresses it within the size it
 // claims and checks it; a dictionary is read and checked once per
 // connection. Dictionaries are trained by the store's compaction
-// (Store::compact, codec.cpp), from the cache's own blobs.
+// (Store::compact, codec.cpp), from the cache's own blobs, never on a small
+// request's clock: at the close of a connection that itself stored
+// kMinDictionarySamples blobs of the kind (a large precompile, an import),
+// or in maintenance (gc).
 #pragma once
 
 #include "storage/local/statement.h"
@@ -53,11 +56,21 @@ public:
                              int64_t dict, const std::string& what);
   /// Forgets the dictionaries read (the connection was reopened).
   void forget();
+  /// Counts `n` blobs of `kind` stored by this connection.
+  void count_stored(const std::string& kind, int64_t n = 1) { stored_[kind] += n; }
+  /// Whether this connection may train `kind`'s dictionary: it stored
+  /// kMinDictionarySamples blobs of the kind itself, so that training is a
+  /// small part of its work, or it is maintenance (train_every_kind).
+  bool may_train(const std::string& kind) const;
+  /// Marks this connection as maintenance (gc): it trains every kind due.
+  void train_every_kind() { train_every_kind_ = true; }
 
 private:
   Database* db_;
   std::map<int64_t, std::shared_ptr<const Dictionary>> dictionaries_;
   std::map<std::string, std::shared_ptr<const Dictionary>> newest_dictionary_;
+  std::map<std::string, int64_t> stored_;
+  bool train_every_kind_ = false;
 };
 
 } // namespace kiln::storage

@@ -31,6 +31,17 @@ Result<GcReport> Store::gc(const GcOptions& options) {
   }
   if (report && !options.dry_run)
     (void)db_->keep_reserve();
+  // An explicit gc (kiln-inspect gc, the one that vacuums; a precompile's
+  // own size-limit gc does not) is maintenance: it trains the dictionaries
+  // small requests left untrained (codec.h), off any request's clock. An
+  // optimisation: a failure leaves plain blobs, still valid.
+  if (report && !options.dry_run && options.vacuum) {
+    {
+      std::lock_guard lock(mu_);
+      codec_.train_every_kind();
+    }
+    (void)compact();
+  }
   return report;
 }
 

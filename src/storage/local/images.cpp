@@ -67,6 +67,7 @@ Status Store::put_image(const ImageKey& key, const std::string& format, const st
   {
     std::lock_guard lock(mu_);
     dict = writing_dictionary(kind_name(true, format));
+    codec_.count_stored(kind_name(true, format));
   }
   Packed packed = pack_with(dict.get(), bytes);
   std::lock_guard lock(mu_);

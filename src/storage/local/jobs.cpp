@@ -112,8 +112,10 @@ Status Store::put_job(const JobRecord& job, const std::vector<Artifact>& artifac
   std::vector<std::shared_ptr<const Dictionary>> dicts;
   {
     std::lock_guard lock(mu_);
-    for (const Artifact& a : artifacts)
+    for (const Artifact& a : artifacts) {
       dicts.push_back(writing_dictionary(kind_name(false, a.format)));
+      codec_.count_stored(kind_name(false, a.format));
+    }
   }
   // Compress outside the lock: it is the expensive part.
   std::vector<Packed> packed;

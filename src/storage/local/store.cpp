@@ -116,6 +116,7 @@ Status Store::put_bundle(const BundleData& data) {
     auto want = [&](const std::string& kind) {
       if (!dicts.count(kind))
         dicts[kind] = writing_dictionary(kind);
+      codec_.count_stored(kind);
     };
     for (const BundleData::Job& j : data.jobs)
       for (const Artifact& a : j.artifacts)

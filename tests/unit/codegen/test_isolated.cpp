@@ -384,10 +384,19 @@ TEST_CASE("compile_job_isolated: KILN_CODEGEN_ISOLATION=0 compiles in this proce
   for (const char* off : {"off", "false", "no", "OFF"}) {
     EnvVar v("KILN_CODEGEN_ISOLATION", off);
     CHECK_FALSE(codegen::codegen_isolation_enabled());
+    CHECK_FALSE(codegen::bitcode_isolation_enabled());
   }
   for (const char* on : {"1", "on", ""}) {
     EnvVar v("KILN_CODEGEN_ISOLATION", on);
     CHECK(codegen::codegen_isolation_enabled());
+    CHECK(codegen::bitcode_isolation_enabled());
+  }
+  // kiln-precompile's default: code generation here, bitcode read in a
+  // worker first; nothing is started ahead for code generation.
+  for (const char* bitcode : {"bitcode", "Bitcode"}) {
+    EnvVar v("KILN_CODEGEN_ISOLATION", bitcode);
+    CHECK_FALSE(codegen::codegen_isolation_enabled());
+    CHECK(codegen::bitcode_isolation_enabled());
   }
 }
 

@@ -405,3 +405,22 @@ TEST_CASE("nvJitLink in a worker: a worker that finds other tools declines and t
   CHECK(link::nvlink_identity() == identity); // this process keeps what it read
   codegen::stop_idle_workers();
 }
+
+TEST_CASE("nvjitlink_warm_up: started once per process, and the links after it give the same "
+          "cubin as a worker's") {
+  if (!have_nvjitlink())
+    return;
+  std::vector<link::NvInput> in = cycle_ptx();
+  // Twice, and from two threads: one warm-up; a link waits for it to end.
+  std::thread other([] { link::nvjitlink_warm_up("sm_90", 78); });
+  link::nvjitlink_warm_up("sm_90", 78);
+  other.join();
+  auto here = link::nvjitlink_cubin(in, "sm_90");
+  REQUIRE(here);
+  auto there = codegen::nvlink_isolated(in, "sm_90", false);
+  REQUIRE(there);
+  CHECK(*there == *here);
+  // A PTX ISA of 0 (none known) starts nothing, and a link still works.
+  link::nvjitlink_warm_up("sm_90", 0);
+  CHECK(link::nvjitlink_cubin(in, "sm_90"));
+}

@@ -1882,8 +1882,8 @@ TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last write
   CHECK(*(*ro)->get_artifact(make_job(3).key, "obj") == object_bytes(3));
 }
 
-TEST_CASE("dictionaries: trained when a writer closes with enough blobs of a kind; new blobs "
-          "use it; every reader gets the raw bytes") {
+TEST_CASE("dictionaries: trained when a writer closes having stored enough blobs of a kind "
+          "itself; new blobs use it; every reader gets the raw bytes") {
   TestCache c = open_cache("kiln-dict");
   int n = kMinDictionarySamples;
   for (int i = 0; i < n - 1; ++i)
@@ -1894,7 +1894,32 @@ TEST_CASE("dictionaries: trained when a writer closes with enough blobs of a kin
     CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 0);
     CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == n - 1);
   }
+  // The writer that stores the kind's 32nd blob alone does not train: a
+  // small request never pays for the dictionary at its close.
   REQUIRE(put_alike(*c.store, n - 1));
+  c.open();
+  {
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 0);
+    CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == n);
+  }
+  // Nor does a precompile's own size-limit gc (no vacuum).
+  {
+    GcOptions limit;
+    limit.max_size = int64_t(1) << 40;
+    limit.vacuum = false;
+    REQUIRE(c.store->gc(limit));
+    RawDb raw(c.path());
+    CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 0);
+  }
+  // A writer that stores the kind's blobs itself, n of them, trains at its
+  // close (a new file, the same blobs).
+  c.store.reset();
+  for (const char* side : {"", "-wal", "-shm"})
+    ::unlink((c.path() + side).c_str());
+  c.open();
+  for (int i = 0; i < n; ++i)
+    REQUIRE(put_alike(*c.store, i));
   c.open();
   int64_t plain = 0;
   for (int i = 0; i < n; ++i)

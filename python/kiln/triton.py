@@ -21,14 +21,21 @@ At run time (a GPU, no Triton needed)::
 As Triton's own cache: ``TRITON_CACHE_MANAGER=kiln.triton:CacheManager``
 (see ``CacheManager``).
 """
+import base64
 import ctypes
 import hashlib
+import hmac
 import json
 import os
 import re
+import socket
 import sqlite3
+import struct
+import sys
 import tempfile
 import threading
+import time
+import urllib.parse
 
 from . import InternalError, InvalidArgumentError, UnavailableError, present_target
 
@@ -274,6 +281,7 @@ CREATE TABLE IF NOT EXISTS files (key TEXT NOT NULL, name TEXT NOT NULL, sha256 
   PRIMARY KEY (key, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS groups (key TEXT NOT NULL, name TEXT NOT NULL, member TEXT NOT NULL,
   sha256 BLOB NOT NULL, PRIMARY KEY (key, name, member)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -298,6 +306,7 @@ class _Store:
             raise UnavailableError(f"{self.files}: must be a directory of this user's with mode "
                                    f"0700 (it is {st.st_mode & 0o777:o}, owner {st.st_uid})")
         self.network = _network_fs_kind(path)
+        self.settings = {}
         # A network file system cannot share WAL's memory map coherently:
         # a rollback journal there, as Kiln's own cache does.
         if self.network:
@@ -314,6 +323,14 @@ class _Store:
 
     def transaction(self):
         return _Transaction(self)
+
+    def setting(self, name):
+        """A setting's value (``require_signed``), read once per process."""
+        if name not in self.settings:
+            with self.lock:
+                row = self.db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
+            self.settings[name] = row[0] if row else None
+        return self.settings[name]
 
     def put_file(self, key, name, data, digest):
         with self.transaction():
@@ -438,6 +455,446 @@ def _store(path):
         return _stores[key]
 
 
+# --- Kiln's Redis tier for Triton's cache -----------------------------------
+
+class _RemoteError(Exception):
+    """The server did not answer, or answered with an error."""
+
+
+class _Rejected(Exception):
+    """A value that fails its checks: damaged, misfiled, or not signed as required."""
+
+
+def _remote_config(url=None):
+    """Kiln's Redis tier as ``$KILN_REMOTE`` names it (README, "Shared cache
+    (Redis)"): ``redis://[user:password@]host[:port][/db][?prefix=..&ttl=..
+    &timeout_ms=..&read_only=1]``; None when unset or ``off``. A bad URL is
+    an InvalidArgumentError that never shows the credentials."""
+    url = os.environ.get("KILN_REMOTE", "") if url is None else url
+    if not url or url == "off":
+        return None
+
+    def bad(why):
+        raise InvalidArgumentError(f"KILN_REMOTE: {why}")
+
+    def number(text, what, low, high):
+        if not text.isdigit() or not low <= int(text) <= high:
+            bad(f"{what} must be a number from {low} to {high}")
+        return int(text)
+
+    if url.startswith("rediss://"):
+        bad("rediss:// (TLS) is not supported; use redis:// over a trusted network or a TLS tunnel")
+    if not url.startswith("redis://"):
+        bad("must start with redis://")
+    rest, _, query = url[len("redis://"):].partition("?")
+    rest, _, path = rest.partition("/")
+    config = dict(user="", password="", port=6379, db=0, prefix="kiln", ttl=0, timeout=1.0,
+                  read_only=os.environ.get("KILN_REMOTE_READ_ONLY") == "1")
+    if "@" in rest:
+        cred, _, rest = rest.rpartition("@")
+        user, colon, password = cred.partition(":")
+        if not colon:  # redis://password@host, as redis-cli -u takes it
+            user, password = "", cred
+        config.update(user=urllib.parse.unquote(user), password=urllib.parse.unquote(password))
+    if rest.startswith("["):
+        host, _, port = rest[1:].partition("]")
+        port = port[1:] if port.startswith(":") else (port and bad("junk after the host's ]"))
+    else:
+        host, _, port = rest.rpartition(":") if ":" in rest else (rest, "", "")
+    if not host:
+        bad("no host")
+    config["host"] = host
+    if port:
+        config["port"] = number(port, "the port", 1, 65535)
+    if path:
+        config["db"] = number(path, "the database number", 0, 1 << 20)
+    for option in filter(None, query.split("&")):
+        k, _, v = option.partition("=")
+        if k == "prefix":
+            if not v or re.search(r"\s", v):
+                bad("prefix must be a non-empty word")
+            config["prefix"] = v
+        elif k == "ttl":
+            config["ttl"] = number(v, "ttl", 0, 1 << 40)
+        elif k == "timeout_ms":
+            config["timeout"] = number(v, "timeout_ms", 1, 600000) / 1000
+        elif k == "read_only":
+            if v not in ("", "0", "1"):
+                bad("read_only must be 0 or 1")
+            config["read_only"] = config["read_only"] or v != "0"
+        else:
+            bad(f"unknown option '{k}' (known: prefix, ttl, timeout_ms, read_only)")
+    config["where"] = f"redis://{host}:{config['port']}/{config['db']}"
+    return config
+
+
+class _Redis:
+    """A Redis connection speaking RESP, opened at the first command (AUTH and
+    SELECT as the URL says), every call bounded by the URL's timeout. A failed
+    call closes it; a forked child opens its own."""
+
+    def __init__(self, config):
+        self.config = config
+        self.sock = self.reader = None
+        self.pid = None
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+        self.sock = self.reader = None
+
+    def _connect(self):
+        c = self.config
+        self.close()
+        self.sock = socket.create_connection((c["host"], c["port"]), timeout=c["timeout"])
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = self.sock.makefile("rb")
+        self.pid = os.getpid()
+        if c["password"]:
+            self._call(["AUTH", c["user"], c["password"]] if c["user"] else ["AUTH", c["password"]])
+        if c["db"]:
+            self._call(["SELECT", str(c["db"])])
+
+    def call(self, *args):
+        try:
+            if self.sock is None or self.pid != os.getpid():
+                self._connect()
+            return self._call(args)
+        except (OSError, EOFError, ValueError) as e:
+            self.close()
+            why = "no answer within %d ms" % (self.config["timeout"] * 1000) \
+                if isinstance(e, socket.timeout) else (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+            raise _RemoteError(why) from None
+        except _RemoteError:
+            self.close()
+            raise
+
+    def _call(self, args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, (bytes, bytearray, memoryview)) else str(a).encode()
+            out += [b"$%d\r\n" % len(a), a, b"\r\n"]
+        self.sock.sendall(b"".join(out))
+        return self._reply()
+
+    def _reply(self):
+        line = self.reader.readline()
+        if not line.endswith(b"\r\n"):
+            raise EOFError("the server closed the connection")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise _RemoteError("the server answered: " + rest.decode(errors="replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.reader.read(n + 2)
+            if len(data) != n + 2:
+                raise EOFError("the server closed the connection")
+            return data[:-2]
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise ValueError("not a Redis reply")
+
+
+_signing_cache = {}
+
+
+def _signing_key():
+    """The secret of ``$KILN_SIGNING_KEY`` (hex, else base64, or ``@FILE``
+    holding either; at least 32 bytes), as Kiln's storage reads it; None
+    when unset. Messages never show it."""
+    text = os.environ.get("KILN_SIGNING_KEY", "").strip()
+    if not text:
+        return None
+    if text in _signing_cache:
+        return _signing_cache[text]
+    where, value = "KILN_SIGNING_KEY", text
+    if value.startswith("@"):
+        path = value[1:].strip()
+        try:
+            with open(path) as f:
+                value = f.read().strip()
+        except OSError as e:
+            raise InvalidArgumentError(f"{where}: cannot read the key file '{path}': {e.strerror}") from None
+        where += f" (file '{path}')"
+    secret = None
+    if value and re.fullmatch(r"(?:[0-9A-Fa-f]{2})+", value):
+        secret = bytes.fromhex(value)
+    else:
+        bare = value.rstrip("=")
+        for alt in (None, b"-_"):
+            try:
+                secret = base64.b64decode(bare + "=" * (-len(bare) % 4), altchars=alt, validate=True)
+                break
+            except ValueError:
+                pass
+    if not value:
+        raise InvalidArgumentError(f"{where}: the signing key is empty")
+    if secret is None:
+        raise InvalidArgumentError(f"{where}: the signing key is neither hex nor base64")
+    if len(secret) < 32:
+        raise InvalidArgumentError(f"{where}: the signing key holds {len(secret)} bytes; it needs at least 32")
+    _signing_cache[text] = secret
+    return secret
+
+
+def _signatures_required(store=None):
+    """``$KILN_REQUIRE_SIGNED=1``, or the Triton cache's ``require_signed``
+    setting (``python -m kiln.triton config require_signed 1``)."""
+    env = os.environ.get("KILN_REQUIRE_SIGNED", "")
+    if env not in ("", "0", "1"):
+        raise InvalidArgumentError("KILN_REQUIRE_SIGNED must be 0 or 1")
+    if env == "1":
+        return True
+    return store is not None and store.setting("require_signed") == "1"
+
+
+def _mac(secret, content):
+    """HMAC-SHA-512-256, as Kiln signs bundles and remote values."""
+    return hmac.new(secret, content, hashlib.sha512).digest()[:32]
+
+
+_VALUE_MAGIC = b"KILNTRT\x01"
+_HEAD = struct.Struct("<BII")    # signed, len(ident), members
+_MEMBER = struct.Struct("<HQ")   # len(name), len(data); then name, sha256(data)
+
+
+def encode_value(ident, members, secret=None):
+    """One remote value holding ``members`` ({filename: bytes}): a header
+    naming ``ident`` (what the value is filed under, so a value copied under
+    another key is refused), each member's name, size and SHA-256, the
+    members' bytes, a SHA-256 of all that, and, with a secret, an
+    HMAC-SHA-512-256 over everything before it."""
+    ident = ident.encode()
+    table, data = [], []
+    for name in sorted(members):
+        raw, blob = name.encode(), members[name]
+        table.append(_MEMBER.pack(len(raw), len(blob)) + raw + hashlib.sha256(blob).digest())
+        data.append(blob)
+    body = b"".join([_VALUE_MAGIC, _HEAD.pack(secret is not None, len(ident), len(members)), ident]
+                    + table + data)
+    body += hashlib.sha256(body).digest()
+    return body + _mac(secret, body) if secret is not None else body
+
+
+def decode_value(value, ident, secret=None, required=False):
+    """The members of a value encode_value made, once every check passes
+    (signature as Kiln's Signing::check decides, checksums, the ident);
+    raises _Rejected saying why not."""
+    view = memoryview(value)
+    if len(value) < len(_VALUE_MAGIC) + _HEAD.size + 32 or bytes(view[:8]) != _VALUE_MAGIC:
+        raise _Rejected("it is not a Kiln Triton value")
+    signed, ident_len, count = _HEAD.unpack_from(view, 8)
+    if signed > 1 or (signed and len(value) < 8 + _HEAD.size + 64):
+        raise _Rejected("its header is damaged")
+    end = len(value) - 32 * signed
+    if signed and secret is not None:
+        if not hmac.compare_digest(bytes(view[end:]), _mac(secret, view[:end])):
+            raise _Rejected("its signature does not match KILN_SIGNING_KEY (signed with another "
+                            "key, or altered since)")
+    elif required:
+        raise _Rejected("signatures are required, and no KILN_SIGNING_KEY is set to check its signature"
+                        if signed else "it is not signed, and signatures are required "
+                        "(KILN_REQUIRE_SIGNED or the cache's require_signed setting)")
+    if hashlib.sha256(view[:end - 32]).digest() != bytes(view[end - 32:end]):
+        raise _Rejected("its checksum does not match (damaged)")
+    pos = 8 + _HEAD.size
+    try:
+        if bytes(view[pos:pos + ident_len]).decode() != ident:
+            raise _Rejected("it is filed under another key")
+        pos += ident_len
+        table = []
+        for _ in range(count):
+            name_len, size = _MEMBER.unpack_from(view, pos)
+            pos += _MEMBER.size
+            table.append((bytes(view[pos:pos + name_len]).decode(), size,
+                          bytes(view[pos + name_len:pos + name_len + 32])))
+            pos += name_len + 32
+        members = {}
+        for name, size, digest in table:
+            blob = bytes(view[pos:pos + size])
+            pos += size
+            if len(blob) != size or hashlib.sha256(blob).digest() != digest:
+                raise _Rejected(f"member {name} is damaged")
+            members[name] = blob
+    except (struct.error, UnicodeDecodeError):
+        raise _Rejected("its member table is damaged") from None
+    if pos != end - 32:
+        raise _Rejected("its member table is damaged")
+    return members
+
+
+_warned = set()
+
+
+def _warn_once(what, message):
+    if what not in _warned:
+        _warned.add(what)
+        import warnings
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+class _Tier:
+    """This process's use of Kiln's Redis tier for Triton's files. A group is
+    one value (``<prefix>:v1:triton-group:<Triton's key>:<group file>``),
+    written with one SET: readers see one writer's whole group or none. A
+    file outside a group is one value too (``triton-file``). The first
+    failure to reach the server warns once and turns the tier off for the
+    process, which works locally from then on."""
+
+    def __init__(self, config):
+        self.config = config
+        self.redis = _Redis(config)
+        self.lock = threading.Lock()
+        self.down = False
+        self.stats = dict(hits=0, misses=0, rejected=0, errors=0, published=0, bytes_in=0,
+                          bytes_out=0)
+
+    def _ident(self, kind, key, name):
+        return f"{kind}:{key}:{name}"
+
+    def fetch(self, kind, key, name, required):
+        if self.down:
+            return None
+        ident = self._ident(kind, key, name)
+        with self.lock:
+            try:
+                value = self.redis.call("GET", f"{self.config['prefix']}:v1:{ident}")
+            except _RemoteError as e:
+                self._fail(e)
+                return None
+        if value is None:
+            self.stats["misses"] += 1
+            return None
+        self.stats["bytes_in"] += len(value)
+        try:
+            members = decode_value(value, ident, _signing_key(), required)
+        except _Rejected as e:
+            self.stats["rejected"] += 1
+            _warn_once(("rejected", ident), f"kiln.triton: {self.config['where']}: {kind} {key}/{name} "
+                       f"rejected ({e}); compiling locally")
+            return None
+        self.stats["hits"] += 1
+        return members
+
+    def publish(self, kind, key, name, members):
+        if self.down or self.config["read_only"]:
+            return
+        ident = self._ident(kind, key, name)
+        value = encode_value(ident, members, _signing_key())
+        command = ["SET", f"{self.config['prefix']}:v1:{ident}", value]
+        if self.config["ttl"]:
+            command += ["EX", self.config["ttl"]]
+        with self.lock:
+            try:
+                self.redis.call(*command)
+            except _RemoteError as e:
+                self._fail(e)
+                return
+        self.stats["published"] += 1
+        self.stats["bytes_out"] += len(value)
+
+    def _fail(self, error):
+        self.stats["errors"] += 1
+        self.down = True
+        _warn_once(("down", self.config["where"]), f"kiln.triton: {self.config['where']} is unavailable "
+                   f"({error}); Triton's cache works locally in this process")
+
+
+_tiers = {}
+
+
+def _tier():
+    """The process's tier for ``$KILN_REMOTE``; None when it names none."""
+    url = os.environ.get("KILN_REMOTE", "")
+    if not url or url == "off":
+        return None
+    key = (os.getpid(), url, os.environ.get("KILN_REMOTE_READ_ONLY", ""))
+    with _stores_lock:
+        if key not in _tiers:
+            _tiers[key] = _Tier(_remote_config(url))
+        return _tiers[key]
+
+
+def remote_stats():
+    """This process's figures for the Redis tier ({} without one): hits,
+    misses, rejected, errors, published, bytes_in, bytes_out."""
+    tier = _tier()
+    return dict(tier.stats) if tier else {}
+
+
+_GROUP_PREFIX = "__grp__"
+
+
+class RemoteCacheBackend:
+    """Kiln's Redis tier as Triton's remote cache backend, for Triton's own
+    remote cache manager::
+
+        TRITON_CACHE_MANAGER=triton.runtime.cache:RemoteCacheManager
+        TRITON_REMOTE_CACHE_BACKEND=kiln.triton:RemoteCacheBackend
+        KILN_REMOTE=redis://host:6379/0
+
+    Triton's manager puts a kernel's files one by one and then a group file
+    listing them (``__grp__<name>.json``). This backend publishes the group
+    when its group file is put, as one value holding every member this
+    process put under that key: one SET, so it is never torn nor mixed with
+    another writer's files. A group is fetched the same way, whole and
+    checked (checksums; the signature with ``KILN_SIGNING_KEY``, required by
+    ``KILN_REQUIRE_SIGNED=1``), and its members are served from that one
+    value. A value that fails a check is a miss, with a warning; a server
+    that cannot be reached is a miss for the rest of the process, with one
+    warning, and Triton compiles locally.
+
+    ``kiln.triton:CacheManager`` uses the same tier, under its local cache
+    file, whenever ``KILN_REMOTE`` is set; the two share values."""
+
+    def __init__(self, key):
+        self.key = key
+        self._tier = _tier()
+        if self._tier is None:
+            raise UnavailableError("kiln.triton.RemoteCacheBackend: KILN_REMOTE names no Redis "
+                                   "server (redis://host:port/db)")
+        self._put = {}      # filename -> bytes this process put under the key
+        self._fetched = {}  # filename -> bytes of groups fetched whole
+
+    def get(self, filenames):
+        out = {}
+        for filename in filenames:
+            if filename in self._fetched:
+                out[filename] = self._fetched[filename]
+            elif filename.startswith(_GROUP_PREFIX):
+                name = filename[len(_GROUP_PREFIX):]
+                members = self._tier.fetch("triton-group", self.key, name, _signatures_required())
+                if members and name in members:
+                    self._fetched.update(members)
+                    out[filename] = json.dumps({"child_paths": sorted(members)}).encode()
+            else:
+                members = self._tier.fetch("triton-file", self.key, filename, _signatures_required())
+                if members and filename in members:
+                    out[filename] = members[filename]
+        return out
+
+    def put(self, filename, data):
+        data = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else str(data).encode()
+        if filename.startswith(_GROUP_PREFIX):
+            name = filename[len(_GROUP_PREFIX):]
+            try:
+                children = json.loads(data)["child_paths"]
+            except (ValueError, KeyError, TypeError):
+                return
+            if name in children and all(c in self._put for c in children):
+                self._tier.publish("triton-group", self.key, name, {c: self._put[c] for c in children})
+            return
+        self._put[filename] = data
+        self._tier.publish("triton-file", self.key, filename, {filename: data})
+
+
 class CacheManager:
     """Triton's cache in a SQLite file, for
     ``TRITON_CACHE_MANAGER=kiln.triton:CacheManager``; the file is
@@ -461,14 +918,28 @@ class CacheManager:
             self._delegate = FileCacheManager(key, override=override, dump=dump)
             return
         self._store = _store(triton_cache_path())
+        self._tier = _tier()
         self._staged = {}  # path handed out by put() -> (sha256, bytes)
+
+    def _fetch(self, kind, filename):
+        """Members of a value fetched from the Redis tier, or None."""
+        if self._tier is None:
+            return None
+        members = self._tier.fetch(kind, self.key, filename, _signatures_required(self._store))
+        return members if members and filename in members else None
 
     def get_file(self, filename):
         if self._delegate:
             return self._delegate.get_file(filename)
         row = self._store.get_file(self.key, filename)
         if row is None or row[1] is None:
-            return None
+            members = self._fetch("triton-file", filename)
+            if members is None:
+                return None
+            data = members[filename]
+            digest = hashlib.sha256(data).digest()
+            self._store.put_file(self.key, filename, data, digest)
+            return self._store.materialize(digest, filename, len(data), data)
         return self._store.materialize(row[0], filename, row[1])
 
     def put(self, data, filename, binary=True):
@@ -479,6 +950,8 @@ class CacheManager:
         data = bytes(data) if isinstance(data, (bytes, bytearray)) else str(data).encode()
         digest = hashlib.sha256(data).digest()
         self._store.put_file(self.key, filename, data, digest)
+        if self._tier is not None:
+            self._tier.publish("triton-file", self.key, filename, {filename: data})
         path = self._store.materialize(digest, filename, len(data), data)
         self._staged[path] = (digest, data)
         return path
@@ -488,7 +961,14 @@ class CacheManager:
             return self._delegate.get_group(filename)
         rows = self._store.get_group(self.key, filename)
         if not rows:
-            return None
+            members = self._fetch("triton-group", filename)
+            if members is None:
+                return None
+            # The group as the tier holds it, stored locally in one
+            # transaction and handed out from the bytes just checked.
+            staged = {m: (hashlib.sha256(d).digest(), d) for m, d in members.items()}
+            self._store.put_group(self.key, filename, staged)
+            return {m: self._store.materialize(digest, m, len(d), d) for m, (digest, d) in staged.items()}
         group = {}
         for member, digest, size in rows:
             path = self._store.materialize(digest, member, size) if size is not None else None
@@ -512,5 +992,8 @@ class CacheManager:
                 staged = (hashlib.sha256(data).digest(), data)
             members[member] = staged
         self._store.put_group(self.key, filename, members)
+        if self._tier is not None:
+            self._tier.publish("triton-group", self.key, filename,
+                               {m: d for m, (_, d) in members.items()})
         self._staged.clear()
         return group.get(filename)

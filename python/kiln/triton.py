@@ -37,7 +37,7 @@ import threading
 import time
 import urllib.parse
 
-from . import InternalError, InvalidArgumentError, UnavailableError, present_target
+from . import CorruptError, InternalError, InvalidArgumentError, UnavailableError, present_target
 
 #: The Triton release whose LLVM IR Kiln's LLVM 22 parses (README, "Triton").
 TRITON_VERSION = "3.7.1"
@@ -282,6 +282,8 @@ CREATE TABLE IF NOT EXISTS files (key TEXT NOT NULL, name TEXT NOT NULL, sha256 
 CREATE TABLE IF NOT EXISTS groups (key TEXT NOT NULL, name TEXT NOT NULL, member TEXT NOT NULL,
   sha256 BLOB NOT NULL, PRIMARY KEY (key, name, member)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS recency (key TEXT NOT NULL, name TEXT NOT NULL, used INTEGER NOT NULL,
+  PRIMARY KEY (key, name)) WITHOUT ROWID;
 """
 
 
@@ -307,6 +309,8 @@ class _Store:
                                    f"0700 (it is {st.st_mode & 0o777:o}, owner {st.st_uid})")
         self.network = _network_fs_kind(path)
         self.settings = {}
+        self.uses = {}
+        self.pid = os.getpid()
         # A network file system cannot share WAL's memory map coherently:
         # a rollback journal there, as Kiln's own cache does.
         if self.network:
@@ -336,6 +340,7 @@ class _Store:
         with self.transaction():
             self.db.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (digest, data))
             self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (key, name, digest))
+            self.db.execute("INSERT OR REPLACE INTO recency VALUES (?, ?, ?)", (key, name, int(time.time())))
 
     def put_group(self, key, name, members):
         """members: {filename: (sha256, bytes or None)}; bytes where the blob
@@ -348,13 +353,38 @@ class _Store:
             self.db.execute("DELETE FROM groups WHERE key = ? AND name = ?", (key, name))
             self.db.executemany("INSERT INTO groups VALUES (?, ?, ?, ?)",
                                 [(key, name, m, d) for m, (d, _) in members.items()])
+            self.db.execute("INSERT OR REPLACE INTO recency VALUES (?, ?, ?)", (key, name, int(time.time())))
+
+    def used(self, key, name, when):
+        """Notes a hit on an entry last marked used at ``when`` (None: never).
+        Uses are kept in memory and written in one transaction when the
+        process exits, and only for entries not marked within the day: the
+        warm path writes nothing. gc evicts by this recency."""
+        if when is None or when < time.time() - _RECENCY_GRAIN:
+            with self.lock:
+                if not self.uses:
+                    import atexit
+                    atexit.register(self.flush_uses)
+                self.uses[(key, name)] = int(time.time())
+
+    def flush_uses(self):
+        if not self.uses or self.pid != os.getpid():
+            return
+        uses, self.uses = self.uses, {}
+        try:
+            with self.transaction():
+                self.db.executemany("INSERT OR REPLACE INTO recency VALUES (?, ?, ?)",
+                                    [(k, n, t) for (k, n), t in uses.items()])
+        except sqlite3.Error:
+            pass  # recency only orders gc's evictions
 
     def drop_damaged(self, digest):
         """Removes a blob whose bytes no longer match its digest, so that the
         next publish of that content stores it again."""
         with self.transaction():
             row = self.db.execute("SELECT data FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
-            if row is not None and hashlib.sha256(row[0]).digest() != digest:
+            if row is not None and (not isinstance(row[0], bytes)
+                                    or hashlib.sha256(row[0]).digest() != digest):
                 self.db.execute("DELETE FROM blobs WHERE sha256 = ?", (digest,))
 
     def get_group(self, key, name):
@@ -362,14 +392,16 @@ class _Store:
         come from the records' headers, without reading the blobs."""
         with self.lock:
             return self.db.execute(
-                "SELECT g.member, g.sha256, length(b.data) FROM groups g LEFT JOIN blobs b "
-                "ON b.sha256 = g.sha256 WHERE g.key = ? AND g.name = ?", (key, name)).fetchall()
+                "SELECT g.member, g.sha256, length(b.data), r.used FROM groups g LEFT JOIN blobs b "
+                "ON b.sha256 = g.sha256 LEFT JOIN recency r ON r.key = g.key AND r.name = g.name "
+                "WHERE g.key = ? AND g.name = ?", (key, name)).fetchall()
 
     def get_file(self, key, name):
         with self.lock:
             return self.db.execute(
-                "SELECT f.sha256, length(b.data) FROM files f LEFT JOIN blobs b "
-                "ON b.sha256 = f.sha256 WHERE f.key = ? AND f.name = ?", (key, name)).fetchone()
+                "SELECT f.sha256, length(b.data), r.used FROM files f LEFT JOIN blobs b "
+                "ON b.sha256 = f.sha256 LEFT JOIN recency r ON r.key = f.key AND r.name = f.name "
+                "WHERE f.key = ? AND f.name = ?", (key, name)).fetchone()
 
     def blob(self, digest):
         """The blob's bytes if they match their digest; a damaged one is
@@ -378,7 +410,7 @@ class _Store:
             row = self.db.execute("SELECT data FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
         if row is None:
             return None
-        if hashlib.sha256(row[0]).digest() != digest:
+        if not isinstance(row[0], bytes) or hashlib.sha256(row[0]).digest() != digest:
             self.drop_damaged(digest)
             return None
         return row[0]
@@ -442,6 +474,7 @@ class _Transaction:
             self.store.lock.release()
 
 
+_RECENCY_GRAIN = 86400  # seconds: how stale a use may be before it is written
 _stores = {}
 _stores_lock = threading.Lock()
 _materialized = {}  # path -> size, of files this process found or wrote whole
@@ -940,6 +973,7 @@ class CacheManager:
             digest = hashlib.sha256(data).digest()
             self._store.put_file(self.key, filename, data, digest)
             return self._store.materialize(digest, filename, len(data), data)
+        self._store.used(self.key, filename, row[2])
         return self._store.materialize(row[0], filename, row[1])
 
     def put(self, data, filename, binary=True):
@@ -970,7 +1004,7 @@ class CacheManager:
             self._store.put_group(self.key, filename, staged)
             return {m: self._store.materialize(digest, m, len(d), d) for m, (digest, d) in staged.items()}
         group = {}
-        for member, digest, size in rows:
+        for member, digest, size, _ in rows:
             path = self._store.materialize(digest, member, size) if size is not None else None
             if path is None:
                 import warnings
@@ -978,6 +1012,7 @@ class CacheManager:
                               f"member {member} is missing or damaged; compiling again")
                 return None
             group[member] = path
+        self._store.used(self.key, filename, rows[0][3])
         return group
 
     def put_group(self, filename, group):
@@ -997,3 +1032,290 @@ class CacheManager:
                                {m: d for m, (_, d) in members.items()})
         self._staged.clear()
         return group.get(filename)
+
+
+# --- Administration: python -m kiln.triton ls|verify|gc|export|import|config ---
+
+def _size(text):
+    m = re.fullmatch(r"(\d+)([KMGT]?)i?B?", text.strip(), re.IGNORECASE)
+    if not m:
+        raise InvalidArgumentError(f"'{text}' is not a size (500M, 2G, 1048576)")
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
+
+
+def _age(text):
+    m = re.fullmatch(r"(\d+)([smhdw])", text.strip())
+    if not m:
+        raise InvalidArgumentError(f"'{text}' is not an age (30d, 12h, 90m)")
+    return int(m.group(1)) * dict(s=1, m=60, h=3600, d=86400, w=604800)[m.group(2)]
+
+
+def _entries(store):
+    """Every group and file: [{kind, key, name, members: {member: sha256}, bytes, used}]."""
+    db = store.db
+    out = {}
+    for kind, query in (("group", "SELECT g.key, g.name, g.member, g.sha256, length(b.data) FROM "
+                                  "groups g LEFT JOIN blobs b ON b.sha256 = g.sha256"),
+                        ("file", "SELECT f.key, f.name, f.name, f.sha256, length(b.data) FROM "
+                                 "files f LEFT JOIN blobs b ON b.sha256 = f.sha256")):
+        for key, name, member, digest, size in db.execute(query):
+            e = out.setdefault((kind, key, name), dict(kind=kind, key=key, name=name, members={},
+                                                       bytes=0, missing=[], used=0))
+            e["members"][member] = digest
+            e["bytes"] += size or 0
+            if size is None:
+                e["missing"].append(member)
+    for key, name, used in db.execute("SELECT key, name, used FROM recency"):
+        for kind in ("group", "file"):
+            if (kind, key, name) in out:
+                out[(kind, key, name)]["used"] = used
+    return sorted(out.values(), key=lambda e: (e["used"], e["kind"], e["key"], e["name"]))
+
+
+def _ls(store, args):
+    rows = _entries(store)
+    if args.json:
+        print(json.dumps([dict(e, members=sorted(e["members"])) for e in rows], indent=1))
+        return 0
+    for e in rows:
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(e["used"])) if e["used"] else "-"
+        print(f"{e['kind']:5} {e['key'][:16]}  {e['name']:40} {len(e['members']):3} files "
+              f"{e['bytes']:>10} B  used {used}")
+    total = store.db.execute("SELECT count(*), coalesce(sum(length(data)), 0) FROM blobs").fetchone()
+    print(f"{sum(e['kind'] == 'group' for e in rows)} groups, {sum(e['kind'] == 'file' for e in rows)} "
+          f"files, {total[0]} blobs, {total[1]} bytes")
+    return 0
+
+
+def verify_cache(store):
+    """Every problem of a Triton cache file as a list of strings: blobs whose
+    bytes do not match their digest, groups and files whose members are
+    missing, and materialized files that differ from their blob."""
+    problems = []
+    for digest, data in store.db.execute("SELECT sha256, data FROM blobs"):
+        if not isinstance(data, bytes) or hashlib.sha256(data).digest() != digest:
+            problems.append(f"blob {digest.hex()}: its bytes do not match their SHA-256")
+    for e in _entries(store):
+        for member in e["missing"]:
+            problems.append(f"{e['kind']} {e['key']}/{e['name']}: member {member} has no blob")
+    known = {d.hex()[:32]: d for (d,) in store.db.execute("SELECT sha256 FROM blobs")}
+    for entry in sorted(os.listdir(store.files)):
+        path = os.path.join(store.files, entry)
+        digest = known.get(entry.split(".", 1)[0])
+        if entry.startswith(".tmp-") or digest is None:
+            continue  # a write under way, or a file of an entry gc evicted
+        st = os.lstat(path)
+        if (st.st_mode & 0o7777) != 0o400 or (st.st_mode & 0o170000) != 0o100000:
+            problems.append(f"file {path}: mode {st.st_mode & 0o7777:o}, not a read-only (0400) file")
+            continue
+        with open(path, "rb") as f:
+            if hashlib.sha256(f.read()).digest() != digest:
+                problems.append(f"file {path}: differs from its blob (it is replaced when next used)")
+    return problems
+
+
+def _verify(store, args):
+    problems = verify_cache(store)
+    if args.json:
+        print(json.dumps({"ok": not problems, "problems": problems}, indent=1))
+    else:
+        for p in problems:
+            print(p)
+        print(f"{store.path}: " + ("ok" if not problems else f"{len(problems)} problems"))
+    return 1 if problems else 0
+
+
+def gc_cache(store, max_size=None, older_than=None, dry_run=False):
+    """Evicts least recently used groups and files: those unused for
+    ``older_than`` seconds, then the oldest until the blobs take at most
+    ``max_size`` bytes; then blobs nothing uses and their files beside the
+    cache, and gives the space back. Returns (entries evicted, bytes freed)."""
+    with store.transaction():
+        rows = _entries(store)
+        sizes = dict(store.db.execute("SELECT sha256, length(data) FROM blobs"))
+        refs = {}
+        for e in rows:
+            for d in set(e["members"].values()):
+                refs[d] = refs.get(d, 0) + 1
+        total = sum(sizes.values())
+        now, evict = time.time(), []
+        for e in rows:  # least recently used first
+            old = older_than is not None and e["used"] < now - older_than
+            big = max_size is not None and total > max_size
+            if not (old or big):
+                continue
+            evict.append(e)
+            for d in set(e["members"].values()):
+                refs[d] -= 1
+                if refs[d] == 0:
+                    total -= sizes.get(d, 0)
+        dead = [d for d, n in refs.items() if n == 0] + [d for d in sizes if d not in refs]
+        freed = sum(sizes.get(d, 0) for d in dead)
+        if not dry_run:
+            for e in evict:
+                table = "groups" if e["kind"] == "group" else "files"
+                store.db.execute(f"DELETE FROM {table} WHERE key = ? AND name = ?", (e["key"], e["name"]))
+                store.db.execute("DELETE FROM recency WHERE key = ? AND name = ? AND NOT EXISTS "
+                                 "(SELECT 1 FROM groups WHERE key = ?1 AND name = ?2) AND NOT EXISTS "
+                                 "(SELECT 1 FROM files WHERE key = ?1 AND name = ?2)", (e["key"], e["name"]))
+            store.db.executemany("DELETE FROM blobs WHERE sha256 = ?", [(d,) for d in dead])
+    if not dry_run:
+        gone = {d.hex()[:32] for d in dead}
+        for entry in os.listdir(store.files):
+            if entry.split(".", 1)[0] in gone:
+                try:
+                    os.unlink(os.path.join(store.files, entry))
+                except FileNotFoundError:
+                    pass
+        _materialized.clear()
+        store.db.execute("VACUUM")
+    return len(evict), freed
+
+
+def _gc(store, args):
+    n, freed = gc_cache(store, _size(args.max_size) if args.max_size else None,
+                        _age(args.older_than) if args.older_than else None, args.dry_run)
+    verb = "would evict" if args.dry_run else "evicted"
+    print(json.dumps({"evicted": n, "bytes": freed, "dry_run": args.dry_run}) if args.json
+          else f"{verb} {n} entries, {freed} bytes")
+    return 0
+
+
+_BUNDLE_IDENT = "triton-bundle"
+
+
+def export_cache(store, path, keys=()):
+    """Writes a bundle of the entries (all, or those whose Triton key or name
+    is in ``keys``): one value as the Redis tier holds them (SHA-256s, signed
+    with KILN_SIGNING_KEY). Returns the number of entries."""
+    rows = [e for e in _entries(store) if not keys or e["key"] in keys or e["name"] in keys]
+    if any(e["missing"] for e in rows):
+        raise InvalidArgumentError("the cache has entries with missing blobs: run verify")
+    manifest = [dict(kind=e["kind"], key=e["key"], name=e["name"],
+                     members={m: d.hex() for m, d in e["members"].items()}) for e in rows]
+    members = {"manifest.json": json.dumps(manifest, sort_keys=True).encode()}
+    for e in rows:
+        for d in e["members"].values():
+            members.setdefault(d.hex(), store.db.execute("SELECT data FROM blobs WHERE sha256 = ?",
+                                                         (d,)).fetchone()[0])
+    _refuse_cache_file(store, path)
+    data = encode_value(_BUNDLE_IDENT, members, _signing_key())
+    fd, temp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".kiln-export-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(temp, path)
+    return len(rows)
+
+
+def import_cache(store, path):
+    """Checks a bundle whole (checksums, every blob against its digest, the
+    signature as KILN_SIGNING_KEY and KILN_REQUIRE_SIGNED or the cache's
+    setting decide), then writes it in one transaction. Returns the number
+    of entries; raises CorruptError, writing nothing, when a check fails."""
+    _refuse_cache_file(store, path)
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        members = decode_value(data, _BUNDLE_IDENT, _signing_key(), _signatures_required(store))
+        manifest = json.loads(members["manifest.json"])
+        for e in manifest:
+            for m, d in e["members"].items():
+                if hashlib.sha256(members[d]).hexdigest() != d:
+                    raise _Rejected(f"{e['key']}/{m} is damaged")
+    except (_Rejected, KeyError, ValueError, TypeError) as e:
+        raise CorruptError(f"{path}: not imported: {e}") from None
+    with store.transaction():
+        for e in manifest:
+            store.db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)",
+                                 [(bytes.fromhex(d), members[d]) for d in e["members"].values()])
+            if e["kind"] == "group":
+                store.db.execute("DELETE FROM groups WHERE key = ? AND name = ?", (e["key"], e["name"]))
+                store.db.executemany("INSERT INTO groups VALUES (?, ?, ?, ?)",
+                                     [(e["key"], e["name"], m, bytes.fromhex(d)) for m, d in e["members"].items()])
+            else:
+                (d,) = e["members"].values()
+                store.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (e["key"], e["name"], bytes.fromhex(d)))
+    return len(manifest)
+
+
+def _refuse_cache_file(store, path):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            own = os.stat(store.path + suffix)
+        except FileNotFoundError:
+            continue
+        if (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino):
+            raise InvalidArgumentError(f"'{path}' is the cache itself (or its {suffix or 'file'})")
+
+
+def _export(store, args):
+    n = export_cache(store, args.file, args.keys)
+    print(json.dumps({"entries": n, "signed": _signing_key() is not None}) if args.json
+          else f"exported {n} entries to {args.file}" + (" (signed)" if _signing_key() else ""))
+    return 0
+
+
+def _import(store, args):
+    n = import_cache(store, args.file)
+    print(json.dumps({"entries": n}) if args.json else f"imported {n} entries")
+    return 0
+
+
+def _config(store, args):
+    if args.value is not None:
+        if args.name != "require_signed" or args.value not in ("0", "1"):
+            raise InvalidArgumentError("the setting is require_signed, 0 or 1")
+        with store.transaction():
+            store.db.execute("INSERT OR REPLACE INTO settings VALUES ('require_signed', ?)", (args.value,))
+        store.settings.clear()
+    required = _signatures_required(store)
+    source = ("KILN_REQUIRE_SIGNED" if os.environ.get("KILN_REQUIRE_SIGNED") == "1"
+              else "setting" if store.setting("require_signed") is not None else "default")
+    print(json.dumps({"require_signed": required, "source": source}) if args.json
+          else f"require_signed {int(required)} ({source})")
+    return 0
+
+
+def main(argv=None):
+    """``python -m kiln.triton [--cache PATH] COMMAND``: Triton's cache file
+    (``kiln.triton:CacheManager``) as kiln-inspect handles Kiln's."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m kiln.triton",
+                                     description="Inspect and manage Kiln's Triton cache file")
+    parser.add_argument("--cache", default=None, help="the Triton cache file (default: $KILN_TRITON_CACHE, "
+                        "else triton.db beside Kiln's default cache)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("ls", "verify", "gc", "export", "import", "config"):
+        p = sub.add_parser(name)
+        p.add_argument("--json", action="store_true")
+        if name == "gc":
+            p.add_argument("--max-size")
+            p.add_argument("--older-than")
+            p.add_argument("--dry-run", action="store_true")
+        elif name == "export":
+            p.add_argument("file")
+            p.add_argument("keys", nargs="*", help="Triton keys or group names (default: all)")
+        elif name == "import":
+            p.add_argument("file")
+        elif name == "config":
+            p.add_argument("name", nargs="?", default="require_signed")
+            p.add_argument("value", nargs="?")
+    args = parser.parse_args(argv)
+    path = args.cache or triton_cache_path()
+    if args.command != "import" and not os.path.exists(path):
+        sys.stderr.write(f"kiln.triton: {path}: no such cache file\n")
+        return 2
+    try:
+        store = _store(path)
+        return globals()["_" + args.command](store, args)
+    except (InvalidArgumentError, UnavailableError, CorruptError, OSError) as e:
+        sys.stderr.write(f"kiln.triton {args.command}: {e}\n")
+        return 2 if isinstance(e, InvalidArgumentError) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

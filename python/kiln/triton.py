@@ -37,7 +37,7 @@ import threading
 import time
 import urllib.parse
 
-from . import CorruptError, InternalError, InvalidArgumentError, UnavailableError, present_target
+from ._errors import CorruptError, InternalError, InvalidArgumentError, UnavailableError
 
 #: The Triton release whose LLVM IR Kiln's LLVM 22 parses (README, "Triton").
 TRITON_VERSION = "3.7.1"
@@ -227,6 +227,7 @@ def load(name, cache, target=None):
     names (by closure key), so a kernel and its metadata never come from two
     different compiles. Raises UnavailableError when there is no GPU."""
     if target is None:
+        from . import present_target
         target = present_target()
         if target == "host":
             raise UnavailableError(f"no GPU here to load Triton kernel '{name}' on (Kiln's "
@@ -320,9 +321,13 @@ class _Store:
         else:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
-        with self.transaction():
-            for statement in _SCHEMA.strip().split(";"):
-                if statement.strip():
+        # The schema is written only when a table is missing: a process
+        # that finds it whole opens the file without a write transaction.
+        statements = [t.strip() for t in _SCHEMA.strip().split(";") if t.strip()]
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not all(t.split()[5] in tables for t in statements):
+            with self.transaction():
+                for statement in statements:
                     self.db.execute(statement)
 
     def transaction(self):

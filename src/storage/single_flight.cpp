@@ -80,6 +80,7 @@ std::string describe_holder(const ClaimHolder& h) {
 
 // One key on its way.
 enum class Phase {
+  pending,      ///< not claimed yet
   queued,       ///< to work on here
   running,      ///< being worked on here
   local_wait,   ///< claimed by another process on this cache
@@ -88,7 +89,7 @@ enum class Phase {
 };
 
 struct Key {
-  Phase phase = Phase::queued;
+  Phase phase = Phase::pending;
   bool claimed = false; ///< we hold its local claim
   bool leased = false;  ///< we hold its remote lease
   ClaimState seen;      ///< local_wait: the claim as last read
@@ -123,6 +124,7 @@ public:
                                                    std::to_string(threads) + ": " + e.what());
         std::lock_guard lock(mu_);
         queue_.clear();
+        pending_.clear();
         finished_ = true;
       }
     }
@@ -156,33 +158,61 @@ public:
   }
 
 private:
-  // Claims every key at once; the rest of each key's way follows from it.
+  // Keys are claimed a batch at a time, as this process's workers need
+  // work (claim_batch): processes that start together on one unit share
+  // its keys, each compiling a part, instead of the first claiming all.
   void start() {
     const Clock::time_point now = Clock::now();
-    for (Key& k : state_)
-      k.wait_started = k.seen_at = now;
-    if (!options_.enabled || keys_.empty()) {
-      for (size_t i = 0; i < keys_.size(); ++i)
-        queue_.push_back(i);
-      return;
-    }
-    auto claims = records_.claim(me_, keys_, {});
-    leasing_ = storage_.leasing();
     for (size_t i = 0; i < keys_.size(); ++i) {
+      state_[i].wait_started = state_[i].seen_at = now;
+      state_[i].phase = Phase::pending;
+      pending_.push_back(i);
+    }
+    if (!options_.enabled) {
+      for (size_t i : pending_)
+        state_[i].phase = Phase::queued;
+      queue_.swap(pending_);
+    }
+    leasing_ = options_.enabled && storage_.leasing();
+  }
+
+  // Claims the next keys; those another process holds are waited for.
+  // Called by one worker at a time, without mu_ held.
+  void claim_batch(const std::vector<size_t>& batch) {
+    std::vector<Hash128> keys;
+    for (size_t i : batch)
+      keys.push_back(keys_[i]);
+    auto claims = records_.claim(me_, keys, {});
+    for (size_t n = 0; n < batch.size(); ++n) {
+      size_t i = batch[n];
       if (!claims) {
-        queue_.push_back(i); // no claims here (read-only, busy): work on it
+        enqueue(i); // no claims here (read-only, busy): work on it
         continue;
       }
-      const ClaimState& c = (*claims)[i];
+      const ClaimState& c = (*claims)[n];
       if (c.held && c.holder.id != me_.id) {
+        std::lock_guard lock(mu_);
         state_[i].phase = Phase::local_wait;
         state_[i].seen = c;
+        state_[i].seen_at = state_[i].wait_started = Clock::now();
         continue;
       }
-      state_[i].claimed = c.held;
-      any_claimed_ = any_claimed_ || c.held;
+      {
+        std::lock_guard lock(mu_);
+        state_[i].claimed = c.held;
+        any_claimed_ = any_claimed_ || c.held;
+      }
       lease_or_wait(i);
     }
+    watch_cv_.notify_one();
+  }
+
+  /// How many keys a worker claims at once: a larger batch while many are
+  /// left (fewer transactions), down to one per worker near the end (the
+  /// last keys spread over the processes).
+  size_t batch_size() const {
+    const size_t least = std::min<size_t>(std::max(1u, options_.threads), 32);
+    return std::clamp<size_t>(pending_.size() / 8, least, 32);
   }
 
   // A key claimed here: leased in the remote tier too, or waited for there.
@@ -218,7 +248,23 @@ private:
       size_t i;
       {
         std::unique_lock lock(mu_);
-        work_cv_.wait(lock, [&] { return finished_ || !queue_.empty(); });
+        work_cv_.wait(lock, [&] {
+          return finished_ || !queue_.empty() || (!pending_.empty() && !claiming_);
+        });
+        if (queue_.empty() && !pending_.empty() && !claiming_) {
+          claiming_ = true;
+          std::vector<size_t> batch;
+          for (size_t n = batch_size(); n-- && !pending_.empty();) {
+            batch.push_back(pending_.front());
+            pending_.pop_front();
+          }
+          lock.unlock();
+          claim_batch(batch);
+          lock.lock();
+          claiming_ = false;
+          work_cv_.notify_all();
+          continue;
+        }
         if (queue_.empty())
           return;
         i = queue_.front();
@@ -457,6 +503,8 @@ private:
   const ClaimHolder me_;
   std::vector<Key> state_;
   std::deque<size_t> queue_;
+  std::deque<size_t> pending_; ///< keys not claimed yet, in order
+  bool claiming_ = false;      ///< a worker is in claim_batch
   std::mutex mu_; ///< guards state_'s phases, queue_, finished_
   std::condition_variable work_cv_, watch_cv_, beat_cv_;
   bool finished_ = false;

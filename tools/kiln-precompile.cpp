@@ -246,6 +246,16 @@ int precompile_main(int argc, char** argv) {
         std::fprintf(stderr, "%skiln: planning: %zu jobs found, %zu extracted (%s)%s",
                      tty ? "\r\033[K" : "", p.total, p.done, shown(p.target).c_str(),
                      tty ? "" : "\n");
+      } else if (p.status.rfind("waiting", 0) == 0 && !tty) {
+        // Jobs other processes compile (single-flight): a log says whom
+        // this one waits for, every 5 s at most.
+        auto now = std::chrono::steady_clock::now();
+        if (last != std::chrono::steady_clock::time_point() &&
+            now - last < std::chrono::seconds(5))
+          return;
+        last = now;
+        std::fprintf(stderr, "kiln: [%zu/%zu] %s %s (%s)\n", p.done, p.total,
+                     shown(p.status).c_str(), shown(p.entry).c_str(), shown(p.target).c_str());
       } else if (tty) {
         std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s (%s)", p.done, p.total,
                      shown(p.status).c_str(), shown(p.entry).c_str(), shown(p.target).c_str());

@@ -178,11 +178,19 @@ private:
 
   // Claims the next keys; those another process holds are waited for.
   // Called by one worker at a time, without mu_ held.
-  void claim_batch(const std::vector<size_t>& batch) {
+  void claim_batch(const std::vector<size_t>& all) {
+    // What another process stored since this one looked is done: no claim.
+    std::vector<size_t> batch;
     std::vector<Hash128> keys;
-    for (size_t i : batch)
-      keys.push_back(keys_[i]);
+    for (size_t i : all)
+      if (!stored(i, Clock::now())) {
+        batch.push_back(i);
+        keys.push_back(keys_[i]);
+      }
+    if (batch.empty())
+      return;
     auto claims = records_.claim(me_, keys, {});
+    std::vector<Hash128> release;
     for (size_t n = 0; n < batch.size(); ++n) {
       size_t i = batch[n];
       if (!claims) {
@@ -202,8 +210,18 @@ private:
         state_[i].claimed = c.held;
         any_claimed_ = any_claimed_ || c.held;
       }
+      // Another process may have stored it since this one looked (and let
+      // go of its claim): then there is nothing to do.
+      if (c.held && stored(i, Clock::now())) {
+        release.push_back(keys_[i]);
+        std::lock_guard lock(mu_);
+        state_[i].claimed = false;
+        continue;
+      }
       lease_or_wait(i);
     }
+    if (!release.empty())
+      (void)records_.release_claims(me_.id, release);
     watch_cv_.notify_one();
   }
 

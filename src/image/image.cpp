@@ -5,6 +5,7 @@
 #include "core/target.h"
 #include "link/nvjitlink.h"
 #include "link/plugin.h"
+#include "storage/single_flight.h"
 #include "support/elf.h"
 
 #include <cctype>
@@ -172,13 +173,38 @@ Result<std::string> fetch_or_link(storage::Storage& storage, const core::Closure
     return std::move(*have);
   KILN_TRY_ASSIGN(auto fp, linker_fingerprint(closure.target));
   core::ImageKey key = core::image_key(closure.key, arch, fp);
-  if (linked)
-    *linked = true;
-  KILN_TRY_ASSIGN(auto image, link_closure_with(storage.records(), closure, threads, nv));
-  // A store failure (read-only cache, disk full) costs the next process a
-  // relink; it does not fail this load.
-  (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), image);
-  return image;
+  auto link = [&]() -> Result<std::string> {
+    if (linked)
+      *linked = true;
+    KILN_TRY_ASSIGN(auto image, link_closure_with(storage.records(), closure, threads, nv));
+    // A store failure (read-only cache, disk full) costs the next process a
+    // relink; it does not fail this load.
+    (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), image);
+    return image;
+  };
+  // Single-flight (storage/single_flight.h): the processes that need this
+  // image at once (a fleet's precompiles, or its loads of a closure stored
+  // unlinked) link it once; the others wait for it and read it.
+  const std::vector<Hash128> claim{
+      hash128("kiln image claim\0" + closure.key.hex() + "\0" + arch + "\0" + fp)};
+  std::optional<Result<std::string>> made;
+  std::optional<std::string> found;
+  storage::FlightCalls calls;
+  calls.ready = [&](size_t) -> Result<bool> {
+    KILN_TRY_ASSIGN(auto stored, storage.get_image(closure, arch));
+    if (stored)
+      found = std::move(*stored);
+    return found.has_value();
+  };
+  calls.work = [&](size_t) { made = link(); };
+  calls.theirs = [](size_t, double) {};
+  if (Status s = storage::single_flight(storage, claim, calls, storage::flight_options(1)); !s)
+    return link(); // no thread for it: linked here, as before
+  if (found)
+    return std::move(*found);
+  if (made)
+    return std::move(*made);
+  return link();
 }
 
 Result<std::string> fetch_or_make(storage::Records& store, const core::ClosureRecord& closure,

@@ -23,21 +23,7 @@ namespace kiln::storage {
 
 namespace {
 
-constexpr const char* kClaimsTable =
-    "CREATE TABLE IF NOT EXISTS claims ("
-    "claim_key BLOB PRIMARY KEY, " // the job's key (16 bytes)
-    "holder TEXT NOT NULL, "       // one process's run (32 hex, random)
-    "host TEXT NOT NULL, "         // boot id and pid namespace: the same machine
-    "host_name TEXT NOT NULL, "    // for messages only
-    "pid INTEGER NOT NULL, "
-    "pid_start INTEGER NOT NULL, " // the process's start, in clock ticks after boot
-    "beat INTEGER NOT NULL, "      // bumped by each renewal
-    "claimed_at INTEGER NOT NULL"  // milliseconds since the epoch, for messages only
-    ") WITHOUT ROWID";
-
-constexpr const char* kClaimColumns =
-    "claim_key, holder, host, host_name, pid, pid_start, beat, claimed_at";
-
+// A row of claims, its columns in table order.
 ClaimState claim_row(const Bound& b) {
   ClaimState c;
   c.key = b.col_key(0);
@@ -74,7 +60,15 @@ Result<std::vector<ClaimState>> Store::claim(const ClaimHolder& me,
   std::vector<ClaimState> out;
   Status s = transaction([&]() -> Status {
     out.clear();
-    KILN_TRY(exec(kClaimsTable));
+    // The columns: the job's key (16 bytes); the holder's run (32 hex,
+    // random); its boot id and pid namespace (the same machine); its host
+    // name (for messages only); its pid and that process's start (clock
+    // ticks after boot); the beat each renewal bumps; the claim's wall clock
+    // in milliseconds (for messages only).
+    KILN_TRY(exec("CREATE TABLE IF NOT EXISTS claims (claim_key BLOB PRIMARY KEY, holder TEXT NOT "
+                  "NULL, host TEXT NOT NULL, host_name TEXT NOT NULL, pid INTEGER NOT NULL, "
+                  "pid_start INTEGER NOT NULL, beat INTEGER NOT NULL, claimed_at INTEGER NOT "
+                  "NULL) WITHOUT ROWID"));
     const int64_t at = now_ms();
     // A takeover first: it succeeds only while the holder and its beat are
     // still what the caller saw.
@@ -126,7 +120,8 @@ Result<std::vector<ClaimState>> Store::read_claims() {
   KILN_TRY_ASSIGN(bool any, has_claims());
   if (!any)
     return out;
-  KILN_TRY_ASSIGN(auto s, prepare((std::string("SELECT ") + kClaimColumns + " FROM claims").c_str()));
+  KILN_TRY_ASSIGN(auto s, prepare("SELECT claim_key, holder, host, host_name, pid, pid_start, "
+                                  "beat, claimed_at FROM claims"));
   Bound b(s);
   int rc;
   while ((rc = b.step()) == SQLITE_ROW)

@@ -81,6 +81,10 @@ struct PlannedRoot {
   Hash128 root;
 };
 
+/// A unit image's library name: this prefix and its closure key. A
+/// --library name never starts with it.
+constexpr const char* kUnitImagePrefix = "kiln-unit-";
+
 } // namespace
 
 struct Plan::Impl {
@@ -317,6 +321,11 @@ Result<Plan> Plan::create(const CompileRequest& request) {
   if (Status s = core::check_name(request.library, "library"); !s)
     return make_error(Code::invalid_argument,
                       s.error().message + "; give the library another name");
+  if (request.library.rfind(kUnitImagePrefix, 0) == 0)
+    return make_error(Code::invalid_argument,
+                      "library name '" + request.library + "' starts with '" + kUnitImagePrefix +
+                          "', which names the images a request's roots share; give the "
+                          "library another name");
 
   std::vector<core::TargetDesc> targets;
   std::set<std::string> seen_specs;
@@ -475,6 +484,20 @@ unsigned shard_of(const Hash128& key, unsigned count) { return unsigned(key.lo %
 // releases them (it crashed): far longer than any precompile runs.
 constexpr int64_t kLeaseSeconds = 24 * 3600;
 
+// Unit images: the roots of one request for one GPU target are linked as one
+// image, a library closure like --library's, recorded under a name made from
+// its key (kUnitImagePrefix), and each root's load finds it
+// (Store::read_best_image). An image link has a fixed cost per image
+// (nvJitLink's assembler: about 11.5 ms each; AMDGPU code generation and
+// lld), so N roots linked one by one cost N of them against the hand
+// pipeline's one ptxas or lld. Host roots keep a shared object each (see
+// ARCHITECTURE.md). A load of a root loads the whole union, so
+// a union holds at most kUnitImageMembers member jobs (one ptxas part, one
+// AMDGPU code generation part); more roots make several unions, packed in the
+// plan's order, so the same unit gives the same unions in every process and
+// at any -j.
+constexpr size_t kUnitImageMembers = 16;
+
 } // namespace
 
 namespace {
@@ -486,6 +509,9 @@ struct PendingRoot {
   core::NameRecord name;
   bool link = false;  ///< its image is to be linked
   Hash128 members;    ///< when linked: its member set's key
+  /// The library or unit image (Run::libraries) that holds its members, if
+  /// any: that image is linked instead of its own.
+  std::optional<size_t> library;
   std::optional<Status> image; ///< how linking (or finding) its image went
   bool done = false; ///< reported as it is (an error, or left to other shards)
 };
@@ -512,6 +538,7 @@ public:
     KILN_TRY(compile_jobs());
     record_closures();
     make_libraries();
+    make_unit_images();
     link_images();
     move_names();
     record_libraries();
@@ -752,9 +779,105 @@ private:
             batch->closures[i].members = batch->closures[batch->first_of_set[i]].members;
         auto lib = core::library_closure(batch->closures);
         if (lib && store.put_closure(*lib, {})) {
-          library_of[target] = libraries.size();
+          for (PendingRoot& pr : pending)
+            if (pr.link && pr.rr.target == target)
+              pr.library = libraries.size();
           libraries.push_back(lib.take());
         }
+      }
+    }
+  }
+
+  /// Unit images (kUnitImageMembers): without --library, the roots of a GPU
+  /// target are packed, in order, into unions of at most kUnitImageMembers
+  /// member jobs; a union of two member sets or more is recorded as a library
+  /// named by its key and linked instead of its roots (link_images), and each
+  /// root's load finds it. A root that failed, or is left to other shards, is
+  /// in none (the others still share theirs); a root whose members alone
+  /// pass the limit is linked on its own; a root that brings other code under
+  /// a symbol the current union has starts the next one (two roots' code
+  /// under one symbol never meet in one image). Not with a remote tier or
+  /// shards: another machine fetches a root's image by the root's closure,
+  /// so each root's own image is published there.
+  void make_unit_images() {
+    if (!p.request.library.empty() || !p.request.link_images || cache.has_remote() ||
+        p.request.shard_count > 1)
+      return;
+    std::map<std::string, std::vector<size_t>> roots_of; ///< target → its roots to link
+    for (size_t ri = 0; ri < pending.size(); ++ri)
+      if (pending[ri].link && !pending[ri].library &&
+          core::target_kind(pending[ri].rr.target) != core::TargetKind::host)
+        roots_of[pending[ri].rr.target].push_back(ri);
+    for (auto& [target, ris] : roots_of) {
+      std::set<Hash128> sets;
+      for (size_t ri : ris)
+        sets.insert(pending[ri].members);
+      if (sets.size() < 2)
+        continue; // one member set: one image already
+      std::vector<Hash128> keys;
+      for (size_t ri : ris)
+        keys.push_back(pending[ri].name.closure);
+      auto batch = store.get_closures(keys);
+      if (!batch)
+        continue; // each root links its own (and reports why not)
+      for (size_t i = 0; i < batch->closures.size(); ++i)
+        if (batch->first_of_set[i] != i)
+          batch->closures[i].members = batch->closures[batch->first_of_set[i]].members;
+      // The unions, packed in the roots' order: a root joins the current one
+      // unless it would pass the limit or bring other code under a symbol
+      // there, and then starts the next.
+      struct Union {
+        std::vector<size_t> roots; ///< indices into ris
+        std::map<std::string, Hash128> members;
+        std::set<Hash128> sets;
+      };
+      std::vector<Union> unions(1);
+      for (size_t i = 0; i < ris.size(); ++i) {
+        const core::ClosureRecord& c = batch->closures[i];
+        if (c.members.empty() || c.members.size() > kUnitImageMembers)
+          continue;
+        auto fits = [&](const Union& u) {
+          size_t added = 0;
+          for (const core::ClosureMember& m : c.members) {
+            auto it = u.members.find(m.symbol);
+            if (it == u.members.end())
+              ++added;
+            else if (!(it->second == m.job))
+              return false;
+          }
+          return u.members.size() + added <= kUnitImageMembers;
+        };
+        if (!fits(unions.back()))
+          unions.emplace_back();
+        Union& u = unions.back();
+        u.roots.push_back(i);
+        for (const core::ClosureMember& m : c.members)
+          u.members.emplace(m.symbol, m.job);
+        u.sets.insert(pending[ris[i]].members);
+      }
+      for (const Union& u : unions) {
+        if (u.sets.size() < 2)
+          continue; // its roots' own image is the union
+        std::vector<core::ClosureRecord> closures;
+        core::LibraryRecord record;
+        record.target = target;
+        for (size_t i : u.roots) {
+          closures.push_back(batch->closures[i]);
+          record.roots.push_back(pending[ris[i]].rr.name);
+        }
+        std::sort(record.roots.begin(), record.roots.end());
+        auto lib = core::library_closure(closures);
+        if (!lib)
+          continue;
+        record.closure = lib->key;
+        record.name = kUnitImagePrefix + lib->key.hex();
+        // The closure and its library row in one transaction: the row is
+        // what lets a root's load find the union's image.
+        if (!store.put_library(*lib, record))
+          continue;
+        for (size_t i : u.roots)
+          pending[ris[i]].library = libraries.size();
+        libraries.push_back(lib.take());
       }
     }
   }
@@ -776,8 +899,8 @@ private:
       for (size_t ri = 0; ri < pending.size(); ++ri) {
         if (!pending[ri].link)
           continue;
-        if (auto l = library_of.find(pending[ri].rr.target); l != library_of.end()) {
-          in_library.emplace_back(ri, l->second);
+        if (pending[ri].library) {
+          in_library.emplace_back(ri, *pending[ri].library);
           continue;
         }
         auto [it, first] = leader_of.emplace(pending[ri].members, ri);
@@ -907,6 +1030,8 @@ private:
       for (const LibraryReport& l : rep.libraries)
         if (auto k = parse_hash128(l.closure))
           gc.keep.push_back(*k);
+      for (const core::ClosureRecord& u : libraries) // the unit images too
+        gc.keep.push_back(u.key);
       if (auto evicted = store.gc(gc))
         rep.evicted_closures = evicted->evicted_closures.size();
     }
@@ -924,8 +1049,8 @@ private:
   std::mutex progress_mu;
   size_t done = 0, total = 0;
   std::vector<PendingRoot> pending;
+  /// The --library closures and the unit images' (PendingRoot::library).
   std::vector<core::ClosureRecord> libraries;
-  std::map<std::string, size_t> library_of; ///< target -> its library
 };
 
 Result<CompileReport> Plan::Impl::run(storage::Storage& cache) { return Run(*this, cache).run(); }

@@ -47,27 +47,6 @@ int fail_usage(const std::string& msg, bool json) {
   return fail(kiln::make_error(kiln::Code::invalid_argument, msg), json, kExitUsage);
 }
 
-/// The first failed job, else the first failed root, of a report that is
-/// not ok(), as an error. Their own codes are not reported, so: internal.
-kiln::Error first_failure(const kiln::CompileReport& report) {
-  for (const kiln::JobReport& j : report.jobs)
-    if (j.status == kiln::JobStatus::failed)
-      return kiln::make_error(kiln::Code::internal, "job " + j.key + " (" + j.entry + ", " +
-                                                        j.target + ") failed: " + j.error)
-          .with_entry(j.entry)
-          .with_target(j.target)
-          .with_job(j.key);
-  for (const kiln::RootReport& r : report.roots)
-    if (!r.error.empty())
-      return kiln::make_error(kiln::Code::internal,
-                              "root " + r.name + " (" + r.target + "): " + r.error)
-          .with_entry(r.name)
-          .with_target(r.target);
-  for (const kiln::LibraryReport& l : report.libraries)
-    if (!l.error.empty())
-      return kiln::make_error(kiln::Code::internal, l.error).with_target(l.target);
-  return kiln::make_error(kiln::Code::internal, "the precompile failed");
-}
 
 // What a crash writes: prepared before anything can crash, since a signal
 // handler may only write(2) and _exit.
@@ -398,7 +377,7 @@ int precompile_main(int argc, char** argv) {
     }
     // A failed job or root fails the run: the first one is its error.
     if (!report->ok())
-      out.update(kiln::tools::error_json(first_failure(*report), kExitFailed));
+      out.update(kiln::tools::error_json(*report->first_failure(), kExitFailed));
     std::cout << kiln::tools::json_text(std::move(out)) << "\n";
   } else if (explain) {
     for (const kiln::JobReport& j : report->jobs)

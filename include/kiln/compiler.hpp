@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -142,6 +143,10 @@ struct CompileReport {
   bool memo_hit = false;       ///< answered from the request memo: nothing parsed
   std::vector<std::string> warnings; ///< e.g. IR built for another GPU than its target
   bool ok() const;             ///< (defined in libkiln)
+  /// The first failed job, else root, else library, as an error naming it
+  /// (code internal: their own codes are not kept); nullopt when ok().
+  /// (defined in libkiln)
+  std::optional<Error> first_failure() const;
 };
 
 /// Compile-or-hit: the request memo first, else Plan::create + run (input

@@ -3,7 +3,7 @@
 // Compile-or-load parses and keys the unit, then asks the loader for the
 // root's closure by key: a hit loads without compiling or writing anything;
 // a miss compiles, stores and links through Plan::run, then loads.
-#include "driver/driver.h"
+#include "driver/request.h"
 #include "storage/records.h"
 #include "memo/memo.h"
 #include "memo/record.h"
@@ -42,7 +42,7 @@ Result<CompileReport> compile(const CompileRequest& request, const Cache& cache)
   if (!cache.raw())
     return make_error(Code::invalid_argument, "compile: the cache handle is empty");
   KILN_TRY_ASSIGN(storage::Storage * st, cache.raw()->store());
-  return driver::compile_in(request, st->records());
+  return request::answer(request, {"", &st->records()});
 }
 
 Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
@@ -129,7 +129,7 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     }
   }
 
-  KILN_TRY_ASSIGN(auto plan, Plan::create(req));
+  KILN_TRY_ASSIGN(auto plan, request::plan(req));
 
   // The closure key follows from the unit alone: if the cache holds that
   // closure, its jobs are there too, and loading it is the whole answer.
@@ -151,30 +151,18 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
       // read-only cache, or one whose closure a gc took since, still loads.
       if (auto k = parse_hash128(rr.closure))
         (void)memo::point_root(st->records(), rr, *k, memo::unit_of(req));
-      if (memo)
-        (void)memo::memo_record(st->records(), *memo, described, plan.toolchain_files());
+      request::record(st->records(), memo, plan, described);
       return Loaded{Image::adopt(img.take().release()), std::move(described), true};
     }
   }
 
-  auto report = driver::run_in(plan, st->records());
+  auto report = request::run(plan, st->records());
   if (!report)
     return about_root(report.error(), described.roots.front());
-  if (memo)
-    (void)memo::memo_record(st->records(), *memo, *report, plan.toolchain_files());
-  for (const JobReport& j : report->jobs)
-    if (j.status == JobStatus::failed)
-      return make_error(Code::internal, "job '" + j.entry + "' (" + j.key + ") for target " +
-                                            j.target + " failed: " + j.error)
-          .with_entry(j.entry)
-          .with_target(j.target)
-          .with_job(j.key);
+  request::record(st->records(), memo, plan, *report);
+  if (auto failed = report->first_failure())
+    return *failed;
   const RootReport& root = report->roots.front();
-  if (!root.error.empty())
-    return make_error(Code::internal, "root '" + root.name + "' for target " + root.target +
-                                          ": " + root.error)
-        .with_entry(root.name)
-        .with_target(root.target);
   auto img = runtime::load_image(c, root.closure, root.target);
   if (!img)
     return about_root(img.error(), root);
@@ -513,7 +501,7 @@ kiln_status kiln_compile(kiln_cache* cache, const kiln_compile_options* options,
     auto opened = cache->store();
     if (!opened)
       return fail(opened.error());
-    auto report = kiln::driver::compile_in(req, (*opened)->records());
+    auto report = kiln::request::answer(req, {"", &(*opened)->records()});
     if (!report)
       return fail(report.error());
     *out = make_result(report.take());

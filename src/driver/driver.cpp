@@ -1061,117 +1061,12 @@ struct PlanAccess {
 
 namespace driver {
 
-namespace {
-
-// A plan run over an open cache, with the request's remote tier; the
-// request memoised when it has a key.
-Result<CompileReport> run_plan(Plan::Impl& impl, storage::Records& store,
-                               storage::remote::Remote remote, const std::optional<Hash128>& memo,
-                               const std::vector<std::string>& toolchain_files) {
-  // Nothing is compiled for a cache that cannot take it.
-  if (store.read_only())
-    return store.read_only_error("compile into it");
-  // Whoever compiles into a cache writes to it: it closes as a writer.
-  store.end_deferral();
-  KILN_TRY_ASSIGN(auto cache, storage::Storage::over(store, std::move(remote)));
-  auto report = impl.run(*cache);
-  if (report && memo) // an optimisation
-    (void)memo::memo_record(store, *memo, *report, toolchain_files);
-  return report;
+Result<CompileReport> run_plan(Plan& plan, storage::Storage& cache) {
+  return PlanAccess::of(plan).run(cache);
 }
 
-} // namespace
-
-Result<CompileReport> compile_in(const CompileRequest& request, storage::Records& store) {
-  KILN_TRY_ASSIGN(auto remote,
-                  storage::remote::configured(request.remote, request.remote_read_only));
-  std::optional<Hash128> memo = memo::memo_key(request);
-  if (memo) {
-    KILN_TRY_ASSIGN(auto hit, memo::memo_replay(store, *memo, request));
-    if (hit)
-      return std::move(*hit);
-  }
-  // A memo miss compiles (almost always): a code generation worker starts
-  // now, its start (loading LLVM) overlapping the reading, planning and
-  // lookups, rather than after them.
-  codegen::prestart_workers(1);
-  KILN_TRY_ASSIGN(auto plan, Plan::create(request));
-  return run_plan(PlanAccess::of(plan), store, std::move(remote), memo, plan.toolchain_files());
-}
-
-Result<CompileReport> run_in(Plan& plan, storage::Records& store) {
-  const CompileRequest& request = PlanAccess::of(plan).request;
-  KILN_TRY_ASSIGN(auto remote,
-                  storage::remote::configured(request.remote, request.remote_read_only));
-  return run_plan(PlanAccess::of(plan), store, std::move(remote), std::nullopt, {});
-}
+const CompileRequest& request_of(Plan& plan) { return PlanAccess::of(plan).request; }
 
 } // namespace driver
 
-Result<CompileReport> compile(const CompileRequest& request, const std::string& cache_path) {
-  KILN_TRY_ASSIGN(auto remote,
-                  storage::remote::configured(request.remote, request.remote_read_only));
-  // No key for a sharded run (its report is partial) or one that publishes
-  // to a shared tier: those always go through the plan.
-  std::optional<Hash128> memo = memo::memo_key(request);
-  KILN_TRY_ASSIGN(auto hit, memo::memo_answer(request, cache_path, memo));
-  if (hit)
-    return std::move(*hit);
-  // A memo miss compiles (almost always): a code generation worker starts
-  // now, overlapping the plan and the cache's opening (compile_in).
-  codegen::prestart_workers(1);
-  // The plan before the cache: bad input creates no cache.
-  KILN_TRY_ASSIGN(auto plan, Plan::create(request));
-  KILN_TRY_ASSIGN(auto store, storage::open_records(cache_path));
-  return driver::run_plan(*plan.impl_, *store, std::move(remote), memo, plan.toolchain_files());
-}
-
 } // namespace kiln
-
-// libkiln's entry point, for a memo miss in a process that linked only the
-// loader (kiln-precompile, compile_on_demand): plain C over encoded bytes
-// (memo/compiler_plugin.h). Nothing may unwind out of it.
-namespace {
-
-// The reply in memory the caller releases through the reply itself.
-int hand_over(const kiln::Result<kiln::CompileReport>& out, kiln_plugin_reply* reply) {
-  std::string bytes = kiln::memo::encode_reply(out);
-  char* data = static_cast<char*>(std::malloc(bytes.size()));
-  if (!data)
-    return 2;
-  std::memcpy(data, bytes.data(), bytes.size());
-  *reply = {data, bytes.size(), [](char* d) { std::free(d); }};
-  return 0;
-}
-
-} // namespace
-
-extern "C" __attribute__((visibility("default"))) int
-kiln_compiler_compile_v2(const char* request, size_t request_size, const char* cache_path,
-                         kiln_plugin_progress_fn progress, void* context,
-                         kiln_plugin_reply* reply) {
-  if (!reply)
-    return 1;
-  *reply = {nullptr, 0, nullptr};
-  try {
-    return hand_over([&]() -> kiln::Result<kiln::CompileReport> {
-      KILN_TRY_ASSIGN(auto req, kiln::memo::decode_request({request, request_size}));
-      if (progress)
-        req.progress = [progress, context](const kiln::Progress& p) {
-          progress(context, p.done, p.total, p.entry.c_str(), p.target.c_str(),
-                   p.status.c_str());
-        };
-      return kiln::compile(req, cache_path ? cache_path : "");
-    }(), reply);
-  } catch (const std::exception& e) {
-    try {
-      return hand_over(kiln::make_error(kiln::Code::internal,
-                                        std::string("the compiler: internal error: ") + e.what()),
-                       reply);
-    } catch (...) {
-      return 2;
-    }
-  } catch (...) {
-    return 3;
-  }
-}

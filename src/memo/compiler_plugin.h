@@ -26,12 +26,17 @@ typedef struct kiln_plugin_reply {
   void (*release)(char* data);
 } kiln_plugin_reply;
 
-/// libkiln-compiler's one entry point for libkiln: compiles the encoded
-/// request against the cache at `cache_path` and fills *reply with the
-/// encoded result (a report or an error). `progress` may be NULL. Returns 0,
-/// or nonzero if no reply could be made (out of memory).
+/// What libkiln did before calling: the request memo was asked and missed
+/// (it is not looked up again, only recorded).
+#define KILN_PLUGIN_MEMO_MISSED 1u
+
+/// libkiln-compiler's one entry point for libkiln: answers the encoded
+/// request (driver/request.h) against the cache at `cache_path` and fills
+/// *reply with the encoded result (a report or an error). `progress` may be
+/// NULL; `flags` are KILN_PLUGIN_* bits. Returns 0, or nonzero if no reply
+/// could be made (out of memory).
 typedef int (*kiln_compiler_compile_fn)(const char* request, size_t request_size,
-                                        const char* cache_path,
+                                        const char* cache_path, unsigned flags,
                                         kiln_plugin_progress_fn progress, void* context,
                                         kiln_plugin_reply* reply);
 }
@@ -39,7 +44,7 @@ typedef int (*kiln_compiler_compile_fn)(const char* request, size_t request_size
 namespace kiln::memo {
 
 /// The entry point's name: its number rises with the encoding's.
-inline constexpr const char* kCompilerEntry = "kiln_compiler_compile_v2";
+inline constexpr const char* kCompilerEntry = "kiln_compiler_compile_v3";
 
 /// A request as bytes (its progress callback stays behind: it crosses as a
 /// C callback).

@@ -50,6 +50,25 @@ bool CompileReport::ok() const {
   return true;
 }
 
+std::optional<Error> CompileReport::first_failure() const {
+  for (const JobReport& j : jobs)
+    if (j.status == JobStatus::failed)
+      return make_error(Code::internal, "job " + j.key + " (" + j.entry + ", " + j.target +
+                                            ") failed: " + j.error)
+          .with_entry(j.entry)
+          .with_target(j.target)
+          .with_job(j.key);
+  for (const RootReport& r : roots)
+    if (!r.error.empty())
+      return make_error(Code::internal, "root " + r.name + " (" + r.target + "): " + r.error)
+          .with_entry(r.name)
+          .with_target(r.target);
+  for (const LibraryReport& l : libraries)
+    if (!l.error.empty())
+      return make_error(Code::internal, l.error).with_target(l.target);
+  return std::nullopt;
+}
+
 } // namespace kiln
 
 namespace kiln {
@@ -123,7 +142,7 @@ Result<CompileReport> compile_on_demand(const CompileRequest& request,
     }
   };
   kiln_plugin_reply reply{nullptr, 0, nullptr};
-  int rc = fn(bytes.data(), bytes.size(), cache_path.c_str(),
+  int rc = fn(bytes.data(), bytes.size(), cache_path.c_str(), KILN_PLUGIN_MEMO_MISSED,
               request.progress ? +progress : nullptr, &relay, &reply);
   std::string answer(reply.data ? reply.data : "", reply.data ? reply.size : 0);
   if (reply.data && reply.release)

@@ -23,7 +23,7 @@ import sys
 
 PUBLIC_CXX = re.compile(r'^(kiln::(Cache|Image)::|kiln::admin::|kiln::compile_on_demand\(|'
                         r'kiln::job_status_name\(|kiln::must_hit_from_environment\(|'
-                        r'kiln::CompileReport::ok\()')
+                        r'kiln::CompileReport::(ok|first_failure)\()')
 # libkiln-compiler's public C++ API (src/libkiln-compiler.map).
 COMPILER_CXX = re.compile(r'^kiln::((compile|compile_or_load|error_info|stats|present_target)|'
                           r'CompileReport::\S+|Plan::(Plan|~Plan|operator=|create|run|describe|'

@@ -199,7 +199,7 @@ def self_test(root, manifest):
         ('src/driver/driver.cpp', '#include "storage/local/store.h"\n',
          'a layer above storage including the cache file\'s own header'),
         ('src/support/hash.cpp', '#include "../core/keys.h"\n', '"../" include'),
-        ('tools/kiln-inspect.cpp', '#include "driver/driver.h"\n', 'tool including a compiler layer'),
+        ('tools/kiln-inspect.cpp', '#include "driver/request.h"\n', 'tool including a compiler layer'),
         ('tools/kiln-precompile.cpp', '#include "storage/local/store.h"\n',
          'tool including a loader layer'),
     ]

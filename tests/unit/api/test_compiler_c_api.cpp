@@ -116,7 +116,7 @@ TEST_CASE("api errors: a job that fails names its entry, target and key") {
   CHECK(r.error().entry == "f");
   CHECK(r.error().target == "host");
   CHECK(is_hash128_hex(r.error().job));
-  CHECK(r.error().message.find("(" + r.error().job + ")") != std::string::npos);
+  CHECK(r.error().message.find("job " + r.error().job + " (f, host) failed") != std::string::npos);
 }
 
 TEST_CASE("api errors: an image that cannot load here names its root") {

@@ -3,7 +3,7 @@
 // the fields of what Plan::create reports (those of where an error arose, and
 // the entry and target it was planning); and the driver over in-memory
 // records (fixtures/memory_records.hpp) that fail where a test says.
-#include "driver/driver.h"
+#include "driver/request.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"
 #include "fixtures/ir.hpp"
@@ -402,7 +402,7 @@ TEST_CASE("bitcode that crashes LLVM's reader is an input error, and the caller 
 namespace {
 
 CompileReport run_ok(Plan& plan, storage::Records& records) {
-  auto r = driver::run_in(plan, records);
+  auto r = request::run(plan, records);
   INFO((r ? std::string() : r.error().message));
   REQUIRE(r);
   return r.take();
@@ -518,7 +518,7 @@ TEST_CASE("driver over in-memory records: a closure that cannot be recorded is i
 TEST_CASE("driver over in-memory records: read-only records are refused before any work") {
   MemoryRecords mem(true);
   Plan plan = must_plan(request_for("nested.ll", data_file("nested.ll"), {"nest_a"}));
-  auto r = driver::run_in(plan, mem);
+  auto r = request::run(plan, mem);
   REQUIRE_FALSE(r);
   CHECK(r.error().code == Code::unavailable);
   CHECK(r.error().message.find("compile into it") != std::string::npos);

@@ -3,7 +3,7 @@
 // (a first request with --no-link, or gc) are linked then, on the request's
 // -j, each root's once; over in-memory records, a hit reads no job and a
 // memo that cannot be recorded costs only the next request's speed.
-#include "driver/driver.h"
+#include "driver/request.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/memory_records.hpp"
 
@@ -64,7 +64,7 @@ TEST_CASE("memo over in-memory records: a repeated request is answered from its 
           "no job") {
   MemoryRecords mem;
   CompileRequest req = data_request("nested.ll", {"nest_a"});
-  auto first = driver::compile_in(req, mem);
+  auto first = request::answer(req, {"", &mem});
   INFO((first ? std::string() : first.error().message));
   REQUIRE(first);
   REQUIRE(first->ok());
@@ -72,7 +72,7 @@ TEST_CASE("memo over in-memory records: a repeated request is answered from its 
   int has_job = mem.calls("has_job");
   CHECK(has_job > 0);
 
-  auto second = driver::compile_in(req, mem);
+  auto second = request::answer(req, {"", &mem});
   REQUIRE(second);
   CHECK(second->ok());
   CHECK(mem.calls("get_memo") >= 1);
@@ -88,12 +88,12 @@ TEST_CASE("memo over in-memory records: a memo that cannot be recorded fails not
   MemoryRecords mem;
   mem.fail("put_memo", make_error(Code::unavailable, "no room for memos (injected)"));
   CompileRequest req = data_request("nested.ll", {"nest_a"});
-  auto first = driver::compile_in(req, mem);
+  auto first = request::answer(req, {"", &mem});
   REQUIRE(first);
   CHECK(first->ok());
   CHECK(mem.calls("put_memo") >= 1);
   int has_job = mem.calls("has_job");
-  auto second = driver::compile_in(req, mem);
+  auto second = request::answer(req, {"", &mem});
   REQUIRE(second);
   CHECK(second->ok());
   CHECK(mem.calls("has_job") > has_job); // no memo: the plan ran, finding every job

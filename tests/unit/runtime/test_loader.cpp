@@ -9,7 +9,7 @@
 #include "fixtures/cpu.hpp"
 #include "fixtures/ir.hpp"
 #include "fixtures/memory_records.hpp"
-#include "driver/driver.h"
+#include "driver/request.h"
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/handles.h"
 #include "runtime/hip/hip_select.h"
@@ -223,7 +223,7 @@ struct MemoryCache {
     req.entries = {"nest_a"};
     auto plan = Plan::create(req);
     REQUIRE(plan);
-    auto rep = driver::run_in(*plan, cache.storage->records());
+    auto rep = request::run(*plan, cache.storage->records());
     INFO((rep ? std::string() : rep.error().message));
     REQUIRE(rep);
     REQUIRE(rep->ok());

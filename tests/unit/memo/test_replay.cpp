@@ -4,6 +4,7 @@
 // -j, each root's once; over in-memory records, a hit reads no job and a
 // memo that cannot be recorded costs only the next request's speed.
 #include "driver/request.h"
+#include "memo/memo.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/memory_records.hpp"
 
@@ -98,4 +99,41 @@ TEST_CASE("memo over in-memory records: a memo that cannot be recorded fails not
   CHECK(second->ok());
   CHECK(mem.calls("has_job") > has_job); // no memo: the plan ran, finding every job
   CHECK(second->roots[0].closure == first->roots[0].closure);
+}
+
+TEST_CASE("the request path's stages, driven one at a time: memo misses, plan, run, record, then "
+          "the memo answers; a caller whose memo lookup missed is not looked up again") {
+  MemoryRecords mem;
+  CompileRequest req = data_request("nested.ll", {"nest_a"});
+  const request::Where where{"", &mem};
+  auto key = memo::memo_key(req);
+  REQUIRE(key);
+  auto miss = request::memo(req, where, key);
+  REQUIRE(miss);
+  CHECK_FALSE(*miss);
+  auto plan = request::plan(req);
+  REQUIRE(plan);
+  CHECK(mem.calls("put_job") == 0); // planning touches no cache
+  auto report = request::run(*plan, mem);
+  REQUIRE(report);
+  CHECK(report->ok());
+  CHECK_FALSE(report->first_failure());
+  CHECK(mem.calls("put_memo") == 0);
+  request::record(mem, key, *plan, *report);
+  CHECK(mem.calls("put_memo") == 1);
+  auto hit = request::memo(req, where, key);
+  REQUIRE(hit);
+  REQUIRE(*hit);
+  CHECK((*hit)->memo_hit);
+
+  // Told the memo missed (libkiln asked it already): the plan runs, with no
+  // second lookup, and the memo is recorded again.
+  int lookups = mem.calls("get_memo");
+  request::Asked asked;
+  asked.memo_missed = true;
+  auto again = request::answer(req, where, asked);
+  REQUIRE(again);
+  CHECK_FALSE(again->memo_hit);
+  CHECK(mem.calls("get_memo") == lookups);
+  CHECK(mem.calls("put_memo") == 2);
 }

@@ -183,7 +183,7 @@ def short_name(path, roots):
     return os.path.basename(path)
 
 
-def compile_source(cs, cargs, path, out, extra_includes):
+def compile_source(cs, cargs, path, out, extra_includes, clang_args=()):
     """Device-only IR of one file as check_suite.py makes it. Returns
     (rdc, None) or (None, why clang refused)."""
     lang, target = SOURCE_TARGET[os.path.splitext(path)[1]]
@@ -196,7 +196,7 @@ def compile_source(cs, cargs, path, out, extra_includes):
     for rdc in tries:
         case = cs.Case(os.path.basename(path), **{lang: path}, rdc=rdc)
         cmd = cs.clang_command(cargs, lang, case, target, out)
-        extra = [a for d in extra_includes for a in ("-I", d)]
+        extra = [a for d in extra_includes for a in ("-I", d)] + list(clang_args)
         cmd = cmd[:-3] + extra + cmd[-3:]         # before "<src> -o <out>"
         r = cs.run(cmd)
         if r.returncode == 0:
@@ -274,7 +274,7 @@ def run_sources(h, a):
             r["skipped"] = "no HIP headers"
             continue
         bc = os.path.join(ir, f"{i:03d}_{os.path.basename(path)}.bc")
-        rdc, why = compile_source(cs, cargs, path, bc, a.include_dir)
+        rdc, why = compile_source(cs, cargs, path, bc, a.include_dir, a.clang_arg)
         if why:
             r["skipped"] = why
             continue
@@ -388,6 +388,9 @@ def main():
                     help="--sources: Kiln's include directory (kiln/device.h)")
     ap.add_argument("--include-dir", action="append", default=[], metavar="DIR",
                     help="--sources: one more -I for clang (e.g. a samples' Common/)")
+    ap.add_argument("--clang-arg", action="append", default=[], metavar="ARG",
+                    help="--sources: one more clang argument, after check_suite.py's "
+                         "(e.g. -include a header some public code needs)")
     ap.add_argument("--cuda-path", help="--sources: CUDA toolkit (check_suite.py's default)")
     ap.add_argument("--rocm-path", help="--sources: HIP headers prefix (check_suite.py's default)")
     a = ap.parse_args()

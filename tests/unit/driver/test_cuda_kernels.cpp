@@ -195,12 +195,7 @@ TEST_CASE("a call nothing supplies (not the unit, a device library or the driver
   // The graph kernels' IR with while_body's call of cudaGraphSetConditional
   // renamed to a function no one defines; the other two kernels call the
   // real one.
-  std::string ir = data_file("cuda_graph_conditional_sm90.ll");
-  const std::string call = "@cudaGraphSetConditional(i64 noundef %1, i32 noundef 0)";
-  size_t at = ir.find(call);
-  REQUIRE(at != std::string::npos);
-  ir.replace(at, 24, "@graph_set_conditional");
-  ir += "\ndeclare void @graph_set_conditional(i64, i32)\n";
+  std::string ir = graph_ir_with_undefined_call();
   CompileRequest req;
   req.inputs = {SourceInput::memory("typo.ll", ir)};
   req.targets = {"sm_90"};
@@ -233,12 +228,7 @@ TEST_CASE("a call nothing supplies (not the unit, a device library or the driver
 
 TEST_CASE("partial success: a kernel that cannot be built fails alone; the unit's other "
           "roots are compiled, stored, named and linked, and a second run says the same") {
-  std::string ir = data_file("cuda_graph_conditional_sm90.ll");
-  const std::string call = "@cudaGraphSetConditional(i64 noundef %1, i32 noundef 0)";
-  size_t at = ir.find(call);
-  REQUIRE(at != std::string::npos);
-  ir.replace(at, 24, "@graph_set_conditional");
-  ir += "\ndeclare void @graph_set_conditional(i64, i32)\n";
+  std::string ir = graph_ir_with_undefined_call();
   TestCache c = empty_cache();
   CompileRequest req;
   req.inputs = {SourceInput::memory("typo.ll", ir)};

@@ -137,12 +137,7 @@ TEST_CASE("a unit image leaves out a root that failed; the others still share on
   if (!can_link_sm90())
     return;
   // The graph kernels with while_body calling what nothing defines.
-  std::string ir = data_file("cuda_graph_conditional_sm90.ll");
-  const std::string call = "@cudaGraphSetConditional(i64 noundef %1, i32 noundef 0)";
-  size_t at = ir.find(call);
-  REQUIRE(at != std::string::npos);
-  ir.replace(at, 24, "@graph_set_conditional");
-  ir += "\ndeclare void @graph_set_conditional(i64, i32)\n";
+  std::string ir = graph_ir_with_undefined_call();
   TestCache c = empty_cache("kiln-unit-image-partial");
   CompileRequest req;
   req.inputs = {SourceInput::memory("typo.ll", ir)};

@@ -1,6 +1,8 @@
 // Single-flight across processes (src/storage/single_flight.h), through the
 // real CLI: processes started together on one cold unit compile each job
-// about once between them (on a local disk and in rollback-journal mode, as
+// about once between them (the same request: one answers it and the others
+// are answered by its memo; other requests over the same jobs: they share
+// the jobs) (on a local disk and in rollback-journal mode, as
 // on a network file system); a holder that stops (SIGSTOP) loses its claims
 // within the lease term and one that is killed (SIGKILL) at once, and its
 // waiter, which said whom it waited for, finishes the unit; two caches on one
@@ -47,19 +49,29 @@ fs::path fleet_unit(const fs::path& dir, int n, const std::string& salt = "sf") 
 struct FleetResult {
   size_t compiled = 0; ///< summed over the processes
   size_t jobs = 0;     ///< in the unit
+  size_t memo_hits = 0; ///< processes answered by another's request memo
   std::vector<RunResult> runs;
 };
 
 // `procs` processes at once on `unit`, process p into caches[p % caches.size()].
+// With `copies`, each process reads its own copy of the unit (another file
+// name: another request, the same jobs), so that they share jobs, not a
+// request memo.
 FleetResult fleet(const std::vector<const Cache*>& caches, const fs::path& unit, int procs,
-                  const std::vector<std::string>& env) {
+                  const std::vector<std::string>& env, bool copies = true) {
   std::vector<std::unique_ptr<Child>> children;
-  for (int i = 0; i < procs; ++i)
+  for (int i = 0; i < procs; ++i) {
+    fs::path mine = unit;
+    if (copies) {
+      mine = unit.parent_path() / (std::to_string(i) + "_" + unit.filename().string());
+      fs::copy_file(unit, mine, fs::copy_options::overwrite_existing);
+    }
     children.push_back(std::make_unique<Child>(
         std::vector<std::string>{precompile_bin().string(), "--cache",
                                  caches[size_t(i) % caches.size()]->db().string(), "--json",
-                                 "-j", "2", unit.string()},
+                                 "-j", "2", mine.string()},
         env));
+  }
   FleetResult res;
   std::set<std::string> keys_seen;
   for (auto& c : children) {
@@ -72,6 +84,7 @@ FleetResult fleet(const std::vector<const Cache*>& caches, const fs::path& unit,
       keys_seen.insert(job["key"].get<std::string>());
     }
     res.jobs = j["jobs"].size();
+    res.memo_hits += j["memo"] == true;
     res.runs.push_back(std::move(r));
   }
   CHECK(keys_seen.size() == res.jobs); // every process planned the same jobs
@@ -79,7 +92,7 @@ FleetResult fleet(const std::vector<const Cache*>& caches, const fs::path& unit,
     require_verify_clean(c->db(), "after the fleet");
     json ls = json::parse(run({inspect_bin().string(), "--cache", c->db().string(), "ls", "--json"})
                               .out);
-    CHECK(ls["jobs"].size() == res.jobs);
+    CHECK(ls["jobs"].size() >= res.jobs); // every job of the unit (and any stored before)
   }
   return res;
 }
@@ -118,6 +131,21 @@ TEST_CASE("four processes on one cold unit compile each job about once between t
   // Without single-flight each process compiles nearly every job (4x).
   CHECK(r.compiled >= r.jobs);
   CHECK(r.compiled <= r.jobs + r.jobs / 5);
+}
+
+TEST_CASE("the same request from four processes: one plans and compiles it, and the others "
+          "wait for it and are answered by its memo") {
+  TempDir dir;
+  fs::path unit = fleet_unit(dir.path(), 60, "same");
+  Cache cache;
+  // A cache that exists (a path with none yet is planned before it is
+  // created, so that bad input creates no cache).
+  precompile_ok(cache, {kiln_it::data("diamond.ll")});
+  FleetResult r = fleet({&cache}, unit, 4, {}, false);
+  figure("single-flight on one request, 4 processes, 60 jobs: " + std::to_string(r.compiled) +
+         " compiled, " + std::to_string(r.memo_hits) + " answered by the memo");
+  CHECK(r.compiled == r.jobs);
+  CHECK(r.memo_hits == 3);
 }
 
 TEST_CASE("on a network file system (rollback journal) too") {

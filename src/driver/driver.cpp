@@ -161,7 +161,7 @@ Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& ta
     // roots that reach it fail with it.
     auto unbuildable = [&](Error e) {
       PlannedJob job;
-      job.key = hash128("kiln unbuildable job\0" + target.spec + "\0" + entry);
+      job.key = hash128(std::string("kiln unbuildable job") + '\0' + target.spec + '\0' + entry);
       job.components.identity = {entry, target, options};
       job.symbol = core::job_symbol(job.components.identity, kernel(entry));
       job.target = target;

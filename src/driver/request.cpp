@@ -126,7 +126,8 @@ Result<CompileReport> answer(const CompileRequest& request, const Where& where,
                                           " (the same request)"});
     }
   };
-  const std::vector<Hash128> claim{hash128("kiln request claim\0" + key->hex())};
+  const std::vector<Hash128> claim{
+      hash128(std::string("kiln request claim") + '\0' + key->hex())};
   if (Status s = storage::single_flight(**local, claim, calls, storage::flight_options(1)); !s)
     return plan_run_record(request, here, key);
   if (!out) // answered by another whose memo was not recorded: plan here

@@ -186,7 +186,8 @@ Result<std::string> fetch_or_link(storage::Storage& storage, const core::Closure
   // image at once (a fleet's precompiles, or its loads of a closure stored
   // unlinked) link it once; the others wait for it and read it.
   const std::vector<Hash128> claim{
-      hash128("kiln image claim\0" + closure.key.hex() + "\0" + arch + "\0" + fp)};
+      hash128(std::string("kiln image claim") + '\0' + closure.key.hex() + '\0' + arch + '\0' +
+              fp)};
   std::optional<Result<std::string>> made;
   std::optional<std::string> found;
   storage::FlightCalls calls;

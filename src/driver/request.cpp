@@ -4,11 +4,8 @@
 #include "codegen/isolated.h"
 #include "driver/driver.h"
 #include "memo/memo.h"
-#include "storage/single_flight.h"
 #include "storage/storage.h"
 
-#include <cstdio>
-#include <sys/stat.h>
 
 namespace kiln::request {
 
@@ -67,11 +64,6 @@ Result<CompileReport> plan_run_record(const CompileRequest& request, const Where
   return report;
 }
 
-bool file_exists(const std::string& path) {
-  struct stat st {};
-  return !path.empty() && ::stat(path.c_str(), &st) == 0;
-}
-
 } // namespace
 
 Result<CompileReport> answer(const CompileRequest& request, const Where& where,
@@ -86,53 +78,7 @@ Result<CompileReport> answer(const CompileRequest& request, const Where& where,
     if (hit)
       return std::move(*hit);
   }
-  // The same request from several processes at once (a fleet's ranks): the
-  // first claims its memo key and answers it; the others wait, and their
-  // memo then answers them, with no plan of their own (single-flight on
-  // the request, before single-flight on its jobs). Only over a cache that
-  // exists: a path with no cache yet is planned first, so that bad input
-  // creates none.
-  std::unique_ptr<storage::Records> opened;
-  storage::Records* store = where.open;
-  if (key && !store && file_exists(where.path)) {
-    auto o = storage::open_records(where.path);
-    if (o) {
-      opened = o.take();
-      store = opened.get();
-    }
-  }
-  if (!key || !store || store->read_only())
-    return plan_run_record(request, where, key);
-  const Where here{where.path, store};
-  auto local = storage::Storage::over(*store, {});
-  if (!local)
-    return plan_run_record(request, here, key);
-  std::optional<Result<CompileReport>> out;
-  storage::FlightCalls calls;
-  calls.ready = [&](size_t) -> Result<bool> {
-    KILN_TRY_ASSIGN(auto hit, memo(request, here, key));
-    if (hit)
-      out = std::move(*hit);
-    return out.has_value();
-  };
-  calls.work = [&](size_t) { out = plan_run_record(request, here, key); };
-  calls.theirs = [](size_t, double) {};
-  calls.looked = true; // the memo just missed
-  calls.waiting = [&](const std::vector<storage::FlightWait>& waits) {
-    if (request.progress && !waits.empty()) {
-      char how_long[32];
-      std::snprintf(how_long, sizeof how_long, "%.1f s", waits.front().seconds);
-      request.progress({0, 0, "", "", "waiting for " + waits.front().holder + ", " + how_long +
-                                          " (the same request)"});
-    }
-  };
-  const std::vector<Hash128> claim{
-      hash128(std::string("kiln request claim") + '\0' + key->hex())};
-  if (Status s = storage::single_flight(**local, claim, calls, storage::flight_options(1)); !s)
-    return plan_run_record(request, here, key);
-  if (!out) // answered by another whose memo was not recorded: plan here
-    return plan_run_record(request, here, key);
-  return std::move(*out);
+  return plan_run_record(request, where, key);
 }
 
 } // namespace kiln::request

@@ -183,7 +183,7 @@ private:
     std::vector<size_t> batch;
     std::vector<Hash128> keys;
     for (size_t i : all)
-      if (calls_.looked || !stored(i, Clock::now())) {
+      if (!stored(i, Clock::now())) {
         batch.push_back(i);
         keys.push_back(keys_[i]);
       }
@@ -212,7 +212,7 @@ private:
       }
       // Another process may have stored it since this one looked (and let
       // go of its claim): then there is nothing to do.
-      if (c.held && !calls_.looked && stored(i, Clock::now())) {
+      if (c.held && stored(i, Clock::now())) {
         release.push_back(keys_[i]);
         std::lock_guard lock(mu_);
         state_[i].claimed = false;

@@ -66,9 +66,6 @@ struct FlightCalls {
   std::function<void(size_t index, double waited_s)> theirs;
   /// The keys waited for, about once a second while there are any.
   std::function<void(const std::vector<FlightWait>&)> waiting;
-  /// The caller found every key missing just now: claim without asking
-  /// ready() first (a key another process is on is still waited for).
-  bool looked = false;
 };
 
 /// Works on each of `keys` that no other process is working on, waits for

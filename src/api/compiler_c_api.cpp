@@ -129,7 +129,9 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
     }
   }
 
-  KILN_TRY_ASSIGN(auto plan, request::plan(req));
+  // Plan::create, not request::plan: a compile-or-load usually only loads, so it
+  // starts no code generation worker before a job needs one.
+  KILN_TRY_ASSIGN(auto plan, Plan::create(req));
 
   // The closure key follows from the unit alone: if the cache holds that
   // closure, its jobs are there too, and loading it is the whole answer.

@@ -41,7 +41,7 @@ Status Store::insert_closure_rows(const ClosureRecord& closure,
   KILN_TRY(present(closure.root_job, "root"));
   // A closure whose one member is its root under the job's own symbol (no
   // deferred reference) names no set: closure_members gives that member
-  // from the job's row (schema/0008_binary_keys.sql).
+  // from the job's row (schema/0013_baseline.sql).
   // Its key must be the one core::closure_key gives that member: gc finds
   // a lone root's closure from its job by that key.
   bool lone = closure.members.size() == 1 && closure.members[0].job == closure.root_job &&

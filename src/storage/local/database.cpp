@@ -428,6 +428,22 @@ std::string file_uri(const std::string& path) {
 
 int schema_version() { return kMigrations[sizeof kMigrations / sizeof kMigrations[0] - 1].version; }
 
+namespace {
+// The first migration is the baseline, which makes every table of a new
+// file; a file of an older version (one before the first release) is not
+// migrated but refused.
+int baseline_version() { return kMigrations[0].version; }
+
+Error before_baseline(const std::string& path, int version) {
+  return make_error(Code::unavailable,
+                    "cache '" + path + "' has schema version " + std::to_string(version) +
+                        ", from a Kiln before its first release, which this Kiln (schema " +
+                        std::to_string(schema_version()) +
+                        ") does not convert; a cache holds only what can be compiled again: "
+                        "remove it (with its '-images' file beside it) and precompile again");
+}
+} // namespace
+
 Error Database::read_only_error(const std::string& what) const {
   return make_error(Code::unavailable, "cache '" + path_ + "' is read-only (" + read_only_reason_ +
                                            "): cannot " + what);
@@ -661,6 +677,9 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMo
     return make_error(Code::corrupt,
                       "'" + path +
                           "' is an SQLite database but not a Kiln cache; refusing to use it");
+  // Refused before anything is written to it (the journal mode below).
+  if (user_version > 0 && user_version < baseline_version())
+    return before_baseline(path, user_version);
   if (user_version > schema_version())
     return make_error(Code::unavailable,
                       "cache '" + path + "' has schema version " + std::to_string(user_version) +
@@ -957,68 +976,10 @@ void Database::close_wal() {
   sqlite3_file_control(db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 }
 
-namespace {
-
-// kiln_unhex(text), for migration 8: a key's 32 hex digits (either case) as
-// its 16 bytes (key_bytes); NULL for anything else.
-void sql_unhex(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  const unsigned char* text = sqlite3_value_text(argv[0]);
-  int n = sqlite3_value_bytes(argv[0]);
-  auto key = text && n == 32 ? parse_hash128(std::string_view(reinterpret_cast<const char*>(text),
-                                                              size_t(n)))
-                             : Result<Hash128>(make_error(Code::invalid_argument, "not a key"));
-  if (!key) {
-    sqlite3_result_null(ctx);
-    return;
-  }
-  std::string bytes = key_bytes(*key);
-  sqlite3_result_blob(ctx, bytes.data(), 16, SQLITE_TRANSIENT);
-}
-
-// kiln_lone_key(job, symbol), for migration 8: the key of the closure whose
-// one member is `job` (16 bytes) under `symbol`, as core::closure_key gives
-// it; NULL for a job that is not 16 bytes. Only a closure with this key is
-// stored as a lone root.
-void sql_lone_key(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  auto job = key_from_bytes(sqlite3_value_blob(argv[0]), size_t(sqlite3_value_bytes(argv[0])));
-  const unsigned char* symbol = sqlite3_value_text(argv[1]);
-  if (!job || !symbol) {
-    sqlite3_result_null(ctx);
-    return;
-  }
-  std::string sym(reinterpret_cast<const char*>(symbol), size_t(sqlite3_value_bytes(argv[1])));
-  std::string bytes = key_bytes(core::closure_key(*job, {{sym, *job}}));
-  sqlite3_result_blob(ctx, bytes.data(), 16, SQLITE_TRANSIENT);
-}
-
-// kiln_pack_symbol(text), for migration 10: a deferred symbol as the 16
-// bytes of its digits (core::pack_deferred_symbol); any other value as it is.
-void sql_pack_symbol(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  // The type first: reading the text may convert the value.
-  std::string packed;
-  if (sqlite3_value_type(argv[0]) == SQLITE_TEXT)
-    if (const unsigned char* text = sqlite3_value_text(argv[0]))
-      packed = core::pack_deferred_symbol(std::string_view(
-          reinterpret_cast<const char*>(text), size_t(sqlite3_value_bytes(argv[0]))));
-  if (packed.empty())
-    sqlite3_result_value(ctx, argv[0]);
-  else
-    sqlite3_result_blob(ctx, packed.data(), 16, SQLITE_TRANSIENT);
-}
-
-} // namespace
-
 Status Database::migrate() {
-  if (sqlite3_create_function(db_, "kiln_unhex", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
-                              sql_unhex, nullptr, nullptr) != SQLITE_OK ||
-      sqlite3_create_function(db_, "kiln_lone_key", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                              nullptr, sql_lone_key, nullptr, nullptr) != SQLITE_OK ||
-      sqlite3_create_function(db_, "kiln_pack_symbol", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                              nullptr, sql_pack_symbol, nullptr, nullptr) != SQLITE_OK)
-    return db_error("cannot prepare the migrations");
-  // Foreign keys are off while migrations rebuild tables (schema 5): a
-  // dropped table must not cascade to the rows that refer to it. The pragma
-  // is a no-op inside a transaction.
+  // Foreign keys are off while a migration rebuilds a table: a dropped
+  // table must not cascade to the rows that refer to it. The pragma is a
+  // no-op inside a transaction.
   KILN_TRY(exec("PRAGMA foreign_keys=OFF"));
   int from = 0;
   Status s = migrate_steps(&from);
@@ -1026,17 +987,11 @@ Status Database::migrate() {
   KILN_TRY(s);
   KILN_TRY(on);
   migrated_ = true;
-  // A new file ran every migration: its schema table, written and rewritten
-  // table by table, is packed again (a page of the 32 of an empty cache),
-  // which on a file with no rows takes a few milliseconds. Elsewhere the
-  // pages the rebuilt tables left free go back to the file system (where
-  // the file has auto_vacuum: every file created since schema 5).
-  // The packing is only for size: another process already reading the new
-  // file (it may, once the migrations commit) must not fail this open.
-  if (from == 0) {
-    (void)exec("VACUUM");
+  // A new file made each table once (the baseline): nothing to give back.
+  // Elsewhere the pages that rebuilt tables left free go back to the file
+  // system (the file has auto_vacuum).
+  if (from == 0)
     return Status::ok();
-  }
   return exec("PRAGMA incremental_vacuum");
 }
 
@@ -1052,6 +1007,11 @@ Status Database::migrate_steps(int* from) {
     sqlite3_finalize(s);
   }
   *from = current;
+  // An older Kiln made the file its own while we waited.
+  if (current > 0 && current < baseline_version()) {
+    (void)exec("ROLLBACK");
+    return before_baseline(path_, current);
+  }
   for (const Migration& m : kMigrations) {
     if (m.version <= current)
       continue;

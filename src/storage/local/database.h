@@ -1,6 +1,6 @@
 // The cache file's database part: one SQLite connection to a trusted file,
-// opened with the pragmas Kiln needs and migrated to the current schema
-// (schema/NNNN_*.sql), its prepared statements, its transactions, the WAL's
+// opened with the pragmas Kiln needs, made from the schema baseline or
+// migrated to the current schema (schema/NNNN_*.sql), its prepared statements, its transactions, the WAL's
 // life cycle at close, and the fault injection that lets tests fail its
 // writes. It knows no record: the store's record groups (jobs.cpp,
 // closures.cpp, images.cpp, libraries.cpp, request_memos.cpp, usage.cpp,

@@ -70,7 +70,7 @@ Status Store::insert_job_rows(const JobRecord& job, const std::vector<Artifact>&
     Bound b(ins);
     b.key(1, key).text(2, job.entry).symbol(3, job.symbol).i64(4, target);
     b.text(5, job.options).key(6, job.module_hash);
-    // Whole microseconds (schema/0012_memo_ids.sql): SQLite stores a REAL
+    // Whole microseconds (schema/0013_baseline.sql): SQLite stores a REAL
     // with no fraction in as few bytes as an integer. Rounded by hand:
     // std::round would make libkiln load libm, a library more for every
     // process that only loads images.

@@ -1,6 +1,5 @@
 // Request memos: a whole precompile request → the closures its roots
-// resolved to (schema/0003_memos.sql, 0008_binary_keys.sql,
-// 0012_memo_ids.sql). A memo is its key's id in `memos` and its rows in
+// resolved to (schema/0013_baseline.sql). A memo is its key's id in `memos` and its rows in
 // `memo_rows`: its roots (kind 0) and dependencies (kind 1), in order, so
 // that it answers for every name LLVM accepts. One without roots is never
 // recorded (it would answer nothing).

@@ -28,7 +28,7 @@
   "s.member_set = c.member_set WHERE c.key = " key "))"
 #define KILN_OWN_IMAGE_FIRST(key) "closure_key = " key " DESC"
 /// The arch and the linker of the images row named `row`, which names them
-/// by its link (schema/0011_image_links.sql). To select images by them:
+/// by its link (schema/0013_baseline.sql). To select images by them:
 /// `link IN (SELECT id FROM image_links WHERE arch = ? AND linker = ?)`.
 #define KILN_ARCH_OF(row) "(SELECT arch FROM image_links WHERE id = " row ".link)"
 #define KILN_LINKER_OF(row) "(SELECT linker FROM image_links WHERE id = " row ".link)"

@@ -133,7 +133,7 @@ Result<Stats> Store::stats() {
 
 Result<std::string> Store::setting(const std::string& name) {
   std::lock_guard lock(mu_);
-  // Settings are meta rows "setting <name>" (schema/0008_binary_keys.sql).
+  // Settings are meta rows "setting <name>" (schema/0013_baseline.sql).
   KILN_TRY_ASSIGN(auto s, prepare("SELECT value FROM meta WHERE key = 'setting ' || ?1"));
   Bound b(s);
   b.text(1, name);

@@ -5,8 +5,7 @@
 // evicting only what it needs, the age limit, and the cache's own limit when
 // the policy has none; leases that keep a running precompile's jobs and
 // closures; put_closure over a vanished job; names that record their unit
-// and report a move; read_root's one-transaction read; the migration that
-// brings leases and units to an existing cache.
+// and report a move; read_root's one-transaction read.
 #include "storage/gc.h"
 #include "storage/local/statement.h"
 
@@ -679,44 +678,4 @@ TEST_CASE("names: read_root reads name, closure, members and image together") {
   CHECK(c.store->read_root("a", "sm_90", "").error().code == Code::not_found);
   CHECK(c.store->read_root("nobody", "host", "").error().code == Code::not_found);
   CHECK(c.store->read_root(hash128("x").hex(), "host", "").error().code == Code::not_found);
-}
-
-TEST_CASE("names: a schema-3 cache gains leases and name units at open, keeping its names") {
-  TestCache c = empty_cache("kiln-migrate-4");
-  std::string path = c.path();
-  {
-    std::string sql;
-    for (const char* f : {"0001_initial.sql", "0002_lifecycle.sql", "0003_memos.sql"}) {
-      auto text = kiln::read_file(std::string(KILN_SOURCE_DIR) + "/schema/" + f);
-      REQUIRE(text);
-      sql += *text;
-    }
-    std::string j(32, 'a'), cl(32, 'c');
-    sql += "PRAGMA application_id=1263094862; PRAGMA user_version=3;"
-           "INSERT INTO jobs VALUES ('" + j + "', 'f', 'sym', 'host', 't', 'c', '', '-O2', '" +
-           std::string(32, 'b') + "', 'tc', 1.0, 0);"
-           "INSERT INTO closures VALUES ('" + cl + "', '" + j + "', 'host', 0, 0);"
-           "INSERT INTO closure_members VALUES ('" + cl + "', 'sym', '" + j + "');"
-           "INSERT INTO names VALUES ('f', 'host', '" + cl + "', 0);";
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    char* err = nullptr;
-    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    INFO((err ? err : ""));
-    sqlite3_free(err);
-    sqlite3_close(db);
-    REQUIRE(rc == SQLITE_OK);
-  }
-  auto st = Store::open(path);
-  REQUIRE_MESSAGE(st, (st ? std::string() : st.error().message));
-  Store& store = **st;
-  Hash128 cl = *parse_hash128(std::string(32, 'c'));
-  CHECK(*store.resolve_name("f", "host") == cl);
-  auto unit = store.name_unit("f", "host");
-  REQUIRE(unit);
-  CHECK(unit->empty());
-  REQUIRE(store.point_name({"f", "host", cl}, "f.ll"));
-  CHECK(*store.name_unit("f", "host") == "f.ll");
-  CHECK(store.lease_jobs("run", {cl}, now() + 60));
-  CHECK(store.release_leases("run"));
 }

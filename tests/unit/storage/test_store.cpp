@@ -1,9 +1,8 @@
-// Unit tests for the local SQLite store (src/storage/local/store.h): creation, migration,
-// round trips, idempotent content-addressed writes, corruption detection,
-// refusal of foreign files, and concurrent writers (threads and processes);
-// schema 5: target descriptions stored once, dictionary-compressed blobs,
-// a quiet cache that is one small file; schema 6: lists as packed fields, a
-// schema-5 cache's libraries converted and its memos dropped.
+// Unit tests for the local SQLite store (src/storage/local/store.h): creation from the
+// schema baseline, refusal of older and newer schemas, round trips, idempotent
+// content-addressed writes, corruption detection, refusal of foreign files, and
+// concurrent writers (threads and processes); target descriptions stored once,
+// dictionary-compressed blobs, a quiet cache that is one small file.
 #include "storage/local/store.h"
 
 #include "fixtures/cache.hpp"
@@ -427,6 +426,42 @@ TEST_CASE("a cache with a newer schema is refused, naming both versions") {
   CHECK(raw.scalar("SELECT count(*) FROM jobs") == 1);
 }
 
+TEST_CASE("a cache of a schema before the baseline is refused unchanged, saying to remove it") {
+  // Schemas 1 to 12 came before the first release and are not converted:
+  // the open names the version and what to do, and writes nothing (not
+  // even the journal mode or the reserve beside it).
+  for (int version : {1, 5, 12}) {
+    CAPTURE(version);
+    TempDir dir = temp_dir("kiln-cache-test");
+    std::string path = cache_file(dir);
+    {
+      auto st = open_store(path);
+      REQUIRE(put_simple(*st, 1));
+    }
+    {
+      RawDb raw(path);
+      raw.must("PRAGMA journal_mode = DELETE");
+      raw.must("PRAGMA user_version = " + std::to_string(version));
+    }
+    std::string before = slurp(path);
+    for (bool read_only : {false, true}) {
+      CAPTURE(read_only);
+      auto st = read_only ? Store::open(path, OpenMode::read_only) : Store::open(path);
+      REQUIRE_FALSE(st);
+      const std::string& msg = st.error().message;
+      INFO(msg);
+      CHECK(msg.find("schema version " + std::to_string(version) + ",") != std::string::npos);
+      CHECK(msg.find("remove it") != std::string::npos);
+      CHECK(msg.find(path) != std::string::npos);
+      CHECK(slurp(path) == before);
+    }
+    CHECK(::access((path + "-wal").c_str(), F_OK) != 0);
+    RawDb raw(path);
+    CHECK(raw.scalar("PRAGMA user_version") == version);
+    CHECK(raw.scalar("SELECT count(*) FROM jobs") == 1);
+  }
+}
+
 TEST_CASE("closures and names: put, get, resolve, retarget to the latest") {
   TempDir dir = temp_dir("kiln-cache-test");
   auto st = open_store(cache_file(dir));
@@ -767,45 +802,6 @@ TEST_CASE("four forked processes write overlapping jobs into one file") {
   check_each_job_once(path, distinct);
 }
 
-TEST_CASE("a schema-1 cache is migrated to the current schema in place, keeping its rows") {
-  TempDir dir = temp_dir("kiln-migrate");
-  std::string path = dir.path() + "/old.db";
-  {
-    // Build what a schema-1 Kiln wrote: its migration, its header, one job.
-    auto v1 = kiln::read_file(std::string(KILN_SOURCE_DIR) + "/schema/0001_initial.sql");
-    REQUIRE(v1);
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    std::string sql = *v1 + "PRAGMA application_id=1263094862; PRAGMA user_version=1;"
-                             "INSERT INTO jobs VALUES ('" + std::string(32, 'a') +
-                      "', 'f', 'sym', 'host', 't', 'c', '', '-O2', '" + std::string(32, 'b') +
-                      "', 'tc', 1.0, 0);";
-    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(db);
-  }
-  auto st = kiln::storage::Store::open(path);
-  REQUIRE_MESSAGE(st, (st ? std::string() : st.error().message));
-  auto jobs = (*st)->list_jobs();
-  REQUIRE(jobs);
-  CHECK(jobs->size() == 1);
-  // Schema 2's tables are there and work.
-  CHECK((*st)->set_setting("max_size", "1024"));
-  CHECK(*(*st)->max_size() == 1024);
-  kiln::storage::Counters c;
-  c.loads = 3;
-  CHECK((*st)->add_counters(c));
-  CHECK((*st)->stats()->counters.loads == 3);
-  st->reset();
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  sqlite3_stmt* s = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
-  CHECK(sqlite3_column_int(s, 0) == kiln::storage::schema_version());
-  sqlite3_finalize(s);
-  sqlite3_close(db);
-}
-
 // --- schema 5 -----------------------------------------------------------------
 
 namespace {
@@ -943,100 +939,6 @@ void check_same(const Contents& a, const Contents& b) {
   CHECK(a.units == b.units);
 }
 
-// `c`'s rows written into a new file at `path` as a schema-4 Kiln laid them
-// out: migrations 1 to 4, every blob plain zstd, each job row with its own
-// target description.
-void write_schema4(const Contents& c, const std::string& path) {
-  std::string sql;
-  for (const char* f : {"0001_initial.sql", "0002_lifecycle.sql", "0003_memos.sql",
-                        "0004_leases_and_units.sql"}) {
-    auto text = kiln::read_file(std::string(KILN_SOURCE_DIR) + "/schema/" + f);
-    REQUIRE(text);
-    sql += *text;
-  }
-  sql += "PRAGMA application_id=1263094862; PRAGMA user_version=4;"
-         "INSERT INTO meta(key, value) VALUES ('format', 'kiln-cache');"
-         "INSERT INTO settings(name, value) VALUES ('max_size', '123456789');"
-         "INSERT INTO counters(name, value) VALUES ('loads', 7);"
-         "INSERT INTO memos(key, roots, deps, created_at) VALUES ('" +
-         std::string(32, 'e') + "', 'r' || char(9) || 'host' || char(9) || '" +
-         std::string(32, 'c') + "', '', 5);";
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=WAL", nullptr, nullptr,
-                       nullptr) == SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  INFO((err ? err : ""));
-  sqlite3_free(err);
-  REQUIRE(rc == SQLITE_OK);
-  for (const JobRecord& j : c.jobs) {
-    run_bound(db, "INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-              [&](sqlite3_stmt* s) {
-                bind_text(s, 1, j.key.hex());
-                bind_text(s, 2, j.entry);
-                bind_text(s, 3, j.symbol);
-                bind_text(s, 4, j.target);
-                bind_text(s, 5, j.triple);
-                bind_text(s, 6, j.cpu);
-                bind_text(s, 7, j.features);
-                bind_text(s, 8, j.options);
-                bind_text(s, 9, j.module_hash.hex());
-                bind_text(s, 10, j.toolchain);
-                sqlite3_bind_double(s, 11, j.compile_ms);
-                sqlite3_bind_int64(s, 12, j.created_at);
-              });
-    for (const auto& [format, bytes] : c.artifacts.at(j.key.hex()))
-      run_bound(db, "INSERT INTO artifacts VALUES (?1, ?2, ?3, ?4, ?5)", [&](sqlite3_stmt* s) {
-        bind_text(s, 1, j.key.hex());
-        bind_text(s, 2, format);
-        sqlite3_bind_int64(s, 3, int64_t(bytes.size()));
-        sqlite3_bind_int64(s, 4, int64_t(hash64(bytes)));
-        bind_blob(s, 5, zstd_compress(bytes));
-      });
-    for (const JobRef& r : c.refs.at(j.key.hex()))
-      run_bound(db, "INSERT INTO job_refs VALUES (?1, ?2, ?3)", [&](sqlite3_stmt* s) {
-        bind_text(s, 1, j.key.hex());
-        bind_text(s, 2, r.symbol);
-        bind_text(s, 3, r.entry);
-      });
-    run_bound(db, "INSERT INTO job_leases VALUES (?1, 'holder', 99)",
-              [&](sqlite3_stmt* s) { bind_text(s, 1, j.key.hex()); });
-  }
-  for (const ClosureRecord& cl : c.closures) {
-    run_bound(db, "INSERT INTO closures VALUES (?1, ?2, ?3, 1, 2)", [&](sqlite3_stmt* s) {
-      bind_text(s, 1, cl.key.hex());
-      bind_text(s, 2, cl.root_job.hex());
-      bind_text(s, 3, cl.target);
-    });
-    for (const ClosureMember& m : cl.members)
-      run_bound(db, "INSERT INTO closure_members VALUES (?1, ?2, ?3)", [&](sqlite3_stmt* s) {
-        bind_text(s, 1, cl.key.hex());
-        bind_text(s, 2, m.symbol);
-        bind_text(s, 3, m.job.hex());
-      });
-  }
-  for (const ImageRecord& i : c.images)
-    run_bound(db, "INSERT INTO images VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 3)",
-              [&](sqlite3_stmt* s) {
-                bind_text(s, 1, i.key.closure.hex());
-                bind_text(s, 2, i.key.arch);
-                bind_text(s, 3, i.key.linker);
-                bind_text(s, 4, i.format);
-                sqlite3_bind_int64(s, 5, int64_t(i.bytes.size()));
-                sqlite3_bind_int64(s, 6, int64_t(hash64(i.bytes)));
-                bind_blob(s, 7, zstd_compress(i.bytes));
-              });
-  for (const NameRecord& n : c.names)
-    run_bound(db, "INSERT INTO names VALUES (?1, ?2, ?3, 4, ?4)", [&](sqlite3_stmt* s) {
-      bind_text(s, 1, n.name);
-      bind_text(s, 2, n.target);
-      bind_text(s, 3, n.closure.hex());
-      bind_text(s, 4, c.units.at(n.name + "\t" + n.target));
-    });
-  sqlite3_close(db);
-}
-
 // A unit of `n` small host functions u0 .. u<n-1>, each a root.
 std::string small_functions(int n) {
   std::string ir;
@@ -1070,61 +972,6 @@ Status put_alike(Store& st, int i) {
 
 } // namespace
 
-TEST_CASE("schema 5: a schema-4 cache is migrated; every record reads back identically and "
-          "verifies") {
-  // A real precompile for two host targets (two target descriptions, each
-  // with a long CPU feature string), with images and names.
-  TestCache src = empty_cache("kiln-migrate-5-src");
-  src.report = precompile(data_request("nested.ll", {"nest_a"}, {"host", "host:x86-64-v3"}),
-                          src.path());
-  src.open();
-  Contents before = contents_of(*src.store);
-  REQUIRE(before.jobs.size() == 6);
-  REQUIRE(before.images.size() == 2);
-  std::set<std::string> features;
-  for (const JobRecord& j : before.jobs)
-    features.insert(j.features);
-  REQUIRE(features.size() == 2);
-
-  TestCache old = empty_cache("kiln-migrate-5");
-  write_schema4(before, old.path());
-  old.open();
-  Contents after = contents_of(*old.store);
-  check_same(before, after);
-  auto rep = verify_cache(*old.store);
-  REQUIRE(rep);
-  for (const Problem& p : rep->problems)
-    INFO(p.message);
-  CHECK(rep->problems.empty());
-  CHECK(rep->jobs == 6);
-  CHECK(rep->closures == 2);
-  // Kept through the rebuilt tables: settings, counters, leases. Memos are
-  // dropped by schema 6 (text rows; a memo is only a cache of a plan).
-  CHECK(*old.store->max_size() == 123456789);
-  CHECK(stats_ok(*old.store).counters.loads == 7);
-  auto memo = old.store->get_memo(*parse_hash128(std::string(32, 'e')));
-  REQUIRE_FALSE(memo);
-  CHECK(memo.error().code == Code::not_found);
-  CHECK(stats_ok(*old.store).jobs_per_target ==
-        std::vector<std::pair<std::string, int64_t>>{{"host", 3}, {"host:x86-64-v3", 3}});
-  old.store.reset();
-
-  RawDb raw(old.path());
-  CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-  CHECK(raw.scalar("SELECT count(*) FROM targets") == 2);
-  CHECK(raw.scalar("SELECT count(*) FROM job_leases") == 6);
-  CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%5'") == 0);
-  CHECK(raw.text("PRAGMA foreign_key_check") == "");
-  CHECK(raw.text("PRAGMA integrity_check") == "ok");
-  // Not every job row holds its features any more.
-  CHECK(raw.scalar("SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'features'") == 0);
-  // A migrated cache takes new writes.
-  TestCache& c = old;
-  c.open();
-  CHECK(c.store->put_job(consistent_job("new"), {{"obj", "bytes"}}, {}));
-  CHECK(*c.store->get_artifact(consistent_job("new").key, "obj") == "bytes");
-}
-
 // --- schema 6 -----------------------------------------------------------------
 
 namespace {
@@ -1137,317 +984,11 @@ CompileReport compile_ok(const CompileRequest& req, const std::string& path) {
   return r.take();
 }
 
-// The cache at `path` turned back into what a schema-11 Kiln wrote: each
-// memo row with its memo's key, roots and dependencies in two tables; a
-// job's compile time in milliseconds.
-void back_to_schema11(const std::string& path) {
-  RawDb raw(path);
-  raw.must("CREATE TABLE memo_roots (memo_key BLOB NOT NULL, position INTEGER NOT NULL, name TEXT "
-           "NOT NULL, target TEXT NOT NULL, closure_key BLOB NOT NULL, PRIMARY KEY (memo_key, "
-           "position)) WITHOUT ROWID");
-  raw.must("CREATE TABLE memo_deps (memo_key BLOB NOT NULL, position INTEGER NOT NULL, path TEXT "
-           "NOT NULL, stamp TEXT NOT NULL, PRIMARY KEY (memo_key, position)) WITHOUT ROWID");
-  raw.must("INSERT INTO memo_roots SELECT m.key, r.position, r.name, r.value, r.closure_key FROM "
-           "memo_rows r JOIN memos m ON m.id = r.memo WHERE r.kind = 0");
-  raw.must("INSERT INTO memo_deps SELECT m.key, r.position, r.name, r.value FROM memo_rows r JOIN "
-           "memos m ON m.id = r.memo WHERE r.kind = 1");
-  raw.must("DROP TABLE memo_rows; DROP TABLE memos");
-  raw.must("ALTER TABLE jobs RENAME COLUMN compile_us TO compile_ms");
-  raw.must("UPDATE jobs SET compile_ms = compile_ms / 1000.0");
-  raw.must("PRAGMA user_version = 11");
-}
-
-// The cache at `path` turned back into what a schema-10 Kiln wrote: each
-// image row with its arch and linker as text, and no image_links.
-void back_to_schema10(const std::string& path) {
-  back_to_schema11(path);
-  RawDb raw(path);
-  raw.must("PRAGMA foreign_keys = OFF");
-  raw.must("CREATE TABLE i10 (closure_key BLOB NOT NULL REFERENCES closures(key) ON DELETE "
-           "CASCADE, arch TEXT NOT NULL, linker TEXT NOT NULL, format TEXT NOT NULL, raw_size "
-           "INTEGER NOT NULL, checksum INTEGER NOT NULL, data BLOB NOT NULL, created_at INTEGER "
-           "NOT NULL, dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (closure_key, "
-           "arch, linker))");
-  raw.must("INSERT INTO i10(rowid, closure_key, arch, linker, format, raw_size, checksum, data, "
-           "created_at, dict_id) SELECT i.rowid, i.closure_key, l.arch, l.linker, i.format, "
-           "i.raw_size, i.checksum, i.data, i.created_at, i.dict_id FROM images i JOIN "
-           "image_links l ON l.id = i.link");
-  raw.must("DROP TABLE images; DROP TABLE image_links; ALTER TABLE i10 RENAME TO images");
-  raw.must("CREATE INDEX images_plain ON images(format) WHERE dict_id IS NULL");
-  raw.must("PRAGMA user_version = 10");
-}
-
-// The cache at `path` turned back into what a schema-9 Kiln wrote: every
-// symbol as text.
-void back_to_schema9(const std::string& path) {
-  back_to_schema10(path);
-  RawDb raw(path);
-  for (const char* table : {"jobs", "member_sets", "job_refs"})
-    raw.must(std::string("UPDATE ") + table +
-             " SET symbol = '__kiln_deferred_' || lower(hex(symbol)) WHERE typeof(symbol) = 'blob'");
-  raw.must("PRAGMA user_version = 9");
-}
-
-// The cache at `path` turned back into what a schema-7 Kiln wrote: keys as
-// 32 hex digits of text, every closure with a member set (a lone root's a
-// set of its own, keyed by the closure), the toolchain in each job row,
-// settings in their own table, lists as netstrings (library roots; memos
-// keep their keys, with empty lists), leases indexed by holder.
-void back_to_schema7(const std::string& path) {
-  back_to_schema9(path);
-  RawDb raw(path);
-  raw.must("PRAGMA foreign_keys = OFF");
-  raw.must("DROP VIEW closure_members");
-  raw.must("CREATE TABLE t7 (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, triple TEXT NOT NULL, "
-           "cpu TEXT NOT NULL, features TEXT NOT NULL)");
-  raw.must("INSERT INTO t7 SELECT min(id), spec, triple, cpu, features FROM targets GROUP BY "
-           "spec, triple, cpu, features");
-  raw.must("CREATE TABLE j7 (key TEXT PRIMARY KEY, entry TEXT NOT NULL, symbol TEXT NOT NULL, "
-           "target_id INTEGER NOT NULL REFERENCES targets(id), options TEXT NOT NULL, "
-           "module_hash TEXT NOT NULL, toolchain TEXT NOT NULL, compile_ms REAL NOT NULL, "
-           "created_at INTEGER NOT NULL)");
-  raw.must("INSERT INTO j7 SELECT lower(hex(j.key)), j.entry, j.symbol, (SELECT t7.id FROM t7 "
-           "WHERE t7.spec = t.spec AND t7.triple = t.triple AND t7.cpu = t.cpu AND t7.features = "
-           "t.features), j.options, lower(hex(j.module_hash)), t.toolchain, j.compile_ms, "
-           "j.created_at FROM jobs j JOIN targets t ON t.id = j.target_id");
-  raw.must("DROP TABLE jobs; ALTER TABLE j7 RENAME TO jobs");
-  raw.must("DROP TABLE targets; ALTER TABLE t7 RENAME TO targets");
-  raw.must("CREATE TABLE a7 (job_key TEXT NOT NULL REFERENCES jobs(key) ON DELETE CASCADE, "
-           "format TEXT NOT NULL, raw_size INTEGER NOT NULL, checksum INTEGER NOT NULL, data BLOB "
-           "NOT NULL, dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (job_key, format))");
-  raw.must("INSERT INTO a7(rowid, job_key, format, raw_size, checksum, data, dict_id) SELECT "
-           "rowid, lower(hex(job_key)), format, raw_size, checksum, data, dict_id FROM artifacts");
-  raw.must("DROP TABLE artifacts; ALTER TABLE a7 RENAME TO artifacts");
-  raw.must("CREATE INDEX artifacts_plain ON artifacts(format) WHERE dict_id IS NULL");
-  raw.must("CREATE TABLE r7 (job_key TEXT NOT NULL REFERENCES jobs(key) ON DELETE CASCADE, "
-           "symbol TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (job_key, symbol)) WITHOUT "
-           "ROWID");
-  raw.must("INSERT INTO r7 SELECT lower(hex(job_key)), symbol, entry FROM job_refs");
-  raw.must("DROP TABLE job_refs; ALTER TABLE r7 RENAME TO job_refs");
-  raw.must("CREATE TABLE m7 (set_key TEXT NOT NULL, symbol TEXT NOT NULL, job_key TEXT NOT NULL "
-           "REFERENCES jobs(key), PRIMARY KEY (set_key, symbol)) WITHOUT ROWID");
-  raw.must("INSERT INTO m7 SELECT lower(hex(set_key)), symbol, lower(hex(job_key)) FROM "
-           "member_sets");
-  raw.must("INSERT INTO m7 SELECT lower(hex(c.key)), j.symbol, j.key FROM closures c JOIN jobs j "
-           "ON j.key = lower(hex(c.root_job)) WHERE c.member_set IS NULL");
-  raw.must("DROP TABLE member_sets; ALTER TABLE m7 RENAME TO member_sets");
-  raw.must("CREATE INDEX member_sets_by_job ON member_sets(job_key)");
-  raw.must("CREATE TABLE c7 (key TEXT PRIMARY KEY, root_job TEXT NOT NULL REFERENCES jobs(key), "
-           "target TEXT NOT NULL, member_set TEXT NOT NULL, created_at INTEGER NOT NULL, "
-           "last_used INTEGER NOT NULL) WITHOUT ROWID");
-  raw.must("INSERT INTO c7 SELECT lower(hex(key)), lower(hex(root_job)), target, "
-           "lower(hex(coalesce(member_set, key))), created_at, last_used FROM closures");
-  raw.must("DROP TABLE closures; ALTER TABLE c7 RENAME TO closures");
-  raw.must("CREATE INDEX closures_by_member_set ON closures(member_set)");
-  raw.must("CREATE VIEW closure_members(closure_key, symbol, job_key) AS SELECT c.key, m.symbol, "
-           "m.job_key FROM closures c JOIN member_sets m ON m.set_key = c.member_set");
-  raw.must("CREATE TABLE i7 (closure_key TEXT NOT NULL REFERENCES closures(key) ON DELETE "
-           "CASCADE, arch TEXT NOT NULL, linker TEXT NOT NULL, format TEXT NOT NULL, raw_size "
-           "INTEGER NOT NULL, checksum INTEGER NOT NULL, data BLOB NOT NULL, created_at INTEGER "
-           "NOT NULL, dict_id INTEGER REFERENCES dictionaries(id), PRIMARY KEY (closure_key, "
-           "arch, linker))");
-  raw.must("INSERT INTO i7(rowid, closure_key, arch, linker, format, raw_size, checksum, data, "
-           "created_at, dict_id) SELECT rowid, lower(hex(closure_key)), arch, linker, format, "
-           "raw_size, checksum, data, created_at, dict_id FROM images");
-  raw.must("DROP TABLE images; ALTER TABLE i7 RENAME TO images");
-  raw.must("CREATE INDEX images_plain ON images(format) WHERE dict_id IS NULL");
-  raw.must("CREATE TABLE n7 (name TEXT NOT NULL, target TEXT NOT NULL, closure_key TEXT NOT NULL "
-           "REFERENCES closures(key), updated_at INTEGER NOT NULL, unit TEXT NOT NULL DEFAULT '', "
-           "PRIMARY KEY (name, target)) WITHOUT ROWID");
-  raw.must("INSERT INTO n7 SELECT n.name, n.target, lower(hex(n.closure_key)), n.updated_at, "
-           "coalesce(u.path, '') FROM names n LEFT JOIN units u ON u.id = n.unit_id");
-  raw.must("DROP TABLE names; DROP TABLE units; ALTER TABLE n7 RENAME TO names");
-  raw.must("CREATE INDEX names_by_closure ON names(closure_key)");
-  raw.must("CREATE TABLE l7 (name TEXT NOT NULL, target TEXT NOT NULL, closure_key TEXT NOT NULL "
-           "REFERENCES closures(key), roots BLOB NOT NULL, updated_at INTEGER NOT NULL, PRIMARY "
-           "KEY (name, target)) WITHOUT ROWID");
-  raw.must("INSERT INTO l7 SELECT l.name, l.target, lower(hex(l.closure_key)), CAST(coalesce(("
-           "SELECT group_concat(length(CAST(r.root AS BLOB)) || ':' || r.root || ',', '') FROM "
-           "(SELECT root FROM library_roots x WHERE x.name = l.name AND x.target = l.target ORDER "
-           "BY position) r), '') AS BLOB), l.updated_at FROM libraries l");
-  raw.must("DROP TABLE library_roots; DROP TABLE libraries; ALTER TABLE l7 RENAME TO libraries");
-  raw.must("CREATE TABLE memos (key TEXT PRIMARY KEY, roots BLOB NOT NULL, deps BLOB NOT NULL, "
-           "created_at INTEGER NOT NULL) WITHOUT ROWID");
-  raw.must("INSERT INTO memos SELECT DISTINCT lower(hex(memo_key)), x'', x'', 0 FROM memo_roots");
-  raw.must("DROP TABLE memo_roots; DROP TABLE memo_deps");
-  raw.must("CREATE TABLE l7 (job_key TEXT NOT NULL, holder TEXT NOT NULL, expires_at INTEGER NOT "
-           "NULL, PRIMARY KEY (job_key, holder)) WITHOUT ROWID");
-  raw.must("INSERT INTO l7 SELECT lower(hex(job_key)), holder, expires_at FROM job_leases");
-  raw.must("DROP TABLE job_leases; ALTER TABLE l7 RENAME TO job_leases");
-  raw.must("CREATE INDEX job_leases_by_holder ON job_leases(holder)");
-  raw.must("CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
-  raw.must("INSERT INTO settings SELECT substr(key, 9), value FROM meta WHERE key LIKE "
-           "'setting %'");
-  raw.must("DELETE FROM meta WHERE key LIKE 'setting %'");
-  raw.must("PRAGMA user_version = 7");
-  CHECK(raw.text("PRAGMA foreign_key_check") == "");
-}
-
-// The cache at `path` turned back into what a schema-5 Kiln wrote: the
-// memos table as migration 5 left it, each memo's roots as
-// "name\ttarget\tclosure\n" text; the libraries table as the first library
-// made it, roots joined by newlines (`with_library`), or none at all.
-void back_to_schema5(const std::string& path, bool with_library) {
-  back_to_schema7(path);
-  RawDb raw(path);
-  // Migration 7 undone: a closure's members as rows of its own.
-  raw.must("DROP VIEW closure_members");
-  raw.must("CREATE TABLE closure_members (closure_key TEXT NOT NULL REFERENCES closures(key) ON "
-           "DELETE CASCADE, symbol TEXT NOT NULL, job_key TEXT NOT NULL REFERENCES jobs(key), "
-           "PRIMARY KEY (closure_key, symbol)) WITHOUT ROWID");
-  raw.must("INSERT INTO closure_members SELECT c.key, m.symbol, m.job_key FROM closures c JOIN "
-           "member_sets m ON m.set_key = c.member_set");
-  raw.must("CREATE INDEX closure_members_by_job ON closure_members(job_key)");
-  raw.must("CREATE TABLE old_closures (key TEXT PRIMARY KEY, root_job TEXT NOT NULL REFERENCES "
-           "jobs(key), target TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER NOT "
-           "NULL) WITHOUT ROWID");
-  raw.must("INSERT INTO old_closures SELECT key, root_job, target, created_at, last_used FROM "
-           "closures");
-  raw.must("DROP TABLE closures; ALTER TABLE old_closures RENAME TO closures");
-  raw.must("CREATE INDEX closures_by_last_used ON closures(last_used)");
-  raw.must("DROP TABLE member_sets");
-  raw.must("CREATE TABLE old_memos (key TEXT PRIMARY KEY, roots TEXT NOT NULL, deps TEXT NOT "
-           "NULL, created_at INTEGER NOT NULL)");
-  raw.must("INSERT INTO old_memos SELECT key, 'nest_b' || char(9) || 'host' || char(9) || "
-           "'" + std::string(32, 'c') + "' || char(10), '', created_at FROM memos");
-  raw.must("DROP TABLE memos; ALTER TABLE old_memos RENAME TO memos");
-  raw.must("CREATE TABLE old_libraries (name TEXT NOT NULL, target TEXT NOT NULL, closure_key "
-           "TEXT NOT NULL REFERENCES closures(key), roots TEXT NOT NULL, updated_at INTEGER NOT "
-           "NULL, PRIMARY KEY (name, target)) WITHOUT ROWID");
-  raw.must("INSERT INTO old_libraries SELECT name, target, closure_key, 'nest_b' || char(10) || "
-           "'nest_c', updated_at FROM libraries");
-  raw.must("DROP TABLE libraries");
-  if (with_library)
-    raw.must("ALTER TABLE old_libraries RENAME TO libraries");
-  else
-    raw.must("DROP TABLE old_libraries");
-  raw.must("PRAGMA user_version = 5");
-}
-
 } // namespace
-
-TEST_CASE("schema 6: a schema-5 cache's library is converted, its memos dropped, and both work "
-          "again") {
-  for (bool with_library : {true, false}) {
-    CAPTURE(with_library);
-    TestCache c = empty_cache("kiln-migrate-6");
-    CompileRequest req = data_request("nested.ll", {"nest_b", "nest_c"});
-    req.library = "nest";
-    CompileReport first = compile_ok(req, c.path());
-    REQUIRE(first.libraries.size() == 1);
-    REQUIRE(compile_ok(req, c.path()).memo_hit);
-    back_to_schema5(c.path(), with_library);
-    {
-      RawDb raw(c.path());
-      REQUIRE(raw.scalar("SELECT count(*) FROM memos") == 1);
-      REQUIRE(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'libraries'") ==
-              (with_library ? 1 : 0));
-    }
-
-    c.open();
-    auto lib = c.store->get_library("nest", "host");
-    if (with_library) {
-      REQUIRE(lib);
-      CHECK(lib->roots == std::vector<std::string>{"nest_b", "nest_c"});
-      CHECK(lib->closure.hex() == first.libraries[0].closure);
-    } else {
-      REQUIRE_FALSE(lib);
-      CHECK(lib.error().code == Code::not_found);
-    }
-    auto problems = c.store->verify();
-    REQUIRE(problems);
-    CHECK(problems->empty());
-    c.store.reset();
-    {
-      RawDb raw(c.path());
-      CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-      CHECK(raw.scalar("SELECT count(*) FROM memo_rows") == 0);
-      CHECK(raw.scalar("SELECT count(*) FROM library_roots") == (with_library ? 2 : 0));
-      CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%6' OR name LIKE "
-                       "'%8'") == 0);
-      CHECK(raw.text("PRAGMA foreign_key_check") == "");
-      CHECK(raw.text("PRAGMA integrity_check") == "ok");
-    }
-    if (with_library) {
-      kiln_cache* cache = nullptr;
-      REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
-      kiln_image* img = nullptr;
-      kiln_status st = kiln_library_load(cache, "nest", "host", &img);
-      INFO(kiln_last_error());
-      REQUIRE(st == KILN_OK);
-      void* f = nullptr;
-      CHECK(kiln_image_lookup(img, "nest_b", &f) == KILN_OK);
-      CHECK(kiln_image_lookup(img, "nest_c", &f) == KILN_OK);
-      kiln_image_release(img);
-      kiln_cache_close(cache);
-    }
-
-    // The dropped memo is recorded again by the next run and answers the one
-    // after; the library is recorded (again) either way.
-    CompileReport again = compile_ok(req, c.path());
-    CHECK_FALSE(again.memo_hit);
-    REQUIRE(again.libraries.size() == 1);
-    CHECK(again.libraries[0].closure == first.libraries[0].closure);
-    CompileReport third = compile_ok(req, c.path());
-    CHECK(third.memo_hit);
-    c.open();
-    auto now = c.store->get_library("nest", "host");
-    REQUIRE(now);
-    CHECK(now->roots == std::vector<std::string>{"nest_b", "nest_c"});
-  }
-}
 
 // --- schema 8 -----------------------------------------------------------------
 
 namespace {
-
-// Everything a store reads back, as text to compare.
-std::string snapshot(Store& st) {
-  std::string out;
-  auto jobs = st.list_jobs();
-  REQUIRE(jobs);
-  for (const JobRecord& j : *jobs) {
-    out += "job " + j.key.hex() + " " + j.entry + " " + j.symbol + " " + j.target + " " +
-           j.triple + " " + j.cpu + " " + j.options + " " + j.module_hash.hex() + " " +
-           j.toolchain + " " + std::to_string(j.created_at) + " " + j.features + "\n";
-    auto refs = st.job_refs(j.key);
-    auto artifacts = st.artifact_infos(j.key);
-    REQUIRE(refs);
-    REQUIRE(artifacts);
-    for (const auto& r : *refs)
-      out += "  ref " + r.symbol + " " + r.entry + "\n";
-    for (const auto& a : *artifacts)
-      out += "  artifact " + a.format + " " + std::to_string(a.raw_size) + " " +
-             std::to_string(hash64(*st.get_artifact(j.key, a.format))) + "\n";
-  }
-  auto closures = st.list_closures();
-  REQUIRE(closures);
-  for (const ClosureRecord& c : *closures) {
-    out += "closure " + c.key.hex() + " root " + c.root_job.hex() + " " + c.target + "\n";
-    for (const auto& m : c.members)
-      out += "  member " + m.symbol + " " + m.job.hex() + " " + m.entry + "\n";
-    auto images = st.images_of(c.key);
-    REQUIRE(images);
-    for (const auto& i : *images)
-      out += "  image " + i.key.arch + " " + i.key.linker + " " + i.format + " " +
-             std::to_string(hash64(i.bytes)) + "\n";
-  }
-  auto names = st.list_names();
-  auto libraries = st.list_libraries();
-  REQUIRE(names);
-  REQUIRE(libraries);
-  for (const auto& n : *names) {
-    auto unit = st.name_unit(n.name, n.target);
-    REQUIRE(unit);
-    out += "name " + n.name + " " + n.target + " " + n.closure.hex() + " unit " + *unit + "\n";
-  }
-  for (const auto& l : *libraries) {
-    out += "library " + l.name + " " + l.target + " " + l.closure.hex() + "\n";
-    for (const auto& r : l.roots)
-      out += "  root " + r + "\n";
-  }
-  return out;
-}
 
 // nested.ll's deferred chain (nest_a → nest_b → nest_c: sets of 3 and 2
 // members, and nest_c a lone root) and a library `library` of its last two
@@ -1461,272 +1002,7 @@ TestCache chain_and_library(const std::string& prefix, const std::string& librar
   return c;
 }
 
-// A migrated cache still works: its roots and library load, and a gc with
-// no room leaves none of `tables`' rows.
-void loads_then_gc_takes_all(TestCache& c, const std::string& library,
-                             std::initializer_list<const char*> tables) {
-  kiln_cache* cache = nullptr;
-  REQUIRE(kiln_cache_open(c.path().c_str(), &cache) == KILN_OK);
-  for (const char* name : {"nest_a", "nest_c"}) {
-    kiln_image* img = nullptr;
-    kiln_status st = kiln_image_load(cache, name, "host", &img);
-    INFO(name << ": " << kiln_last_error());
-    REQUIRE(st == KILN_OK);
-    kiln_image_release(img);
-  }
-  kiln_image* img = nullptr;
-  REQUIRE(kiln_library_load(cache, library.c_str(), "host", &img) == KILN_OK);
-  kiln_image_release(img);
-  kiln_cache_close(cache);
-  c.open();
-  GcOptions all;
-  all.max_size = 0;
-  REQUIRE(c.store->gc(all));
-  c.store.reset();
-  RawDb raw(c.path());
-  for (const char* table : tables) {
-    CAPTURE(table);
-    CHECK(raw.scalar(std::string("SELECT count(*) FROM ") + table) == 0);
-  }
-}
-
-// loads_then_gc_takes_all for chain_and_library(..., "nest lib"), after the
-// first request is answered by its memo.
-void hits_loads_then_gc_takes_all(TestCache& c, std::initializer_list<const char*> tables) {
-  CHECK(compile_ok(data_request("nested.ll", {"nest_a", "nest_b", "nest_c"}), c.path()).memo_hit);
-  loads_then_gc_takes_all(c, "nest lib", tables);
-}
-
 } // namespace
-
-TEST_CASE("schema 8: a schema-7 cache's keys become bytes and its lists rows; every record reads "
-          "back identically, verifies, loads and gc's") {
-  const std::string library = "nest lib\nwith a newline";
-  TestCache c = chain_and_library("kiln-migrate-8", library);
-  CompileRequest lib = data_request("nested.ll", {"nest_b", "nest_c"});
-  lib.library = library;
-  c.open();
-  REQUIRE(c.store->set_setting("max_size", "123456789"));
-  std::string before = snapshot(*c.store);
-  REQUIRE(before.find("library nest lib") != std::string::npos);
-  REQUIRE(before.find("  root nest_c") != std::string::npos);
-  c.store.reset();
-  {
-    RawDb raw(c.path());
-    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
-  }
-  int64_t closures = 0;
-  {
-    // Three roots' closures, and the library's unless it is one of theirs
-    // (a closure is named by its members): every one must be converted.
-    RawDb raw(c.path());
-    closures = raw.scalar("SELECT count(*) FROM closures");
-    CHECK(closures >= 3);
-  }
-  back_to_schema7(c.path());
-  {
-    RawDb raw(c.path());
-    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE typeof(key) = 'text'") == closures);
-    // A row no Kiln could read: a closure key that is not a key. It is not
-    // carried over. And one planted under a key that differs from another
-    // only in the case of its digits: one key now, kept once.
-    raw.must("INSERT INTO closures VALUES ('not a key', '" + std::string(32, 'a') +
-             "', 'host', 'x', 0, 0)");
-    raw.must("INSERT INTO closures SELECT upper(key), root_job, target, member_set, created_at, "
-             "last_used FROM closures WHERE key GLOB '*[a-f]*' LIMIT 1");
-  }
-  c.open();
-  CHECK(snapshot(*c.store) == before);
-  CHECK(*c.store->setting("max_size") == "123456789");
-  auto problems = c.store->verify();
-  REQUIRE(problems);
-  CHECK(problems->empty());
-  c.store.reset();
-  {
-    RawDb raw(c.path());
-    CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE typeof(key) != 'blob' OR "
-                     "length(key) != 16") == 0);
-    CHECK(raw.scalar("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
-    // Schema 7's memos table (its lists as text) is gone; schema 12's is
-    // keys and ids alone.
-    CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE '%8' OR name = "
-                     "'settings' OR (name = 'memos' AND sql LIKE '%roots%')") == 0);
-    CHECK(raw.text("PRAGMA foreign_key_check") == "");
-    CHECK(raw.text("PRAGMA integrity_check") == "ok");
-  }
-  // The memos went: the next run plans and records one, the one after hits.
-  CHECK_FALSE(compile_ok(lib, c.path()).memo_hit);
-  CHECK(compile_ok(lib, c.path()).memo_hit);
-  // gc takes everything, lone roots and their jobs included.
-  loads_then_gc_takes_all(c, library,
-                          {"jobs", "closures", "member_sets", "names", "libraries",
-                           "library_roots", "images", "artifacts"});
-}
-
-TEST_CASE("schema 10: a schema-9 cache's deferred symbols become bytes; every record reads back "
-          "identically, verifies, loads and gc's") {
-  // Deferred references, member sets and a library: deferred symbols in
-  // every table that holds symbols.
-  TestCache c = chain_and_library("kiln-migrate-10", "nest lib");
-  c.open();
-  std::string before = snapshot(*c.store);
-  REQUIRE(before.find("__kiln_deferred_") != std::string::npos);
-  c.store.reset();
-  auto count_text = [&](RawDb& raw) {
-    return raw.scalar("SELECT (SELECT count(*) FROM jobs WHERE typeof(symbol) = 'text') + "
-                      "(SELECT count(*) FROM member_sets WHERE typeof(symbol) = 'text') + "
-                      "(SELECT count(*) FROM job_refs WHERE typeof(symbol) = 'text')");
-  };
-  {
-    RawDb raw(c.path());
-    CHECK(count_text(raw) == 0);
-    CHECK(raw.scalar("SELECT count(*) FROM job_refs WHERE typeof(symbol) = 'blob' AND "
-                     "length(symbol) = 16") > 0);
-  }
-  back_to_schema9(c.path());
-  {
-    RawDb raw(c.path());
-    REQUIRE(count_text(raw) > 5);
-  }
-  c.open();
-  CHECK(snapshot(*c.store) == before);
-  auto problems = c.store->verify();
-  REQUIRE(problems);
-  CHECK(problems->empty());
-  c.store.reset();
-  {
-    RawDb raw(c.path());
-    CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-    CHECK(count_text(raw) == 0);
-    CHECK(raw.text("PRAGMA integrity_check") == "ok");
-  }
-  // The migrated cache takes the same request as a hit, loads, and gc takes
-  // everything.
-  hits_loads_then_gc_takes_all(
-      c, {"jobs", "closures", "member_sets", "job_refs", "names", "images"});
-}
-
-TEST_CASE("schema 11: a schema-10 cache's images name their arch and linker by link; every "
-          "record reads back identically, verifies, loads and gc's") {
-  TestCache c = chain_and_library("kiln-migrate-11", "nest lib");
-  c.open();
-  // A second linker's image of one closure: two links, one closure.
-  auto closures = c.store->list_closures();
-  REQUIRE(closures);
-  REQUIRE(!closures->empty());
-  const Hash128 first = closures->front().key;
-  auto own = c.store->images_of(first);
-  REQUIRE(own);
-  REQUIRE(own->size() == 1);
-  const ImageKey other{first, own->front().key.arch, "another linker 1.0"};
-  REQUIRE(c.store->put_image(other, "so", own->front().bytes + "tail"));
-  std::string before = snapshot(*c.store);
-  REQUIRE(before.find("another linker 1.0") != std::string::npos);
-  c.store.reset();
-  back_to_schema10(c.path());
-  {
-    RawDb raw(c.path());
-    REQUIRE(raw.scalar("SELECT count(DISTINCT linker) FROM images") == 2);
-  }
-  c.open();
-  CHECK(snapshot(*c.store) == before);
-  // Each image by its own key; for its arch alone, one of the two.
-  auto mine = c.store->get_image(other);
-  REQUIRE(mine);
-  CHECK(*mine == own->front().bytes + "tail");
-  auto theirs = c.store->get_image(own->front().key);
-  REQUIRE(theirs);
-  CHECK(*theirs == own->front().bytes);
-  auto best = c.store->get_image_any_linker(first, other.arch);
-  REQUIRE(best);
-  CHECK((*best == *mine || *best == *theirs));
-  auto problems = c.store->verify();
-  REQUIRE(problems);
-  CHECK(problems->empty());
-  c.store.reset();
-  {
-    RawDb raw(c.path());
-    CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-    CHECK(raw.scalar("SELECT count(*) FROM image_links") == 2);
-    CHECK(raw.scalar("SELECT count(*) FROM images i JOIN image_links l ON l.id = i.link WHERE "
-                     "l.linker = 'another linker 1.0'") == 1);
-    CHECK(raw.text("PRAGMA integrity_check") == "ok");
-  }
-  hits_loads_then_gc_takes_all(
-      c, {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
-}
-
-TEST_CASE("schema 12: a schema-11 cache's memos name their rows by id and its compile times "
-          "become microseconds; every record reads back, memos answer, loads and gc's") {
-  TestCache c = chain_and_library("kiln-migrate-12", "nest lib");
-  c.open();
-  // A second memo, with dependencies, beside the requests' own.
-  const Hash128 extra = hash128("another request");
-  Store::Memo memo;
-  memo.roots.push_back({"nest_a", "host", c.store->list_closures()->front().key});
-  memo.deps.push_back({"/include/a.h", "stamp a"});
-  memo.deps.push_back({"/include/b.h", "stamp b"});
-  REQUIRE(c.store->put_memo(extra, memo));
-  std::string before = snapshot(*c.store);
-  auto jobs = c.store->list_jobs();
-  REQUIRE(jobs);
-  REQUIRE(!jobs->empty());
-  std::map<Hash128, double> ms;
-  for (const JobRecord& j : *jobs)
-    ms[j.key] = j.compile_ms;
-  const Hash128 odd = jobs->front().key; // a time of no whole microseconds
-  c.store.reset();
-  back_to_schema11(c.path());
-  int64_t memo_rows = 0;
-  {
-    RawDb raw(c.path());
-    memo_rows = raw.scalar("SELECT (SELECT count(*) FROM memo_roots) + (SELECT count(*) FROM "
-                           "memo_deps)");
-    REQUIRE(raw.scalar("SELECT count(DISTINCT memo_key) FROM memo_roots") >= 2);
-    REQUIRE(raw.scalar("SELECT count(*) FROM memo_deps") >= 2);
-    raw.must("UPDATE jobs SET compile_ms = 2.3456789 WHERE key = x'" + odd.hex() + "'");
-  }
-  c.open();
-  CHECK(snapshot(*c.store) == before);
-  auto again = c.store->list_jobs();
-  REQUIRE(again);
-  for (const JobRecord& j : *again) {
-    CAPTURE(j.key.hex());
-    CHECK(j.compile_ms == doctest::Approx(j.key == odd ? 2.346 : ms.at(j.key)).epsilon(1e-12));
-  }
-  auto got = c.store->get_memo(extra);
-  REQUIRE(got);
-  REQUIRE(got->roots.size() == 1);
-  CHECK(got->roots[0].name == "nest_a");
-  CHECK(got->roots[0].closure == memo.roots[0].closure);
-  REQUIRE(got->deps.size() == 2);
-  CHECK(got->deps[1].path == "/include/b.h");
-  CHECK(got->deps[1].stamp == "stamp b");
-  auto problems = c.store->verify();
-  REQUIRE(problems);
-  CHECK(problems->empty());
-  // Recorded again, a memo keeps its id and replaces its rows; a new one
-  // takes the next id.
-  memo.deps.pop_back();
-  REQUIRE(c.store->put_memo(extra, memo));
-  REQUIRE(c.store->put_memo(hash128("a third request"), memo));
-  c.store.reset();
-  {
-    RawDb raw(c.path());
-    CHECK(raw.scalar("PRAGMA user_version") == schema_version());
-    CHECK(raw.scalar("SELECT count(*) FROM memo_rows") == memo_rows - 1 + 2);
-    CHECK(raw.scalar("SELECT count(*) FROM memos") == raw.scalar("SELECT max(id) FROM memos"));
-    CHECK(raw.scalar("SELECT count(*) FROM memo_rows WHERE memo NOT IN (SELECT id FROM memos)") ==
-          0);
-    CHECK(raw.scalar("SELECT count(*) FROM jobs WHERE compile_us != round(compile_us)") == 0);
-    CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name LIKE 'memo_roots' OR name "
-                     "LIKE 'memo_deps'") == 0);
-    CHECK(raw.text("PRAGMA integrity_check") == "ok");
-  }
-  hits_loads_then_gc_takes_all(
-      c, {"jobs", "closures", "member_sets", "names", "images", "artifacts"});
-}
 
 TEST_CASE("an image whose arch and linker are missing is reported by verify and never found") {
   TestCache c = chain_and_library("kiln-links", "nest lib");

@@ -5,6 +5,12 @@ target. Writes results.json, results.md (the table) and results.png (cost
 against workload size).
 
     bench/harness.py --bin BUILD/bin --work DIR --out bench/
+    bench/harness.py --bin BUILD/bin --work DIR --only load --merge
+    bench/harness.py --render          # results.md again from results.json
+
+results.md opens with the floors: each figure that has one as a ratio to the
+same work done without Kiln. Its summary counts live targets only; RETIRED
+lists the targets the project no longer aims for, and why.
 """
 
 import argparse

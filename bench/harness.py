@@ -83,6 +83,7 @@ class Harness:
         self.group = None     # the benchmark group running now, named in its rows
         self.meta = {"machine": platform.machine(), "cpus": os.cpu_count(),
                      "date": time.strftime("%Y-%m-%d"),
+                     "load_average": round(os.getloadavg()[0], 1),
                      "build_type": self.build_type(bindir) if bindir else None}
 
     # --- running things -----------------------------------------------------
@@ -1469,8 +1470,11 @@ plot '{data}' {unit_plot[3:]}
         later = {g: d for g, d in m.get("groups", {}).items() if d.get("date") != m.get("date")}
         if later:
             header += " Measured again since, each group in one run of its own: " + "; ".join(
-                f"{g} on {d['date']}" + (f" ({d['build_type']} build)" if d.get("build_type")
-                                         else "") for g, d in sorted(later.items())) + "."
+                f"{g} on {d['date']} (" + ", ".join(
+                    ([f"{d['build_type']} build"] if d.get("build_type") else []) +
+                    ([f"load average {d['load_average']} at its start"]
+                     if d.get("load_average") is not None else [])) + ")"
+                for g, d in sorted(later.items())) + "."
         live = self.live_rows()
         targets = [r for r in live if r["met"] is not None]
         missed = [r for r in targets if r["met"] is False]
@@ -1588,7 +1592,8 @@ def main():
         h.raw.update(new_raw)
         h.meta.setdefault("groups", {}).update(
             {g: {"date": run["date"], "build_type": run["build_type"],
-                 "harness_s": round(elapsed, 1)} for g in only})
+                 "load_average": run["load_average"], "harness_s": round(elapsed, 1)}
+             for g in only})
         h.write()
     elif not only:
         h.meta["harness_s"] = round(elapsed, 1)

@@ -238,15 +238,20 @@ class Harness:
             argv += ["--entry", e]
         return argv + [path]
 
-    # 1, 2, 3: warm load against dlopen, relink against a hand link, cold
-    # compile, relink and warm load side by side; key cost; lookup.
-    def load_vs_compile(self, files):
+    @staticmethod
+    def load_workloads(files):
+        """The workloads of the load and relink groups: (name, path, entries)."""
         cases = [(f"size_{s}", f"size_{s}.ll") for s in workloads.KERNEL_SIZES]
         cases += [(f"closure_{n}", f"closure_{n}.ll") for n in workloads.CLOSURE_SIZES]
         examples = [("example_deferred", os.path.join(ROOT, "examples", "deferred.ll"),
                      ["fib_calls"]),
                     ("example_kernels", os.path.join(ROOT, "examples", "kernels.ll"), ["apply"])]
-        todo = [(name, *files[f]) for name, f in cases] + examples
+        return [(name, *files[f]) for name, f in cases] + examples
+
+    # 1, 2, 3: warm load against dlopen; cold compile, relink and warm load
+    # side by side; key cost; lookup.
+    def load_vs_compile(self, files):
+        todo = self.load_workloads(files)
         reps = 3
         res = {}
         for name, path, entries in todo:
@@ -269,34 +274,65 @@ class Harness:
                       "relink_proc_ms": relink_proc, "warm_proc_inner_ms": inner["main_ms"],
                       "warm_proc_open_ms": inner["open_ms"], "warm_proc_load_ms": inner["load_ms"],
                       "warm_proc_close_ms": inner["close_ms"]})
-            r["hand_link"] = self.hand_link(path, os.path.join(self.work, "hand_link", name),
-                                            5 if not self.quick else 3)
             res[name] = r
         self.raw["load_vs_compile"] = res
         self.fsync_diagnosis(files, res)
         self.rows_load()
 
-    def hand_link(self, path, outdir, reps):
-        """A fresh relink's floor: the unit made into one object by hand
-        (opt -O2, llc -relocation-model=pic; not timed), then an ld.lld
-        -shared process on one thread, as Kiln links a root. (lld's own
-        --time-trace of that process is no floor for a relink in a warm
-        process: it counts the first touches of libLLVM's code, 7-19 ms for
-        a 1.6 kB object against Kiln's whole in-process relink of 2-3 ms.)"""
+    # 1: a fresh relink against its floor, an ld.lld process linking the
+    # same code. (lld's own --time-trace of that process is no floor for a
+    # relink in a warm process: it counts the first touches of libLLVM's
+    # code, 7-19 ms for a 1.6 kB object against Kiln's whole in-process
+    # relink of 2-3 ms.)
+    def relink(self, files):
         opt, llc, lld = (self.llvm_tool(t) for t in ("opt", "llc", "ld.lld"))
         if not (opt and llc and lld):
-            return {"skipped": "LLVM's opt, llc or ld.lld not found"}
-        shutil.rmtree(outdir, ignore_errors=True)
-        os.makedirs(outdir)
-        bc, obj = os.path.join(outdir, "unit.bc"), os.path.join(outdir, "unit.o")
-        so = os.path.join(outdir, "unit.so")
-        self.run([opt, "-O2", "-mcpu=native", path, "-o", bc])
-        self.run([llc, "-O2", "-mcpu=native", "-filetype=obj", "-relocation-model=pic", bc,
-                  "-o", obj])
-        argv = [lld, "--threads=1", "-shared", obj, "-o", so]
-        procs = [self.run(argv)[1] for _ in range(reps)]
-        return {"proc_ms": statistics.median(procs), "proc_runs": procs,
-                "object_bytes": os.path.getsize(obj), "image_bytes": os.path.getsize(so)}
+            self.row(1, "relink vs an ld.lld process linking the same code", None, "",
+                     "(floor)", None, "skipped: LLVM's opt, llc or ld.lld not found")
+            return
+        reps = 3 if self.quick else 7
+        res = {}
+        for name, path, entries in self.load_workloads(files):
+            self.log(f"relink vs ld.lld: {name}")
+            db = self.cache("relink_" + name)
+            self.drop(db)
+            p, _ = self.run(self.precompile(db, path, entries[:1], ["--json"]))
+            jobs = len(json.loads(p.stdout)["jobs"])
+            # By hand: the unit made into one object (opt -O2, llc
+            # -relocation-model=pic; not timed), linked by ld.lld -shared on
+            # one thread, as Kiln links a root.
+            out = os.path.join(self.work, "hand_link", name)
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            bc, obj, so = (os.path.join(out, f) for f in ("unit.bc", "unit.o", "unit.so"))
+            self.run([opt, "-O2", "-mcpu=native", path, "-o", bc])
+            self.run([llc, "-O2", "-mcpu=native", "-filetype=obj", "-relocation-model=pic", bc,
+                      "-o", obj])
+            load = [self.tool("kiln-bench-load"), db, entries[0]]
+            hand = [lld, "--threads=1", "-shared", obj, "-o", so]
+            relinks, links = [], []
+            for _ in range(reps):  # interleaved, so drift hits both alike
+                self.evict_images(db)
+                relinks.append(self.run(load)[1])
+                links.append(self.run(hand)[1])
+            res[name] = {"relink_proc_ms": statistics.median(relinks),
+                         "ld_lld_proc_ms": statistics.median(links), "relink_runs": relinks,
+                         "ld_lld_runs": links, "object_bytes": os.path.getsize(obj),
+                         "repeats": reps, "jobs": jobs}
+        self.raw["relink_floor"] = res
+        self.rows_relink()
+
+    def rows_relink(self):
+        """The relink group's rows, from its measurements alone. No target
+        is set: the figure is reported."""
+        for name, r in self.raw.get("relink_floor", {}).items():
+            jobs = f"; {r['jobs']} jobs, an object each" if r.get("jobs") else ""
+            self.row(1, f"relink vs an ld.lld process linking the same code, fresh process: "
+                     f"{name}", r["relink_proc_ms"] / r["ld_lld_proc_ms"], "x", "(floor)",
+                     None, f"relink process {r['relink_proc_ms']:.1f} ms (open, link the "
+                     f"evicted image again, load, close){jobs}; ld.lld -shared --threads=1 of "
+                     f"one object of the unit {r['ld_lld_proc_ms']:.1f} ms; interleaved, median "
+                     f"of {r['repeats']}")
 
     def rows_load(self):
         """The load group's rows, from its measurements alone (so that
@@ -314,17 +350,6 @@ class Harness:
                      f"{r['warm_load_best_ms'] * 1e3:.0f}), dlopen of the image as a file median "
                      f"{r['dlopen_ms'] * 1e3:.0f} us (best {r['dlopen_best_ms'] * 1e3:.0f}); "
                      f"200 of each, every image released or closed before the next")
-        # A fresh relink beside the least a link of the same code costs as a
-        # process: an ld.lld process. No target is set: it is reported.
-        for name, r in res.items():
-            h = r.get("hand_link", {})
-            if "proc_ms" not in h:
-                continue
-            self.row(1, f"relink vs an ld.lld process linking the same code, fresh process: "
-                     f"{name}", r["relink_proc_ms"] / h["proc_ms"], "x", "(floor)", None,
-                     f"relink process {r['relink_proc_ms']:.1f} ms (open, link, load, close); "
-                     f"ld.lld -shared --threads=1 of one object of the unit "
-                     f"{h['proc_ms']:.1f} ms; {r['jobs']} jobs (an object each)")
         # Cold compile, relink and warm load of each workload side by side:
         # what a stored image saves, reported without a target (the ratios
         # were targets once: "Retired targets" in results.md).
@@ -1293,8 +1318,8 @@ class Harness:
             out.append(("1,000 first loads, fresh process", "1,000 `kiln_image_load` calls",
                         "1,000 `dlopen` calls of copies of one image, bare process",
                         self.fmt(r, "x"), "(report; item 7 holds the 50 ms target)", "-"))
-        proc = [r["relink_proc_ms"] / r["hand_link"]["proc_ms"] for r in res.values()
-                if "proc_ms" in r.get("hand_link", {})]
+        proc = [r["relink_proc_ms"] / r["ld_lld_proc_ms"]
+                for r in raw.get("relink_floor", {}).values()]
         if proc:
             out.append(("relink, fresh process", "a process that opens the cache, links the "
                         "root's stored objects again (its image evicted), loads it and closes",
@@ -1469,7 +1494,7 @@ plot '{data}' {unit_plot[3:]}
                   "Medians over repeats; ratios measured side by side in one run.")
         later = {g: d for g, d in m.get("groups", {}).items() if d.get("date") != m.get("date")}
         if later:
-            header += " Measured again since, each group in one run of its own: " + "; ".join(
+            header += " Groups measured since, each in one run of its own: " + "; ".join(
                 f"{g} on {d['date']} (" + ", ".join(
                     ([f"{d['build_type']} build"] if d.get("build_type") else []) +
                     ([f"load average {d['load_average']} at its start"]
@@ -1517,11 +1542,13 @@ def load_results(h, path):
     h.rows = d["rows"]
     for r in h.rows:
         r.setdefault("group", legacy_group(r))
-    # The load group's rows are made from its measurements, so a render
-    # shows them as the harness makes them now.
-    h.rows = [r for r in h.rows if r["group"] != "load"]
+    # The load and relink groups' rows are made from their measurements, so
+    # a render shows them as the harness makes them now.
+    h.rows = [r for r in h.rows if r["group"] not in ("load", "relink")]
     h.group = "load"
     h.rows_load()
+    h.group = "relink"
+    h.rows_relink()
 
 
 def main():
@@ -1532,7 +1559,8 @@ def main():
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)),
                     help="where results.{json,md,png} go (default: bench/)")
     ap.add_argument("--quick", action="store_true", help="fewer repeats, 20k-job store")
-    groups = {"load": Harness.load_vs_compile, "parallel": Harness.parallel,
+    groups = {"load": Harness.load_vs_compile, "relink": Harness.relink,
+              "parallel": Harness.parallel,
               "cli": Harness.cached_cli, "unitsize": Harness.unit_sizes,
               "storage": Harness.storage, "first": Harness.first_kernel,
               "library": Harness.kernel_library, "extract": Harness.extraction,

@@ -5,6 +5,12 @@ target. Writes results.json, results.md (the table) and results.png (cost
 against workload size).
 
     bench/harness.py --bin BUILD/bin --work DIR --out bench/
+    bench/harness.py --bin BUILD/bin --work DIR --only load --merge
+    bench/harness.py --render          # results.md again from results.json
+
+results.md opens with the floors: each figure that has one as a ratio to the
+same work done without Kiln. Its summary counts live targets only; RETIRED
+lists the targets the project no longer aims for, and why.
 """
 
 import argparse
@@ -24,6 +30,43 @@ import workloads  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# Targets held by a row and by the floors section both.
+WARM_VS_DLOPEN = 1.5     # in-process warm load against dlopen of the same image
+FRESH_CPU = 1.8          # a fresh process that loads and calls, against a bare one
+FRESH_WALL = 2.0
+COLD_GPU = 1.2           # cold compile against the hand pipeline, an image per kernel
+COLD_HOST = 1.0
+COLD_LIBRARY = 1.0       # the same with --library (one image of every kernel)
+
+# Targets the project no longer aims for: not rows of the table, not counted
+# in its summary; results.md lists them, with their figures from the same
+# measurements, under "Retired targets". `figure` is the row's old text
+# (rows of an older results.json that begin with it are left out).
+RETIRED = [
+    {"figure": "warm load (first after open) vs cold compile, in process",
+     "target": ">= 1000x", "key": ("cold_ms", "first_load_ms"),
+     "why": "A ratio that improves when the compiler gets slower says nothing of the load. "
+            "A small kernel compiles in 30-60 ms, so 1000x asks for a first load under "
+            "one dlopen of the same image: below the floor. The load is held to its "
+            "floor instead (warm load vs dlopen)."},
+    {"figure": "warm load vs cold compile, fresh process",
+     "target": ">= 1000x", "key": ("cold_proc_ms", "warm_proc_ms"),
+     "why": "The same ratio between whole processes: 1000x asks a process to start, open "
+            "the cache and load in a thousandth of kiln-precompile's run, less than a bare "
+            "process takes to start. Held to its floor instead (a fresh process vs a bare "
+            "one)."},
+    {"figure": "relink (image evicted) vs cold compile, in process",
+     "target": ">= 20x", "key": ("cold_ms", "relink_ms"),
+     "why": "A relink is a link and a load; how it compares with compiling depends on the "
+            "compiler, not on Kiln. Its time is reported; its floor is measured between "
+            "processes (relink vs an ld.lld process)."},
+    {"figure": "relink vs cold compile, fresh process",
+     "target": ">= 20x", "key": ("cold_proc_ms", "relink_proc_ms"),
+     "why": "Most of a fresh relink is loading the linker (libLLVM), which any link pays: "
+            "an ld.lld process of the same code costs about as much. Held to that floor "
+            "instead (relink vs an ld.lld process)."},
+]
+
 
 class Harness:
     def __init__(self, bindir, work, out, quick):
@@ -37,6 +80,11 @@ class Harness:
         self.chains = []      # deferred graph sizes (--chains, --cycles); default: workloads'
         self.cycles = []
         self.link_cycles = 1000  # cycles linked (one shared image) up to this size
+        self.group = None     # the benchmark group running now, named in its rows
+        self.meta = {"machine": platform.machine(), "cpus": os.cpu_count(),
+                     "date": time.strftime("%Y-%m-%d"),
+                     "load_average": round(os.getloadavg()[0], 1),
+                     "build_type": self.build_type(bindir) if bindir else None}
 
     # --- running things -----------------------------------------------------
     def tool(self, name):
@@ -166,7 +214,8 @@ class Harness:
     def row(self, item, figure, value, unit, target_text, met, note=""):
         note = " ".join(str(note).split()).replace("|", "/")  # one table cell
         self.rows.append({"item": item, "figure": figure, "value": value, "unit": unit,
-                          "target": target_text, "met": met, "note": note})
+                          "target": target_text, "met": met, "note": note,
+                          "group": self.group})
 
     # --- workloads ----------------------------------------------------------
     def cache(self, name):
@@ -189,14 +238,20 @@ class Harness:
             argv += ["--entry", e]
         return argv + [path]
 
-    # 1, 2, 3: warm load, relink and cold compile; key cost; lookup.
-    def load_vs_compile(self, files):
+    @staticmethod
+    def load_workloads(files):
+        """The workloads of the load and relink groups: (name, path, entries)."""
         cases = [(f"size_{s}", f"size_{s}.ll") for s in workloads.KERNEL_SIZES]
         cases += [(f"closure_{n}", f"closure_{n}.ll") for n in workloads.CLOSURE_SIZES]
         examples = [("example_deferred", os.path.join(ROOT, "examples", "deferred.ll"),
                      ["fib_calls"]),
                     ("example_kernels", os.path.join(ROOT, "examples", "kernels.ll"), ["apply"])]
-        todo = [(name, *files[f]) for name, f in cases] + examples
+        return [(name, *files[f]) for name, f in cases] + examples
+
+    # 1, 2, 3: warm load against dlopen; cold compile, relink and warm load
+    # side by side; key cost; lookup.
+    def load_vs_compile(self, files):
+        todo = self.load_workloads(files)
         reps = 3
         res = {}
         for name, path, entries in todo:
@@ -221,17 +276,68 @@ class Harness:
                       "warm_proc_close_ms": inner["close_ms"]})
             res[name] = r
         self.raw["load_vs_compile"] = res
+        self.fsync_diagnosis(files, res)
+        self.rows_load()
 
-        # The figure is the first load after open (what a program pays);
-        # the median and best of 200 further loads are beside it.
-        for name, r in res.items():
-            first, med, best = r["first_load_ms"], r["warm_load_ms"], r["warm_load_best_ms"]
-            ratio = r["cold_ms"] / first
-            self.row(1, f"warm load (first after open) vs cold compile, in process: {name} "
-                     f"({r['jobs']} jobs)", ratio, "x", ">= 1000x", ratio >= 1000,
-                     f"cold {r['cold_ms']:.1f} ms, first load after open {first * 1e3:.0f} us; "
-                     f"200 more: median {med * 1e3:.0f} us ({r['cold_ms'] / med:.0f}x), best "
-                     f"{best * 1e3:.0f} us ({r['cold_ms'] / best:.0f}x)")
+    # 1: a fresh relink against its floor, an ld.lld process linking the
+    # same code. (lld's own --time-trace of that process is no floor for a
+    # relink in a warm process: it counts the first touches of libLLVM's
+    # code, 7-19 ms for a 1.6 kB object against Kiln's whole in-process
+    # relink of 2-3 ms.)
+    def relink(self, files):
+        opt, llc, lld = (self.llvm_tool(t) for t in ("opt", "llc", "ld.lld"))
+        if not (opt and llc and lld):
+            self.row(1, "relink vs an ld.lld process linking the same code", None, "",
+                     "(floor)", None, "skipped: LLVM's opt, llc or ld.lld not found")
+            return
+        reps = 3 if self.quick else 7
+        res = {}
+        for name, path, entries in self.load_workloads(files):
+            self.log(f"relink vs ld.lld: {name}")
+            db = self.cache("relink_" + name)
+            self.drop(db)
+            p, _ = self.run(self.precompile(db, path, entries[:1], ["--json"]))
+            jobs = len(json.loads(p.stdout)["jobs"])
+            # By hand: the unit made into one object (opt -O2, llc
+            # -relocation-model=pic; not timed), linked by ld.lld -shared on
+            # one thread, as Kiln links a root.
+            out = os.path.join(self.work, "hand_link", name)
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            bc, obj, so = (os.path.join(out, f) for f in ("unit.bc", "unit.o", "unit.so"))
+            self.run([opt, "-O2", "-mcpu=native", path, "-o", bc])
+            self.run([llc, "-O2", "-mcpu=native", "-filetype=obj", "-relocation-model=pic", bc,
+                      "-o", obj])
+            load = [self.tool("kiln-bench-load"), db, entries[0]]
+            hand = [lld, "--threads=1", "-shared", obj, "-o", so]
+            relinks, links = [], []
+            for _ in range(reps):  # interleaved, so drift hits both alike
+                self.evict_images(db)
+                relinks.append(self.run(load)[1])
+                links.append(self.run(hand)[1])
+            res[name] = {"relink_proc_ms": statistics.median(relinks),
+                         "ld_lld_proc_ms": statistics.median(links), "relink_runs": relinks,
+                         "ld_lld_runs": links, "object_bytes": os.path.getsize(obj),
+                         "repeats": reps, "jobs": jobs}
+        self.raw["relink_floor"] = res
+        self.rows_relink()
+
+    def rows_relink(self):
+        """The relink group's rows, from its measurements alone. No target
+        is set: the figure is reported."""
+        for name, r in self.raw.get("relink_floor", {}).items():
+            jobs = f"; {r['jobs']} jobs, an object each" if r.get("jobs") else ""
+            self.row(1, f"relink vs an ld.lld process linking the same code, fresh process: "
+                     f"{name}", r["relink_proc_ms"] / r["ld_lld_proc_ms"], "x", "(floor)",
+                     None, f"relink process {r['relink_proc_ms']:.1f} ms (open, link the "
+                     f"evicted image again, load, close){jobs}; ld.lld -shared --threads=1 of "
+                     f"one object of the unit {r['ld_lld_proc_ms']:.1f} ms; interleaved, median "
+                     f"of {r['repeats']}")
+
+    def rows_load(self):
+        """The load group's rows, from its measurements alone (so that
+        --render can make them again from results.json)."""
+        res = self.raw.get("load_vs_compile", {})
         # A warm load beside the floor of any load: the same image dlopened
         # from a file, as often, in the same process.
         for name, r in res.items():
@@ -239,28 +345,31 @@ class Harness:
                 continue
             ratio = r["warm_load_ms"] / r["dlopen_ms"]
             self.row(1, f"warm load vs dlopen of the same image, in process: {name}", ratio,
-                     "x", "<= 1.5x", ratio <= 1.5,
+                     "x", f"<= {WARM_VS_DLOPEN}x", ratio <= WARM_VS_DLOPEN,
                      f"kiln_image_load median {r['warm_load_ms'] * 1e3:.0f} us (best "
                      f"{r['warm_load_best_ms'] * 1e3:.0f}), dlopen of the image as a file median "
                      f"{r['dlopen_ms'] * 1e3:.0f} us (best {r['dlopen_best_ms'] * 1e3:.0f}); "
                      f"200 of each, every image released or closed before the next")
+        # Cold compile, relink and warm load of each workload side by side:
+        # what a stored image saves, reported without a target (the ratios
+        # were targets once: "Retired targets" in results.md).
         for name, r in res.items():
-            ratio = r["cold_proc_ms"] / r["warm_proc_ms"]
-            self.row(1, f"warm load vs cold compile, fresh process: {name}", ratio, "x",
-                     ">= 1000x", ratio >= 1000,
-                     f"kiln-precompile {r['cold_proc_ms']:.1f} ms, load process "
-                     f"{r['warm_proc_ms']:.2f} ms: open {r['warm_proc_open_ms']:.2f}, first "
-                     f"load {r['warm_proc_load_ms']:.2f}, close {r['warm_proc_close_ms']:.2f} ms")
-        self.fsync_diagnosis(files, res)
-        for name, r in res.items():
-            ratio = r["cold_ms"] / r["relink_ms"]
-            self.row(1, f"relink (image evicted) vs cold compile, in process: {name}", ratio,
-                     "x", ">= 20x", ratio >= 20,
-                     f"relink {r['relink_ms']:.2f} ms")
-        for name, r in res.items():
-            ratio = r["cold_proc_ms"] / r["relink_proc_ms"]
-            self.row(1, f"relink vs cold compile, fresh process: {name}", ratio, "x", ">= 20x",
-                     ratio >= 20, f"relink process {r['relink_proc_ms']:.1f} ms")
+            first, med = r["first_load_ms"], r["warm_load_ms"]
+            self.row(1, f"cold compile, relink and warm load: {name} ({r['jobs']} jobs)",
+                     r["cold_ms"], "ms", "(report)", None,
+                     f"in process: cold {r['cold_ms']:.1f} ms, relink {r['relink_ms']:.2f} ms, "
+                     f"first load after open {first * 1e3:.0f} us, 200 more median "
+                     f"{med * 1e3:.0f} us; fresh processes: kiln-precompile "
+                     f"{r['cold_proc_ms']:.1f} ms, relink {r['relink_proc_ms']:.1f} ms, load "
+                     f"{r['warm_proc_ms']:.2f} ms (open {r['warm_proc_open_ms']:.2f}, first "
+                     f"load {r['warm_proc_load_ms']:.2f}, close {r['warm_proc_close_ms']:.2f} "
+                     f"ms)")
+        for name, d in self.raw.get("fsync_off", {}).items():
+            r = res[name]
+            self.row(1, f"diagnosis, fsync off: warm load process {name}", d["warm_proc_ms"],
+                     "ms", "(cause)", None, f"{r['warm_proc_ms']:.1f} ms with fsync")
+            self.row(1, f"diagnosis, fsync off: relink process {name}", d["relink_proc_ms"],
+                     "ms", "(cause)", None, f"{r['relink_proc_ms']:.1f} ms with fsync")
         # Key cost as every request that misses the memo pays it: the unit
         # ingested (parsed and linked), then each job extracted, hashed, keyed.
         for name, r in res.items():
@@ -273,9 +382,10 @@ class Harness:
                      f"extract/hash/key {r['key_ms_sum'] * 1e3 / j:.0f}), compile "
                      f"{r['compile_ms_sum'] / j:.2f} ms/job")
         for name in ("size_small", "closure_100"):
-            r = res[name]
-            self.row(3, f"kiln_image_lookup on a loaded image: {name}", r["lookup_ns"], "ns",
-                     "<= 50 ns", r["lookup_ns"] <= 50)
+            if name in res:
+                r = res[name]
+                self.row(3, f"kiln_image_lookup on a loaded image: {name}", r["lookup_ns"],
+                         "ns", "<= 50 ns", r["lookup_ns"] <= 50)
 
     def fsync_diagnosis(self, files, res):
         """The same process-level loads with fsync/fdatasync as no-ops: the
@@ -295,13 +405,6 @@ class Harness:
             warm, _ = self.timed(load, 5, env=env)
             relink, _ = self.timed(load, 3, prepare=lambda: self.evict_images(db), env=env)
             out[name] = {"warm_proc_ms": warm, "relink_proc_ms": relink}
-            r = res[name]
-            self.row(1, f"diagnosis, fsync off: warm load process {name}", warm, "ms", "(cause)",
-                     None, f"{r['warm_proc_ms']:.1f} ms with fsync: ratio to cold would be "
-                     f"{r['cold_proc_ms'] / warm:.0f}x")
-            self.row(1, f"diagnosis, fsync off: relink process {name}", relink, "ms", "(cause)",
-                     None, f"{r['relink_proc_ms']:.1f} ms with fsync: ratio to cold would be "
-                     f"{r['cold_proc_ms'] / relink:.1f}x")
         self.raw["fsync_off"] = out
 
     # 4: parallel precompile.
@@ -667,7 +770,8 @@ class Harness:
                     what += "; note: " + "; ".join(r["notes"])[:160]
                 if "hand_skipped" in r:
                     self.row(9, f"cold compile, {n}-kernel unit, {target}: kiln vs hand pipeline",
-                             None, "", "<= 1.0x", None,
+                             None, "", f"<= {COLD_HOST if target == 'host' else COLD_GPU}x",
+                             None,
                              f"kiln {sec(r['kiln_ms'])}; hand pipeline skipped: "
                              f"{r['hand_skipped']}")
                     continue
@@ -676,7 +780,7 @@ class Harness:
                 over = (r["kiln_ms"] - r["hand_ms"]) / max(r["jobs"], 1)
                 # Issue 21: an image per kernel at most 1.2x on GPUs (the host
                 # stays at 1.0x); a library at most 1.0x everywhere.
-                limit = 1.0 if target == "host" else 1.2
+                limit = COLD_HOST if target == "host" else COLD_GPU
                 self.row(9, f"cold compile, {n}-kernel unit, {target}: kiln vs hand pipeline",
                          ratio, "x", f"<= {limit}x", ratio <= limit,
                          f"kiln {sec(r['kiln_ms'])}, hand {sec(r['hand_ms'])} ({steps}; "
@@ -685,7 +789,8 @@ class Harness:
                 if "library_ms" in r:
                     lr = r["library_ms"] / r["hand_ms"]
                     self.row(9, f"cold compile, {n}-kernel unit, {target}: kiln --library vs "
-                             f"hand pipeline", lr, "x", "<= 1.0x", lr <= 1.0,
+                             f"hand pipeline", lr, "x", f"<= {COLD_LIBRARY}x",
+                             lr <= COLD_LIBRARY,
                              f"kiln --library {sec(r['library_ms'])} ({r['library_images']} "
                              f"image linked, the library's, serving {r['library_root_images']} "
                              f"roots), hand "
@@ -821,12 +926,13 @@ class Harness:
         self.raw["first_process"]["cpu_median_ms"] = cpu_med
         cpu_ratio = cpu_med["call"] / cpu_med["bare"]
         self.row(10, "time to first kernel, fresh process: open + load + call vs a bare C "
-                 "process, CPU (user + system)", cpu_ratio, "x", "<= 1.8x", cpu_ratio <= 1.8,
+                 "process, CPU (user + system)", cpu_ratio, "x", f"<= {FRESH_CPU}x",
+                 cpu_ratio <= FRESH_CPU,
                  f"{cpu_med['call']:.2f} ms vs {cpu_med['bare']:.2f} ms of CPU, median of "
                  f"{reps * 3} each (rusage of each child; kiln-bench-first run: open, load, "
                  f"look up, call, close, with no timers or output of its own)")
         self.row(10, "time to first kernel, fresh process: open + load + call vs a bare C "
-                 "process, wall", ratio, "x", "<= 2x", ratio <= 2,
+                 "process, wall", ratio, "x", f"<= {FRESH_WALL:g}x", ratio <= FRESH_WALL,
                  f"{med['call']:.2f} ms vs {med['bare']:.2f} ms: process start and exit "
                  f"{med['bare']:.2f} (bare), loading libkiln and its libraries {libkiln:.2f}"
                  f", open {ins['open_ms']:.2f}, load {ins['load_ms']:.2f}{cpu}, lookup + "
@@ -1166,6 +1272,121 @@ class Harness:
                          f"{r['target']} | {met} | {r['note']} |")
         return "\n".join(lines)
 
+    @staticmethod
+    def span(values):
+        lo, hi = Harness.fmt(min(values), "x"), Harness.fmt(max(values), "x")
+        return lo if lo == hi else f"{lo} to {hi}"
+
+    @staticmethod
+    def met_of(values, limit):
+        met = sum(v <= limit for v in values)
+        return ("yes" if met == len(values) else "**MISSED**") if len(values) == 1 else \
+            f"{met} of {len(values)}" + ("" if met == len(values) else " (**MISSED**)")
+
+    def floors(self):
+        """The first section of results.md: each figure that has a floor, as a
+        ratio to it, from the measurements alone. The rows below give each
+        workload's figure and detail."""
+        raw = self.raw
+        out = []  # (figure, Kiln, floor, ratio, target, met)
+        res = raw.get("load_vs_compile", {})
+        warm = [r["warm_load_ms"] / r["dlopen_ms"] for r in res.values() if r.get("dlopen_ms")]
+        if warm:
+            out.append(("warm load, in process", "`kiln_image_load` of a stored image",
+                        "`dlopen` of the same image from a file", f"{self.span(warm)} "
+                        f"({len(warm)} workloads)", f"<= {WARM_VS_DLOPEN}x",
+                        self.met_of(warm, WARM_VS_DLOPEN)))
+        fp = raw.get("first_process")
+        if fp and fp.get("cpu_median_ms"):
+            cpu = fp["cpu_median_ms"]["call"] / fp["cpu_median_ms"]["bare"]
+            out.append(("fresh process, CPU", "a process that opens the cache, loads a host "
+                        "image, calls it and closes", "a bare C process that returns at once",
+                        self.fmt(cpu, "x"), f"<= {FRESH_CPU}x", self.met_of([cpu], FRESH_CPU)))
+        if fp and fp.get("median_ms"):
+            med = fp["median_ms"]
+            wall = med["call"] / med["bare"]
+            out.append(("fresh process, wall", "the same", "the same bare process",
+                        self.fmt(wall, "x"), f"<= {FRESH_WALL:g}x",
+                        self.met_of([wall], FRESH_WALL)))
+            if med.get("floor"):
+                out.append(("fresh process against the least a hit costs", "the same",
+                            "a bare process that dlopens the same image from a file and "
+                            "calls it", self.fmt(med["call"] / med["floor"], "x"), "(report)",
+                            "-"))
+        if raw.get("load_1000") and raw.get("dlopen_1000"):
+            r = raw["load_1000"]["median"]["load_ms"] / raw["dlopen_1000"]["dlopen_ms"]
+            out.append(("1,000 first loads, fresh process", "1,000 `kiln_image_load` calls",
+                        "1,000 `dlopen` calls of copies of one image, bare process",
+                        self.fmt(r, "x"), "(report; item 7 holds the 50 ms target)", "-"))
+        proc = [r["relink_proc_ms"] / r["ld_lld_proc_ms"]
+                for r in raw.get("relink_floor", {}).values()]
+        if proc:
+            out.append(("relink, fresh process", "a process that opens the cache, links the "
+                        "root's stored objects again (its image evicted), loads it and closes",
+                        "an `ld.lld -shared` process linking the same code",
+                        f"{self.span(proc)} ({len(proc)} workloads)", "(report; none set)",
+                        "-"))
+        runs = raw.get("unit_sizes", {}).get("runs", {})
+        hand = {"sm_90": "`opt` + `llc` + `ptxas -c`", "gfx942": "`opt` + `llc` + `ld.lld`",
+                "host": "`opt` + `llc` + `ld.lld`"}
+        for library in (False, True):
+            for target in workloads.GPU_TARGETS:
+                rs = sorted((r for k, r in runs.items() if k.startswith(target + "_") and
+                             r.get("hand_ms") and (not library or r.get("library_ms"))),
+                            key=lambda r: r["kernels"])
+                if not rs:
+                    continue
+                ratios = [(r["library_ms"] if library else r["kiln_ms"]) / r["hand_ms"]
+                          for r in rs]
+                limit = COLD_LIBRARY if library else COLD_HOST if target == "host" else \
+                    COLD_GPU
+                sizes = ", ".join(f"{r['kernels']:,}" for r in rs)
+                out.append((f"cold compile, {target}" + (", `--library`" if library else ""),
+                            "`kiln-precompile" + (" --library`" if library else "`") +
+                            f" into an empty cache, -j{rs[0].get('j', '')}",
+                            f"the hand pipeline on the same IR: {hand[target]}",
+                            ", ".join(self.fmt(x, "x") for x in ratios) + f" ({sizes} kernels)",
+                            f"<= {limit}x", self.met_of(ratios, limit)))
+        if not out:
+            return ""
+        lines = ["## Floors", "",
+                 "Each figure as a ratio to its floor: the same work done without Kiln, "
+                 "measured beside it in the same run. The table below gives each workload's "
+                 "figure and what it is made of.", "",
+                 "| figure | Kiln | floor | ratio | target | met |", "|---|---|---|---|---|---|"]
+        lines += [f"| {' | '.join(row)} |" for row in out]
+        return "\n".join(lines)
+
+    def live_rows(self):
+        """Rows of the table: every row but those of a retired target (an
+        older results.json still holds them)."""
+        return [r for r in self.rows
+                if not any(r["figure"].startswith(t["figure"]) for t in RETIRED)]
+
+    def retired(self):
+        res = self.raw.get("load_vs_compile", {})
+        lines = ["## Retired targets", "",
+                 "Targets the project no longer aims for: not in the table and not counted in "
+                 "its summary. The times they compared are still measured (the \"cold "
+                 "compile, relink and warm load\" rows); the ratios here are from them.", "",
+                 "| retired target | was | why | this run |", "|---|---|---|---|"]
+        for t in RETIRED:
+            num, den = t["key"]
+            ratios = [r[num] / r[den] for r in res.values() if r.get(num) and r.get(den)]
+            now = (f"{self.span(ratios)} ({len(ratios)} workloads)" if ratios else "-")
+            lines.append(f"| {t['figure']} | {t['target']} | {t['why']} | {now} |")
+        return "\n".join(lines)
+
+    @staticmethod
+    def build_type(bindir):
+        cache = os.path.join(os.path.dirname(bindir), "CMakeCache.txt")
+        if os.path.exists(cache):
+            with open(cache) as f:
+                for line in f:
+                    if line.startswith("CMAKE_BUILD_TYPE:"):
+                        return line.split("=", 1)[1].strip() or None
+        return None
+
     def plot(self):
         res = self.raw.get("load_vs_compile", {})
         units = self.raw.get("unit_sizes", {}).get("runs", {})
@@ -1240,43 +1461,116 @@ plot '{data}' {unit_plot[3:]}
         return png if p.returncode == 0 else \
             "gnuplot failed: " + p.stderr.decode(errors="replace").strip()[:300]
 
-    def write(self):
-        elapsed = time.monotonic() - self.started
-        md = self.table()
-        missed = [r for r in self.rows if r["met"] is False]
-        plot = self.plot()
-        header = (f"Kiln benchmark results: {platform.machine()}, {os.cpu_count()} cpus, "
-                  f"{time.strftime('%Y-%m-%d')}, harness {elapsed:.0f} s. Medians over repeats; "
-                  f"ratios measured side by side in one run.\n\n")
-        with open(os.path.join(self.out, "results.md"), "w") as f:
-            f.write(header + md + "\n\n" +
-                    f"{len(missed)} of {sum(r['met'] is not None for r in self.rows)} "
-                    f"targets missed.\n")
+    # Sections other scripts put into results.md, between their markers;
+    # a rewrite of the table keeps them.
+    FOREIGN = ("<!-- fleet.py: begin -->", "<!-- small_files.py: begin -->")
+
+    def write(self, plot=True):
+        """results.json from the rows and measurements, then results.md from
+        them (and results.png unless plot is False)."""
+        plot = self.plot() if plot else self.meta.get("plot", "")
+        self.meta["plot"] = os.path.basename(plot) if plot.endswith(".png") else plot
         with open(os.path.join(self.out, "results.json"), "w") as f:
-            json.dump({"machine": platform.machine(), "cpus": os.cpu_count(),
-                       "harness_s": round(elapsed, 1), "rows": self.rows,
-                       "measurements": self.raw,
-                       "plot": os.path.basename(plot) if plot.endswith(".png") else plot},
-                      f, indent=1)
+            json.dump({**self.meta, "rows": self.rows, "measurements": self.raw}, f, indent=1)
+        md = self.render()
+        path = os.path.join(self.out, "results.md")
+        tail = ""
+        if os.path.exists(path):
+            with open(path) as f:
+                old = f.read()
+            at = [old.index(m) for m in self.FOREIGN if m in old]
+            tail = old[min(at):] if at else ""
+        with open(path, "w") as f:
+            f.write(md + ("\n\n" + tail if tail else ""))
         print()
-        print(header + md)
-        print(f"\n{len(missed)} target(s) missed; plot: {plot}")
+        print(md)
+        print(f"\nplot: {plot}")
+
+    def render(self):
+        m = self.meta
+        header = (f"Kiln benchmark results: {m.get('machine')}, {m.get('cpus')} cpus, "
+                  f"{m.get('date', '?')}, harness {m.get('harness_s', 0):.0f} s"
+                  + (f", {m['build_type']} build" if m.get("build_type") else "") + ". "
+                  "Medians over repeats; ratios measured side by side in one run.")
+        later = {g: d for g, d in m.get("groups", {}).items() if d.get("date") != m.get("date")}
+        if later:
+            header += " Groups measured since, each in one run of its own: " + "; ".join(
+                f"{g} on {d['date']} (" + ", ".join(
+                    ([f"{d['build_type']} build"] if d.get("build_type") else []) +
+                    ([f"load average {d['load_average']} at its start"]
+                     if d.get("load_average") is not None else [])) + ")"
+                for g, d in sorted(later.items())) + "."
+        live = self.live_rows()
+        targets = [r for r in live if r["met"] is not None]
+        missed = [r for r in targets if r["met"] is False]
+        summary = (f"{len(missed)} of {len(targets)} live targets missed ({len(RETIRED)} "
+                   f"retired targets not counted: see the end).")
+        rows, self.rows = self.rows, live
+        table = self.table()
+        self.rows = rows
+        parts = [header, summary, self.floors(), "## Every figure", table, summary,
+                 self.retired()]
+        return "\n\n".join(p for p in parts if p)
+
+
+def legacy_group(row):
+    """The group that made a row of a results.json written before rows named
+    their group."""
+    item, figure = row["item"], row["figure"]
+    if item == "!":
+        return figure.split("'")[1] if "'" in figure else None
+    if item == 6:
+        return "storage" if "GPU-shaped" in figure or "empty cache" in figure else "cli"
+    return {1: "load", 2: "load", 3: "load", 4: "parallel", 5: "cli", 7: "cli", 8: "gpu",
+            9: "unitsize", 10: "first", 11: "library", 12: "graphs", "-": "extract"}.get(item)
+
+
+def load_results(h, path):
+    """Rows, measurements and run details of a results.json into h."""
+    with open(path) as f:
+        d = json.load(f)
+    h.meta = {k: v for k, v in d.items() if k not in ("rows", "measurements")}
+    if "date" not in h.meta:
+        # Written before results.json kept its date: results.md's header has it.
+        md = os.path.join(os.path.dirname(path), "results.md")
+        if os.path.exists(md):
+            with open(md) as f:
+                words = f.readline().replace(",", " ").split()
+            h.meta["date"] = next((w for w in words if w.count("-") == 2 and w[:4].isdigit()),
+                                  None)
+    h.raw = d["measurements"]
+    h.rows = d["rows"]
+    for r in h.rows:
+        r.setdefault("group", legacy_group(r))
+    # The load and relink groups' rows are made from their measurements, so
+    # a render shows them as the harness makes them now.
+    h.rows = [r for r in h.rows if r["group"] not in ("load", "relink")]
+    h.group = "load"
+    h.rows_load()
+    h.group = "relink"
+    h.rows_relink()
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True, help="directory with kiln-precompile and kiln-bench*")
-    ap.add_argument("--work", required=True, help="scratch directory (caches, workloads)")
+    ap.add_argument("--bin", help="directory with kiln-precompile and kiln-bench*")
+    ap.add_argument("--work", help="scratch directory (caches, workloads)")
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)),
                     help="where results.{json,md,png} go (default: bench/)")
     ap.add_argument("--quick", action="store_true", help="fewer repeats, 20k-job store")
-    groups = {"load": Harness.load_vs_compile, "parallel": Harness.parallel,
+    groups = {"load": Harness.load_vs_compile, "relink": Harness.relink,
+              "parallel": Harness.parallel,
               "cli": Harness.cached_cli, "unitsize": Harness.unit_sizes,
               "storage": Harness.storage, "first": Harness.first_kernel,
               "library": Harness.kernel_library, "extract": Harness.extraction,
               "graphs": Harness.graphs, "gpu": Harness.gpu}
     ap.add_argument("--only", default="", help="comma-separated: " + ",".join(groups))
+    ap.add_argument("--render", action="store_true",
+                    help="measure nothing: write results.md again from results.json (in --out)")
+    ap.add_argument("--merge", action="store_true",
+                    help="with --only: put the groups' new rows and measurements into "
+                    "results.json in place of theirs, and write results.md")
     ap.add_argument("--chains", default="", help="graphs: chain depths (default: "
                     + ",".join(map(str, workloads.DEFERRED_CHAIN_DEPTHS)) + ")")
     ap.add_argument("--cycles", default="", help="graphs: cycle sizes (default: "
@@ -1285,7 +1579,18 @@ def main():
                     help="graphs: link images for cycles up to this size (default 1000; the "
                     "roots of a cycle share one image of its N objects)")
     a = ap.parse_args()
-    h = Harness(os.path.abspath(a.bin), os.path.abspath(a.work), os.path.abspath(a.out), a.quick)
+    out = os.path.abspath(a.out)
+    results = os.path.join(out, "results.json")
+    if a.render:
+        h = Harness(None, None, out, a.quick)
+        load_results(h, results)
+        h.write(plot=False)
+        return
+    if not (a.bin and a.work):
+        ap.error("--bin and --work are needed to measure (or --render)")
+    if a.merge and not a.only:
+        ap.error("--merge needs --only")
+    h = Harness(os.path.abspath(a.bin), os.path.abspath(a.work), out, a.quick)
     h.chains = [int(n) for n in a.chains.split(",") if n]
     h.cycles = [int(n) for n in a.cycles.split(",") if n]
     h.link_cycles = a.link_cycles
@@ -1298,6 +1603,7 @@ def main():
     for name, fn in groups.items():
         if only and name not in only:
             continue
+        h.group = name
         # A group that fails is a row saying so; the other groups still run.
         try:
             fn(h, files)
@@ -1306,7 +1612,19 @@ def main():
             h.log(f"{name}: FAILED: {msg}")
             h.row("!", f"benchmark group '{name}' failed", None, "", "runs", False,
                   " ".join(msg.split())[:400])
-    if not only:
+    elapsed = time.monotonic() - h.started
+    if a.merge:
+        new_rows, new_raw, run = h.rows, h.raw, dict(h.meta)
+        load_results(h, results)
+        h.rows = [r for r in h.rows if r["group"] not in only] + new_rows
+        h.raw.update(new_raw)
+        h.meta.setdefault("groups", {}).update(
+            {g: {"date": run["date"], "build_type": run["build_type"],
+                 "load_average": run["load_average"], "harness_s": round(elapsed, 1)}
+             for g in only})
+        h.write()
+    elif not only:
+        h.meta["harness_s"] = round(elapsed, 1)
         h.write()
     else:
         print(h.table())

@@ -102,132 +102,164 @@ struct Plan::Impl {
                   const std::vector<std::string>& roots);
   core::ClosureMap closure_of(const Hash128& root) const;
   Result<CompileReport> run(storage::Storage& cache);
-  class Run; ///< one run's phases
+  class Run;       ///< one run's phases
+  class Discovery; ///< one target's walk from the roots
   JobReport report_of(const PlannedJob& j) const;
   core::JobRecord record_of(const PlannedJob& j) const;
   Error must_hit_miss(storage::Records& store, const PlannedJob& j) const;
 };
 
-Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& target,
-                            const std::vector<std::string>& root_entries) {
-  auto layout = codegen::target_data_layout(target);
-  if (!layout)
-    return layout.error().with_target(target.spec);
-  std::string toolchain = codegen::toolchain_fingerprint(target);
-  ir::ExtractConfig cfg;
-  cfg.triple = target.triple;
-  cfg.data_layout = *layout;
-  cfg.debug = options.debug;
-  cfg.deferred_symbol = core::placeholder_symbol;
+// One target's discovery: every entry from the roots through their deferred
+// references, each planned once as one job, in the order of a queue that
+// skips what it has seen.
+class Plan::Impl::Discovery {
+public:
+  Discovery(Impl& plan, const llvm::Module& unit, const core::TargetDesc& target)
+      : plan_(plan), unit_(unit), target_(target), slow_(fault::hit("slow-plan")) {}
 
-  auto kernel = [&](const std::string& entry) {
-    const llvm::Function* f = unit.getFunction(entry);
-    return f && ir::is_kernel(*f);
-  };
-  std::unordered_map<std::string, Hash128> key_of_entry;
-  // Each entry is queued once, when first found (the order is that of a
-  // queue that skips what it has seen); `found` counts them for progress.
-  std::unordered_set<std::string> found(root_entries.begin(), root_entries.end());
-  std::deque<std::string> work(root_entries.begin(), root_entries.end());
-  std::vector<size_t> discovered;
-  // Progress on large graphs: nothing in the first second of the plan,
-  // then at most four reports a second, and the final count once shown.
+  Status run(const std::vector<std::string>& root_entries) {
+    auto layout = codegen::target_data_layout(target_);
+    if (!layout)
+      return layout.error().with_target(target_.spec);
+    toolchain_ = codegen::toolchain_fingerprint(target_);
+    cfg_.triple = target_.triple;
+    cfg_.data_layout = *layout;
+    cfg_.debug = plan_.options.debug;
+    cfg_.deferred_symbol = core::placeholder_symbol;
+    found_.insert(root_entries.begin(), root_entries.end());
+    work_.assign(root_entries.begin(), root_entries.end());
+    while (!work_.empty()) {
+      std::string entry = std::move(work_.front());
+      work_.pop_front();
+      if (key_of_entry_.count(entry))
+        continue; // a root named twice
+      report(entry, false);
+      KILN_TRY(plan_entry(entry));
+    }
+    report("", true);
+    for (size_t i : discovered_) {
+      PlannedJob& job = plan_.jobs[i];
+      for (const ir::DeferredRef& r : job.refs) {
+        job.ref_keys.push_back(key_of_entry_.at(r.entry));
+        job.ref_jobs.push_back(plan_.by_key.at(job.ref_keys.back().hex()));
+      }
+    }
+    for (const std::string& r : root_entries)
+      plan_.roots.push_back({r, target_, key_of_entry_.at(r)});
+    return Status::ok();
+  }
+
+private:
   using Clock = std::chrono::steady_clock;
-  Clock::time_point last_report;
-  bool reported = false;
-  const bool slow = fault::hit("slow-plan");
-  size_t extracted = 0;
-  auto report = [&](const std::string& entry, bool final) {
-    if (!request.progress)
-      return;
-    Clock::time_point now = Clock::now();
-    if (final ? !reported
-              : (!slow && now - planning_started < std::chrono::seconds(1)) ||
-                    (reported && now - last_report < std::chrono::milliseconds(250)))
-      return;
-    reported = true;
-    last_report = now;
-    request.progress({extracted, found.size(), entry, target.spec, "planning"});
-  };
-  while (!work.empty()) {
-    std::string entry = std::move(work.front());
-    work.pop_front();
-    if (key_of_entry.count(entry))
-      continue; // a root named twice
-    report(entry, false);
-    // A job that cannot be built (it calls what nothing defines, it needs a
-    // device library that is missing, its PTX ISA is beyond the toolchain) is
-    // that job's error, not the unit's: it is planned as failed, and the
-    // roots that reach it fail with it.
-    auto unbuildable = [&](Error e) {
-      PlannedJob job;
-      job.key = hash128(std::string("kiln unbuildable job") + '\0' + target.spec + '\0' + entry);
-      job.components.identity = {entry, target, options};
-      job.symbol = core::job_symbol(job.components.identity, kernel(entry));
-      job.target = target;
-      job.failure = std::move(e).with_entry(entry).with_target(target.spec);
-      key_of_entry[entry] = job.key;
-      ++extracted;
-      by_key[job.key.hex()] = jobs.size();
-      discovered.push_back(jobs.size());
-      jobs.push_back(std::move(job));
-    };
+
+  bool kernel(const std::string& entry) const {
+    const llvm::Function* f = unit_.getFunction(entry);
+    return f && ir::is_kernel(*f);
+  }
+
+  // Extracts `entry` as a job and queues the entries it defers to.
+  Status plan_entry(const std::string& entry) {
     // IR that misuses kiln_deferred is the input's error: the whole request
     // is refused (exit 2), as for IR that does not parse.
-    auto ex = ir::extract_job(unit, entry, cfg);
+    auto ex = ir::extract_job(unit_, entry, cfg_);
     if (!ex)
-      return ex.error().context("target " + target.spec).with_target(target.spec);
-    auto libs = codegen::device_libs_fingerprint(target, ex->callees);
+      return ex.error().context("target " + target_.spec).with_target(target_.spec);
+    auto libs = codegen::device_libs_fingerprint(target_, ex->callees);
     if (!libs) {
-      unbuildable(libs.error().context("target " + target.spec + ", job '" + entry + "'"));
-      continue;
+      unbuildable(entry, libs.error().context("target " + target_.spec + ", job '" + entry + "'"));
+      return Status::ok();
     }
-    if (Status callees = codegen::check_callees(target, entry, ex->callees); !callees) {
-      unbuildable(callees.error());
-      continue;
+    if (Status callees = codegen::check_callees(target_, entry, ex->callees); !callees) {
+      unbuildable(entry, callees.error());
+      return Status::ok();
     }
     // The job's own target: on NVIDIA, the PTX ISA its IR asks for.
-    auto own = codegen::job_target(target, ex->ptx_isa, entry);
+    auto own = codegen::job_target(target_, ex->ptx_isa, entry);
     if (!own) {
-      unbuildable(own.error());
-      continue;
+      unbuildable(entry, own.error());
+      return Status::ok();
     }
+    const core::CodegenOptions& options = plan_.options;
     PlannedJob job;
-    job.components = {hash128(ex->bitcode), {entry, *own, options}, toolchain + *libs};
+    job.components = {hash128(ex->bitcode), {entry, *own, options}, toolchain_ + *libs};
     job.key = core::job_key(job.components);
     job.symbol = core::job_symbol(job.components.identity, kernel(entry));
     job.bitcode = std::move(ex->bitcode);
     // The module names children by placeholders; the job's code (after
     // finishing) and every record name them by their deferred symbols.
     for (ir::DeferredRef& r : ex->refs) {
-      std::string real = core::job_symbol({r.entry, target, options}, kernel(r.entry));
+      std::string real = core::job_symbol({r.entry, target_, options}, kernel(r.entry));
       job.renames.emplace_back(r.symbol, real);
       r.symbol = std::move(real);
     }
     std::sort(ex->refs.begin(), ex->refs.end());
     job.refs = std::move(ex->refs);
     job.target = *own;
-    key_of_entry[entry] = job.key;
-    ++extracted;
     for (const ir::DeferredRef& r : job.refs)
-      if (found.insert(r.entry).second)
-        work.push_back(r.entry);
-    std::string hex = job.key.hex();
-    if (by_key.count(hex))
-      continue; // the same job reached from another target spec alias
-    by_key[hex] = jobs.size();
-    discovered.push_back(jobs.size());
-    jobs.push_back(std::move(job));
+      if (found_.insert(r.entry).second)
+        work_.push_back(r.entry);
+    add(entry, std::move(job));
+    return Status::ok();
   }
-  report("", true);
-  for (size_t i : discovered)
-    for (const ir::DeferredRef& r : jobs[i].refs) {
-      jobs[i].ref_keys.push_back(key_of_entry.at(r.entry));
-      jobs[i].ref_jobs.push_back(by_key.at(jobs[i].ref_keys.back().hex()));
-    }
-  for (const std::string& r : root_entries)
-    roots.push_back({r, target, key_of_entry.at(r)});
-  return Status::ok();
+
+  // A job that cannot be built (it calls what nothing defines, it needs a
+  // device library that is missing, its PTX ISA is beyond the toolchain) is
+  // that job's error, not the unit's: it is planned as failed, and the roots
+  // that reach it fail with it.
+  void unbuildable(const std::string& entry, Error e) {
+    PlannedJob job;
+    job.key = hash128(std::string("kiln unbuildable job") + '\0' + target_.spec + '\0' + entry);
+    job.components.identity = {entry, target_, plan_.options};
+    job.symbol = core::job_symbol(job.components.identity, kernel(entry));
+    job.target = target_;
+    job.failure = std::move(e).with_entry(entry).with_target(target_.spec);
+    add(entry, std::move(job));
+  }
+
+  void add(const std::string& entry, PlannedJob job) {
+    key_of_entry_[entry] = job.key;
+    ++extracted_;
+    std::string hex = job.key.hex();
+    if (plan_.by_key.count(hex))
+      return; // the same job reached from another target spec alias
+    plan_.by_key[hex] = plan_.jobs.size();
+    discovered_.push_back(plan_.jobs.size());
+    plan_.jobs.push_back(std::move(job));
+  }
+
+  // Progress on large graphs: nothing in the first second of the plan, then
+  // at most four reports a second, and the final count once shown.
+  void report(const std::string& entry, bool final) {
+    if (!plan_.request.progress)
+      return;
+    Clock::time_point now = Clock::now();
+    if (final ? !reported_
+              : (!slow_ && now - plan_.planning_started < std::chrono::seconds(1)) ||
+                    (reported_ && now - last_report_ < std::chrono::milliseconds(250)))
+      return;
+    reported_ = true;
+    last_report_ = now;
+    plan_.request.progress({extracted_, found_.size(), entry, target_.spec, "planning"});
+  }
+
+  Impl& plan_;
+  const llvm::Module& unit_;
+  const core::TargetDesc& target_;
+  ir::ExtractConfig cfg_;
+  std::string toolchain_;
+  std::unordered_map<std::string, Hash128> key_of_entry_;
+  std::unordered_set<std::string> found_; ///< every entry queued, for progress
+  std::deque<std::string> work_;
+  std::vector<size_t> discovered_; ///< the jobs this walk added
+  size_t extracted_ = 0;
+  Clock::time_point last_report_;
+  bool reported_ = false;
+  const bool slow_;
+};
+
+Status Plan::Impl::discover(const llvm::Module& unit, const core::TargetDesc& target,
+                            const std::vector<std::string>& root_entries) {
+  return Discovery(*this, unit, target).run(root_entries);
 }
 
 // Walks job indices, not key text: a graph whose every job is a root (a
@@ -305,9 +337,10 @@ Plan& Plan::operator=(Plan&&) noexcept = default;
 Plan::~Plan() = default;
 size_t Plan::job_count() const { return impl_->jobs.size(); }
 
-Result<Plan> Plan::create(const CompileRequest& request) {
-  auto impl = std::make_unique<Impl>();
-  impl->request = request;
+namespace {
+
+// What a request asks that no input is needed to refuse.
+Status check_request(const CompileRequest& request) {
   if (request.opt_level < 0 || request.opt_level > 3)
     return make_error(Code::invalid_argument, "optimization level must be 0..3, not " +
                                                   std::to_string(request.opt_level));
@@ -316,8 +349,6 @@ Result<Plan> Plan::create(const CompileRequest& request) {
                       "shard " + std::to_string(request.shard_index) + " of " +
                           std::to_string(request.shard_count) +
                           " does not exist (shards are 0..count-1, count at least 1)");
-  impl->options.opt_level = request.opt_level;
-  impl->options.debug = request.debug;
   if (Status s = core::check_name(request.library, "library"); !s)
     return make_error(Code::invalid_argument,
                       s.error().message + "; give the library another name");
@@ -326,34 +357,36 @@ Result<Plan> Plan::create(const CompileRequest& request) {
                       "library name '" + request.library + "' starts with '" + kUnitImagePrefix +
                           "', which names the images a request's roots share; give the "
                           "library another name");
+  return Status::ok();
+}
 
-  std::vector<core::TargetDesc> targets;
-  std::set<std::string> seen_specs;
-  auto add_target = [&](const std::string& spec) -> Status {
+// A request's targets, each once, in the order first named.
+struct Targets {
+  std::vector<core::TargetDesc> list;
+  std::set<std::string> seen;
+
+  Status add(const std::string& spec) {
     auto t = codegen::resolve_target(spec);
     if (!t) {
       Error e = t.error().with_target(spec);
       e.code = Code::invalid_argument;
       return e;
     }
-    if (seen_specs.insert(t->spec).second)
-      targets.push_back(*t);
+    if (seen.insert(t->spec).second)
+      list.push_back(*t);
     return Status::ok();
-  };
-  for (const std::string& spec : request.targets)
-    KILN_TRY(add_target(spec));
-
-  llvm::LLVMContext ctx;
-  std::vector<ir::Input> inputs;
-  std::string source; // the inputs, for messages
-  for (const SourceInput& s : request.inputs) {
-    inputs.push_back({s.name, s.bytes, s.in_memory});
-    source += (source.empty() ? "" : ", ") + s.name;
   }
-  // Bitcode is read in a worker first: LLVM's reader crashes on some hostile
-  // streams, and that must end the worker, not this process.
-  // A file is read here only when its first bytes say bitcode: text IR is
-  // left for ingest to map, not copied first.
+};
+
+// The request's inputs, with each bitcode file read into memory and read
+// once in a worker first: LLVM's reader crashes on some hostile streams, and
+// that must end the worker, not this process. A file is read here only when
+// its first bytes say bitcode: text IR is left for ingest to map, not copied
+// first.
+Result<std::vector<ir::Input>> read_inputs(const CompileRequest& request) {
+  std::vector<ir::Input> inputs;
+  for (const SourceInput& s : request.inputs)
+    inputs.push_back({s.name, s.bytes, s.in_memory});
   for (ir::Input& in : inputs) {
     if (!in.in_memory) {
       std::string head(4, '\0');
@@ -380,58 +413,84 @@ Result<Plan> Plan::create(const CompileRequest& request) {
         return read.error();
     }
   }
+  return inputs;
+}
+
+// The roots of `unit` on `t`, each once, in order. Explicit entries are
+// roots on every target. By default the host takes every exported function
+// and a GPU target every exported kernel (a device function alone is no
+// loadable image).
+Result<std::vector<std::string>> roots_on(const llvm::Module& unit, const core::TargetDesc& t,
+                                          const std::vector<std::string>& entries) {
+  std::vector<std::string> roots = entries;
+  if (roots.empty()) {
+    roots = ir::exported_functions(unit, t.kind != core::TargetKind::host);
+    if (roots.empty())
+      return make_error(Code::invalid_argument,
+                        t.kind == core::TargetKind::host
+                            ? "the unit defines no externally visible function to precompile"
+                            : "the unit defines no kernel to precompile for " + t.spec +
+                                  " (mark kernels with ptx_kernel/amdgpu_kernel or the "
+                                  "\"kiln-kernel\" attribute, or name roots with --entry)")
+          .with_target(t.spec);
+  }
+  std::set<std::string> unique_roots;
+  std::vector<std::string> ordered_roots;
+  for (const std::string& r : roots) {
+    // Refused before anything is compiled: the name could not be loaded by
+    // name, and would stand in for the closure whose key it spells.
+    if (!core::check_name(r, "root"))
+      return make_error(Code::invalid_argument,
+                        "function '" + r +
+                            "' cannot be a root: its name has the form of a closure key (32 "
+                            "hex digits), and a string of that form is looked up by closure "
+                            "key only; rename it, or do not make it a root (give it internal "
+                            "linkage, or name the roots with --entry)")
+          .with_entry(r)
+          .with_target(t.spec);
+    if (unique_roots.insert(r).second)
+      ordered_roots.push_back(r);
+  }
+  return ordered_roots;
+}
+
+} // namespace
+
+Result<Plan> Plan::create(const CompileRequest& request) {
+  KILN_TRY(check_request(request));
+  auto impl = std::make_unique<Impl>();
+  impl->request = request;
+  impl->options.opt_level = request.opt_level;
+  impl->options.debug = request.debug;
+  Targets targets;
+  for (const std::string& spec : request.targets)
+    KILN_TRY(targets.add(spec));
+
+  llvm::LLVMContext ctx;
+  std::string source; // the inputs, for messages
+  for (const SourceInput& s : request.inputs)
+    source += (source.empty() ? "" : ", ") + s.name;
+  KILN_TRY_ASSIGN(auto inputs, read_inputs(request));
   KILN_TRY_ASSIGN(auto unit, ir::ingest(ctx, inputs));
   // No targets: the one the IR was built for (GPU IR is never compiled for
   // the host by default), else the host.
   if (request.targets.empty()) {
     KILN_TRY_ASSIGN(std::string own, ir::target_of_unit(*unit, source));
-    KILN_TRY(add_target(own.empty() ? "host" : own));
+    KILN_TRY(targets.add(own.empty() ? "host" : own));
   }
-
-  // Explicit entries are roots on every target. By default the host takes
-  // every exported function and a GPU target every exported kernel (a
-  // device function alone is no loadable image).
   for (const std::string& r : request.entries) {
     const llvm::Function* f = unit->getFunction(r);
     if (!f || f->isDeclaration())
       return make_error(Code::invalid_argument, ir::describe_missing_entry(*unit, r))
           .with_entry(r);
   }
-  for (const core::TargetDesc& t : targets) {
+  for (const core::TargetDesc& t : targets.list) {
     // IR for another kind of target is refused before its roots are looked
     // for; IR specialised for another GPU of this kind is a warning.
     KILN_TRY_ASSIGN(auto warnings, ir::check_unit_for_target(*unit, t, source));
     impl->warnings.insert(impl->warnings.end(), warnings.begin(), warnings.end());
-    std::vector<std::string> roots = request.entries;
-    if (roots.empty()) {
-      roots = ir::exported_functions(*unit, t.kind != core::TargetKind::host);
-      if (roots.empty())
-        return make_error(Code::invalid_argument,
-                          t.kind == core::TargetKind::host
-                              ? "the unit defines no externally visible function to precompile"
-                              : "the unit defines no kernel to precompile for " + t.spec +
-                                    " (mark kernels with ptx_kernel/amdgpu_kernel or the "
-                                    "\"kiln-kernel\" attribute, or name roots with --entry)")
-            .with_target(t.spec);
-    }
-    std::set<std::string> unique_roots;
-    std::vector<std::string> ordered_roots;
-    for (const std::string& r : roots) {
-      // Refused before anything is compiled: the name could not be loaded
-      // by name, and would stand in for the closure whose key it spells.
-      if (!core::check_name(r, "root"))
-        return make_error(Code::invalid_argument,
-                          "function '" + r +
-                              "' cannot be a root: its name has the form of a closure key (32 "
-                              "hex digits), and a string of that form is looked up by closure "
-                              "key only; rename it, or do not make it a root (give it internal "
-                              "linkage, or name the roots with --entry)")
-            .with_entry(r)
-            .with_target(t.spec);
-      if (unique_roots.insert(r).second)
-        ordered_roots.push_back(r);
-    }
-    KILN_TRY(impl->discover(*unit, t, ordered_roots));
+    KILN_TRY_ASSIGN(auto roots, roots_on(*unit, t, request.entries));
+    KILN_TRY(impl->discover(*unit, t, roots));
   }
   return Plan(std::move(impl));
 }

@@ -554,191 +554,224 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMo
       if (mode == OpenMode::read_write || ::access(path.c_str(), F_OK) != 0)
         return made.error();
     }
-
   KILN_TRY_ASSIGN(auto owners, TrustedOwners::from_env());
   CacheFiles opened; // as checked, for a second connect (a full disk)
-  {
-    // Closing any descriptor of a file drops every POSIX lock this process
-    // holds on it, SQLite's included: the file is opened here outside SQLite
-    // only while no connection of this process has it open, and the check
-    // and the connection's registration happen under one lock.
-    std::lock_guard lock(open_files().mu);
-    // Trusted before anything reads it (storage/local/file_trust.h).
-    KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(path, dir, owners));
-    bool exists = files.db.present;
-    bool ours = exists && open_files().count.count({files.db.dev, files.db.ino});
-    if (!st->read_only_ && !ours && !exists) {
-      // Create a new cache file with owner-only permissions: it holds code
-      // that will be run by whoever loads from it. Never through a link,
-      // and only a new file: this process's own descriptor is opened and
-      // closed on no file that a connection may hold locks on.
-      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      int err = errno;
-      if (fd >= 0) {
-        struct stat made;
-        Status trusted = ::fstat(fd, &made) == 0 ? check_opened_file(path, made, files, owners)
-                                                 : Status(make_error(Code::unavailable, "fstat"));
-        ::close(fd);
-        KILN_TRY(trusted);
-        files.db = FileStamp::of(made);
-        files.db_stat = made;
-      } else if (err == EEXIST) {
-        // Another process made it meanwhile: trusted like any existing file.
-        KILN_TRY_ASSIGN(files, check_cache_files(path, dir, owners));
-        exists = files.db.present;
-      } else {
-        return make_error(Code::unavailable,
-                          "cannot create cache '" + path + "': " + std::strerror(err));
-      }
-    }
-    if (!st->read_only_ && exists && ::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0) {
-      int err = errno;
-      if (mode != OpenMode::automatic || !unwritable(err))
-        return make_error(Code::unavailable,
-                          "cannot open cache '" + path + "': " + std::strerror(err));
-      st->read_only_ = true;
-      st->read_only_reason_ = std::string("the file is not writable: ") + std::strerror(err);
-    }
-    // A writable file in a directory that cannot take the WAL's side files
-    // (another user's directory, a read-only mount) is read as it is.
-    if (!st->read_only_ && mode == OpenMode::automatic && !side_files_writable(path, dir)) {
-      st->read_only_ = true;
-      st->read_only_reason_ = "its directory is not writable";
-    }
-    if (st->read_only_ && !exists)
-      return make_error(Code::not_found, "no cache at '" + path + "' (" + st->read_only_reason_ +
-                                             ": nothing is created)");
-    bool wal_format = true; // unknown when open here already: assume the worst
-    if (!ours)
-      KILN_TRY(check_file(path, wal_format));
-    KILN_TRY(st->connect(files, wal_format, owners));
-    // SQLite opened the file by its name in the held directory: it must be
-    // the one checked.
-    struct stat now;
-    std::string base = path.substr(path.rfind('/') + 1);
-    int at = files.pinned ? files.pinned->fd() : AT_FDCWD;
-    if (::fstatat(at, files.pinned ? base.c_str() : path.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !files.db.same_file(FileStamp::of(now)))
-      return make_error(Code::unavailable, "refusing cache '" + path +
-                                               "': the file was replaced while it was opened");
-    st->file_id_ = {uint64_t(now.st_dev), uint64_t(now.st_ino)};
-    opened = files;
-    ++open_files().count[st->file_id_];
-    st->registered_ = true;
-  }
-
-  // Identify the file before changing anything in it: a non-database or a
-  // foreign database must be left exactly as it was.
-  int app_id = 0, user_version = 0, objects = 0;
-  {
-    auto read_int = [&](const char* sql, int* out) -> Status {
-      sqlite3_stmt* s = nullptr;
-      if (sqlite3_prepare_v2(st->db_, sql, -1, &s, nullptr) != SQLITE_OK)
-        return st->db_error("cannot read the cache header");
-      int r = sqlite3_step(s);
-      if (r == SQLITE_ROW)
-        *out = sqlite3_column_int(s, 0);
-      sqlite3_finalize(s);
-      if (r != SQLITE_ROW && r != SQLITE_DONE)
-        return st->db_error("cannot read the cache header");
-      return Status::ok();
-    };
-    // One read transaction: another process may be migrating the same new
-    // file, and the three reads must see one state of it.
-    Status s1 = st->exec("BEGIN");
-    if (s1)
-      s1 = read_int("PRAGMA application_id", &app_id);
-    // A full disk has no room for the shared memory's pages or the WAL's
-    // first frames: the reserve kept for gc is given back, and the file is
-    // opened again (gc then shrinks it; keep_reserve).
-    if (!s1 && disk_full(st->db_) && st->release_reserve()) {
-      (void)st->exec("ROLLBACK");
-      std::lock_guard lock(open_files().mu);
-      sqlite3_close_v2(st->db_);
-      st->db_ = nullptr;
-      KILN_TRY(st->connect(opened, true, owners));
-      s1 = st->exec("BEGIN");
-      if (s1)
-        s1 = read_int("PRAGMA application_id", &app_id);
-    }
-    if (!s1) {
-      (void)st->exec("ROLLBACK");
-      return make_error(Code::corrupt, "'" + path + "' is not a Kiln cache (" +
-                                           s1.error().message + ")");
-    }
-    Status s2 = read_int("PRAGMA user_version", &user_version);
-    if (s2)
-      s2 = read_int("SELECT count(*) FROM sqlite_master", &objects);
-    (void)st->exec("COMMIT");
-    if (!s2)
-      return s2.error();
-  }
-  if (objects > 0 && app_id != kApplicationId)
-    return make_error(Code::corrupt,
-                      "'" + path +
-                          "' is an SQLite database but not a Kiln cache; refusing to use it");
-  // Refused before anything is written to it (the journal mode below).
-  if (user_version > 0 && user_version < baseline_version())
-    return before_baseline(path, user_version);
-  if (user_version > schema_version())
-    return make_error(Code::unavailable,
-                      "cache '" + path + "' has schema version " + std::to_string(user_version) +
-                          ", newer than this Kiln's " + std::to_string(schema_version()) +
-                          "; use a newer Kiln or another cache");
+  KILN_TRY(st->connect_checked(mode, dir, owners, &opened));
+  KILN_TRY_ASSIGN(Header header, st->read_header(opened, owners));
+  KILN_TRY(st->check_header(header));
   if (st->read_only_) {
-    if (objects == 0)
-      return make_error(Code::not_found, "cache '" + path + "' is empty (" +
-                                             st->read_only_reason_ + ": nothing is created)");
-    if (user_version < schema_version())
-      return make_error(Code::unavailable,
-                        "cache '" + path + "' has schema version " + std::to_string(user_version) +
-                            ", older than this Kiln's " + std::to_string(schema_version()) +
-                            ", and is read-only (" + st->read_only_reason_ +
-                            "): it cannot be migrated; open it once writable to migrate it");
     if (!network_fs_kind(path).empty())
       KILN_TRY(st->exec("PRAGMA mmap_size=0"));
     KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
     return st;
   }
+  KILN_TRY(st->set_journal_mode(header.objects == 0));
+  if (header.user_version < schema_version())
+    KILN_TRY(st->migrate());
+  if (header.objects == 0 && st->wal_)
+    (void)st->keep_reserve();
+  return st;
+}
 
-  // WAL keeps its index in shared memory (an mmap'd -shm file), which
-  // network file systems do not keep coherent between machines (and which
-  // raises SIGBUS when the server drops it): there, a rollback journal and
-  // plain reads. A WAL cache moved onto one is converted at this open.
+// Trusts, creates if it must, and connects to the file, registered as open
+// in this process; `opened`: the files as checked.
+Status Database::connect_checked(OpenMode mode, const std::string& dir,
+                                 const TrustedOwners& owners, CacheFiles* opened) {
+  const std::string& path = path_;
+  // Closing any descriptor of a file drops every POSIX lock this process
+  // holds on it, SQLite's included: the file is opened here outside SQLite
+  // only while no connection of this process has it open, and the check
+  // and the connection's registration happen under one lock.
+  std::lock_guard lock(open_files().mu);
+  // Trusted before anything reads it (storage/local/file_trust.h).
+  KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(path, dir, owners));
+  bool exists = files.db.present;
+  bool ours = exists && open_files().count.count({files.db.dev, files.db.ino});
+  if (!read_only_ && !ours && !exists) {
+    KILN_TRY_ASSIGN(exists, create_file(dir, owners, &files));
+  }
+  if (!read_only_ && exists && ::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0) {
+    int err = errno;
+    if (mode != OpenMode::automatic || !unwritable(err))
+      return make_error(Code::unavailable,
+                        "cannot open cache '" + path + "': " + std::strerror(err));
+    read_only_ = true;
+    read_only_reason_ = std::string("the file is not writable: ") + std::strerror(err);
+  }
+  // A writable file in a directory that cannot take the WAL's side files
+  // (another user's directory, a read-only mount) is read as it is.
+  if (!read_only_ && mode == OpenMode::automatic && !side_files_writable(path, dir)) {
+    read_only_ = true;
+    read_only_reason_ = "its directory is not writable";
+  }
+  if (read_only_ && !exists)
+    return make_error(Code::not_found, "no cache at '" + path + "' (" + read_only_reason_ +
+                                           ": nothing is created)");
+  bool wal_format = true; // unknown when open here already: assume the worst
+  if (!ours)
+    KILN_TRY(check_file(path, wal_format));
+  KILN_TRY(connect(files, wal_format, owners));
+  // SQLite opened the file by its name in the held directory: it must be
+  // the one checked.
+  struct stat now;
+  std::string base = path.substr(path.rfind('/') + 1);
+  int at = files.pinned ? files.pinned->fd() : AT_FDCWD;
+  if (::fstatat(at, files.pinned ? base.c_str() : path.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !files.db.same_file(FileStamp::of(now)))
+    return make_error(Code::unavailable,
+                      "refusing cache '" + path + "': the file was replaced while it was opened");
+  file_id_ = {uint64_t(now.st_dev), uint64_t(now.st_ino)};
+  *opened = files;
+  ++open_files().count[file_id_];
+  registered_ = true;
+  return Status::ok();
+}
+
+// Creates a new cache file with owner-only permissions: it holds code that
+// will be run by whoever loads from it. Never through a link, and only a new
+// file: this process's own descriptor is opened and closed on no file that
+// a connection may hold locks on. Whether the file exists now (another
+// process may have made it meanwhile: it is then trusted like any other).
+Result<bool> Database::create_file(const std::string& dir, const TrustedOwners& owners,
+                                   CacheFiles* files) {
+  int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int err = errno;
+  if (fd >= 0) {
+    struct stat made;
+    Status trusted = ::fstat(fd, &made) == 0 ? check_opened_file(path_, made, *files, owners)
+                                             : Status(make_error(Code::unavailable, "fstat"));
+    ::close(fd);
+    KILN_TRY(trusted);
+    files->db = FileStamp::of(made);
+    files->db_stat = made;
+    return true;
+  }
+  if (err == EEXIST) {
+    KILN_TRY_ASSIGN(*files, check_cache_files(path_, dir, owners));
+    return files->db.present;
+  }
+  return make_error(Code::unavailable,
+                    "cannot create cache '" + path_ + "': " + std::strerror(err));
+}
+
+// Identifies the file before changing anything in it: a non-database or a
+// foreign database must be left exactly as it was.
+Result<Database::Header> Database::read_header(const CacheFiles& opened,
+                                               const TrustedOwners& owners) {
+  Header h;
+  auto read_int = [&](const char* sql, int* out) -> Status {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK)
+      return db_error("cannot read the cache header");
+    int r = sqlite3_step(s);
+    if (r == SQLITE_ROW)
+      *out = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+      return db_error("cannot read the cache header");
+    return Status::ok();
+  };
+  // One read transaction: another process may be migrating the same new
+  // file, and the three reads must see one state of it.
+  Status s1 = exec("BEGIN");
+  if (s1)
+    s1 = read_int("PRAGMA application_id", &h.app_id);
+  // A full disk has no room for the shared memory's pages or the WAL's
+  // first frames: the reserve kept for gc is given back, and the file is
+  // opened again (gc then shrinks it; keep_reserve).
+  if (!s1 && disk_full(db_) && release_reserve()) {
+    (void)exec("ROLLBACK");
+    std::lock_guard lock(open_files().mu);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    KILN_TRY(connect(opened, true, owners));
+    s1 = exec("BEGIN");
+    if (s1)
+      s1 = read_int("PRAGMA application_id", &h.app_id);
+  }
+  if (!s1) {
+    (void)exec("ROLLBACK");
+    return make_error(Code::corrupt, "'" + path_ + "' is not a Kiln cache (" +
+                                         s1.error().message + ")");
+  }
+  Status s2 = read_int("PRAGMA user_version", &h.user_version);
+  if (s2)
+    s2 = read_int("SELECT count(*) FROM sqlite_master", &h.objects);
+  (void)exec("COMMIT");
+  if (!s2)
+    return s2.error();
+  return h;
+}
+
+// Refuses, before anything is written to it, a file that is not a Kiln
+// cache or whose schema this Kiln cannot use.
+Status Database::check_header(const Header& h) const {
+  const std::string& path = path_;
+  if (h.objects > 0 && h.app_id != kApplicationId)
+    return make_error(Code::corrupt,
+                      "'" + path + "' is an SQLite database but not a Kiln cache; refusing to use it");
+  if (h.user_version > 0 && h.user_version < baseline_version())
+    return before_baseline(path, h.user_version);
+  if (h.user_version > schema_version())
+    return make_error(Code::unavailable,
+                      "cache '" + path + "' has schema version " + std::to_string(h.user_version) +
+                          ", newer than this Kiln's " + std::to_string(schema_version()) +
+                          "; use a newer Kiln or another cache");
+  if (!read_only_)
+    return Status::ok();
+  if (h.objects == 0)
+    return make_error(Code::not_found, "cache '" + path + "' is empty (" + read_only_reason_ +
+                                           ": nothing is created)");
+  if (h.user_version < schema_version())
+    return make_error(Code::unavailable,
+                      "cache '" + path + "' has schema version " + std::to_string(h.user_version) +
+                          ", older than this Kiln's " + std::to_string(schema_version()) +
+                          ", and is read-only (" + read_only_reason_ +
+                          "): it cannot be migrated; open it once writable to migrate it");
+  return Status::ok();
+}
+
+// WAL keeps its index in shared memory (an mmap'd -shm file), which network
+// file systems do not keep coherent between machines (and which raises
+// SIGBUS when the server drops it): there, a rollback journal and plain
+// reads. A WAL cache moved onto one is converted at this open. Then the
+// pragmas of every writable connection.
+Status Database::set_journal_mode(bool new_file) {
+  const std::string& path = path_;
   std::string network = network_fs_kind(path);
   const char* journal = network.empty() ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=DELETE";
   if (!network.empty()) {
     network_notice(path, network);
-    KILN_TRY(st->exec("PRAGMA mmap_size=0"));
+    KILN_TRY(exec("PRAGMA mmap_size=0"));
   }
   // The mode is persistent: switch only when the file is in another one (a
   // new file, or a cache that moved), since the switch needs a moment of
-  // exclusive access that busy writers can deny for long. The reads above
+  // exclusive access that busy writers can deny for long. The reads before
   // made SQLite look at the file, so the current mode is known.
   std::string current;
   {
     sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(st->db_, "PRAGMA journal_mode", -1, &s, nullptr) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(db_, "PRAGMA journal_mode", -1, &s, nullptr) == SQLITE_OK &&
         sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
       current = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
     sqlite3_finalize(s);
   }
-  bool switch_mode = objects == 0 || current != (network.empty() ? "wal" : "delete");
-  if (objects == 0) {
+  bool switch_mode = new_file || current != (network.empty() ? "wal" : "delete");
+  if (new_file) {
     // A new file, before anything is written to it (the journal mode
     // switch writes its header, and fixes both for good): small pages,
     // since every table and index takes at least one even when empty, and
     // freed pages given back to the file system as gc runs.
-    KILN_TRY(st->exec("PRAGMA page_size=1024"));
-    KILN_TRY(st->exec("PRAGMA auto_vacuum=INCREMENTAL"));
+    KILN_TRY(exec("PRAGMA page_size=1024"));
+    KILN_TRY(exec("PRAGMA auto_vacuum=INCREMENTAL"));
   }
   // SQLite's busy handler does not wait for that exclusive moment: retry
   // while another opener holds it.
   for (int attempt = 0; switch_mode; ++attempt) {
-    Status wal = st->exec(journal);
+    Status wal = exec(journal);
     if (wal)
       break;
-    int rc = sqlite3_errcode(st->db_) & 0xff;
+    int rc = sqlite3_errcode(db_) & 0xff;
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
       if (attempt < 3000) {
         ::usleep(10000);
@@ -751,21 +784,17 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, OpenMo
     }
     return wal.error();
   }
-  KILN_TRY(st->exec("PRAGMA synchronous=NORMAL"));
-  KILN_TRY(st->exec("PRAGMA foreign_keys=ON"));
+  KILN_TRY(exec("PRAGMA synchronous=NORMAL"));
+  KILN_TRY(exec("PRAGMA foreign_keys=ON"));
   if (network.empty()) {
     // The WAL file stays between processes (emptied, not deleted): a short
     // process does not create it again and sync the directory for it. The
     // last connection to close after writing removes it (finish()).
     int persist = 1;
-    sqlite3_file_control(st->db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-    st->wal_ = true;
+    sqlite3_file_control(db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+    wal_ = true;
   }
-  if (user_version < schema_version())
-    KILN_TRY(st->migrate());
-  if (objects == 0 && network.empty())
-    (void)st->keep_reserve();
-  return st;
+  return Status::ok();
 }
 
 namespace {

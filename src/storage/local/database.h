@@ -115,6 +115,18 @@ public:
 
 private:
   Database() = default;
+  /// What a file says of itself before anything is written to it.
+  struct Header {
+    int app_id = 0, user_version = 0, objects = 0;
+  };
+  // The steps of open(), in order.
+  Status connect_checked(OpenMode mode, const std::string& dir, const TrustedOwners& owners,
+                         CacheFiles* opened);
+  Result<bool> create_file(const std::string& dir, const TrustedOwners& owners,
+                           CacheFiles* files);
+  Result<Header> read_header(const CacheFiles& opened, const TrustedOwners& owners);
+  Status check_header(const Header& h) const;
+  Status set_journal_mode(bool new_file);
   Status connect(const CacheFiles& files, bool wal_format, const TrustedOwners& owners);
   Status migrate();
   /// SQLite's commit hook: removes the published images unless the commit

@@ -18,6 +18,7 @@
 #include <doctest/doctest.h>
 
 #include <climits>
+#include <utility>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -147,6 +148,17 @@ TEST_CASE("bridge: every entry of libkiln's table is the function calls.inc name
   std::vector<std::string> wrong = wrong_entries(*b);
   INFO(wrong.size() << " wrong, the first: " << (wrong.empty() ? "" : wrong[0]));
   CHECK(wrong.empty());
+
+  // Such a swap is told, entry by entry.
+  Bridge swapped = *b;
+  std::swap(swapped.nvjitlink_path, swapped.nvlink_identity);
+  std::swap(swapped.handle_taken, swapped.handle_live);
+  CHECK(wrong_entries(swapped) ==
+        std::vector<std::string>{"nvjitlink_path", "nvlink_identity", "handle_taken",
+                                 "handle_live"});
+  swapped = *b;
+  swapped.storage_put_job = nullptr;
+  CHECK(empty_entries(swapped) == std::vector<std::string>{"storage_put_job"});
 }
 
 TEST_CASE("bridge: the built libkiln hands out its table under this release's version alone, "
@@ -248,7 +260,7 @@ TEST_CASE("bridge: a libkiln-compiler meeting a libkiln of another release fails
   const char* err = compiler ? nullptr : ::dlerror();
   CHECK_FALSE(compiler);
   REQUIRE(err);
-  INFO(err);
+  INFO(std::string(err));
   CHECK(contains(err, version));
   CHECK(contains(err, "not found"));
   if (compiler)

@@ -224,10 +224,14 @@ TEST_CASE("admin json: verify's ok follows its problems; gc, bundles, portabilit
   p.closures.push_back({std::string(32, 'f'), "host", "x86-64", {"a"}, true, "", "", {}, {}});
   p.closures.push_back({std::string(32, '9'), "host", "znver4", {"b", "c"}, false, "cpu",
                         "needs avx512f", {"avx512f"}, {"new-feature"}});
+  p.closures.push_back({std::string(32, '8'), "sm_90", "sm_90", {}, false, "gpu", "no device",
+                        {}, {}});
   json pj = parsed(admin::to_json(p));
-  CHECK(pj["closures"] == 2);
+  CHECK(pj["closures"] == 3);
   CHECK(pj["loadable"] == 1);
-  CHECK(pj["not_loadable"] == 1);
+  CHECK(pj["not_loadable"] == 2);
+  CHECK(pj["details"].size() == 3);
+  CHECK(pj["details"][2]["names"] == json::array());
   CHECK(pj["details"][1]["component"] == "cpu");
   CHECK(pj["details"][1]["names"] == json::array({"b", "c"}));
   CHECK(pj["details"][1]["missing_features"] == json::array({"avx512f"}));

@@ -14,6 +14,15 @@ Run it for each build type whose code differs (function clones carry
 optimization-dependent names) and give every output: the lists are merged.
 
     bench/loader_order.py --bin build-bench/bin --bin build/bin --work /tmp/order
+
+--check profiles one build the same way and fails, naming them, when a
+function its loads run is missing from the order file (a rename, a new
+function on the load path): the test suite runs it (layers.order_file), so
+the file cannot drift from the code and slow start-up unnoticed. Names the
+file lists that this build does not run are left alone: they may be another
+build type's clones.
+
+    bench/loader_order.py --check --bin build/bin --work /tmp/order
 """
 
 import argparse
@@ -118,6 +127,24 @@ def startup_data(bindir, functions):
     return sorted(set(out), key=out.index)
 
 
+def check(a):
+    """0 when every function the build's loads run is in the order file."""
+    if len(a.bin) != 1:
+        return "loader_order: --check takes one --bin"
+    found = profile_one(os.path.abspath(a.bin[0]), os.path.join(a.work, "check"))
+    with open(a.out) as f:
+        listed = {line.strip() for line in f if line.strip()}
+    missing = [n for n, _ in sorted(found.items(), key=lambda kv: kv[1]) if n not in listed]
+    print(f"loader_order: {len(found)} functions on the load path, {len(missing)} missing "
+          f"from {a.out}")
+    if not missing:
+        return 0
+    for n in missing:
+        print("  missing:", n)
+    return ("loader_order: the order file has drifted from the code; write it again with "
+            "bench/loader_order.py --bin <Release build>/bin --bin <this build>/bin")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -125,9 +152,13 @@ def main():
                     help="a build's bin directory (kiln-precompile, kiln-bench-first); repeatable")
     ap.add_argument("--work", required=True, help="scratch directory")
     ap.add_argument("--out", default=os.path.join(ROOT, "src", "libkiln.order"))
+    ap.add_argument("--check", action="store_true",
+                    help="compare one build's load path with --out instead of writing it")
     a = ap.parse_args()
     if not shutil.which("valgrind"):
         sys.exit("loader_order: needs valgrind (callgrind)")
+    if a.check:
+        sys.exit(check(a))
     order = []
     for i, bindir in enumerate(a.bin):
         # Each build's functions in its own address order, which keeps a

@@ -318,6 +318,212 @@ void remove_stale_temporaries(const std::string& path) {
   ::closedir(d);
 }
 
+
+/// The images the roots hand, each once, in the order first named, and
+/// which of them each root's is. Roots that share an image (a deferred
+/// cycle's, a library's) hand the same bytes; other equal images are found
+/// by checksum and size, then compared byte for byte (a 64-bit checksum can
+/// be made to collide).
+struct DistinctImages {
+  std::vector<const std::string*> bytes;
+  std::vector<uint64_t> checksums;
+  std::vector<size_t> of_root;
+};
+
+DistinctImages distinct_images(const std::vector<PublishInput>& roots) {
+  DistinctImages d;
+  std::map<const std::string*, size_t> by_bytes; // bytes handed -> index
+  std::multimap<std::pair<uint64_t, uint64_t>, size_t> by_sum; // checksum, size -> index
+  for (const PublishInput& in : roots) {
+    const std::string* bytes = in.image.get();
+    auto [it, fresh] = by_bytes.try_emplace(bytes, d.bytes.size());
+    if (fresh) {
+      auto sum = std::make_pair(hash64(*bytes), uint64_t(bytes->size()));
+      auto [same, end] = by_sum.equal_range(sum);
+      while (same != end && *d.bytes[same->second] != *bytes)
+        ++same;
+      if (same != end) {
+        it->second = same->second;
+      } else {
+        by_sum.emplace(sum, d.bytes.size());
+        d.bytes.push_back(bytes);
+        d.checksums.push_back(sum.first);
+      }
+    }
+    d.of_root.push_back(it->second);
+  }
+  return d;
+}
+
+/// The dictionary: whole images at an even stride through them (the first
+/// of each 32nd part), until 32 KiB, so that a cache of several kinds of
+/// kernels has each kind in it: every benchmark workload in one cache
+/// packed its 1,016 images (1.86 MB) to 118 KB so, 437 KB with the first
+/// images alone.
+std::string image_dictionary(const std::vector<const std::string*>& images) {
+  std::string dict;
+  const size_t stride = std::max<size_t>(1, images.size() / 32);
+  for (size_t k = 0; k < images.size() && dict.size() < kDictionaryBytes; k += stride)
+    dict.append(*images[k], 0, kDictionaryBytes - dict.size());
+  return dict;
+}
+
+/// The table's CPUs, each (target, cpu, features) once; returns the index
+/// of each root's.
+std::vector<uint32_t> put_cpus(std::string& t, const std::vector<PublishInput>& roots) {
+  std::map<std::tuple<std::string, std::string, std::string>, uint32_t> cpus;
+  std::vector<uint32_t> cpu_of_root;
+  for (const PublishInput& in : roots) {
+    const JobRecord& j = in.root.root;
+    auto [it, fresh] =
+        cpus.emplace(std::make_tuple(j.target, j.cpu, j.features), uint32_t(cpus.size()));
+    cpu_of_root.push_back(it->second);
+  }
+  std::vector<const std::tuple<std::string, std::string, std::string>*> by_index(cpus.size());
+  for (const auto& [cpu, index] : cpus)
+    by_index[index] = &cpu;
+  put_var(t, by_index.size());
+  for (const auto* cpu : by_index) {
+    put_vstr(t, std::get<0>(*cpu));
+    put_vstr(t, std::get<1>(*cpu));
+    put_vstr(t, std::get<2>(*cpu));
+  }
+  return cpu_of_root;
+}
+
+/// The table's member sets, each member list handed once and equal lists
+/// handed apart once too; returns the index of each root's.
+std::vector<uint32_t> put_member_sets(std::string& t, const std::vector<PublishInput>& roots) {
+  std::map<const std::vector<ClosureMember>*, uint32_t> set_of_list;
+  std::map<std::string, uint32_t> sets; // a set's bytes -> its index
+  std::vector<const std::string*> set_order;
+  std::vector<uint32_t> set_of_root;
+  for (const PublishInput& in : roots) {
+    auto [list, first] = set_of_list.try_emplace(in.members.get(), 0);
+    if (first) {
+      std::string bytes;
+      put_var(bytes, in.members->size());
+      for (const ClosureMember& m : *in.members) {
+        put_symbol(bytes, m.symbol);
+        put_vstr(bytes, m.entry);
+      }
+      auto [it, fresh] = sets.emplace(std::move(bytes), uint32_t(sets.size()));
+      if (fresh)
+        set_order.push_back(&it->first);
+      list->second = it->second;
+    }
+    set_of_root.push_back(list->second);
+  }
+  put_var(t, set_order.size());
+  for (const std::string* set : set_order)
+    t += *set;
+  return set_of_root;
+}
+
+/// The table: CPUs, member sets, images, then one record per root. Images
+/// lie one after another after the dictionary, in the order listed: their
+/// offsets are not stored.
+std::string make_table(const std::vector<PublishInput>& roots, const DistinctImages& images,
+                       const std::vector<std::string>& packed) {
+  std::string t;
+  std::vector<uint32_t> cpu_of_root = put_cpus(t, roots);
+  std::vector<uint32_t> set_of_root = put_member_sets(t, roots);
+  put_var(t, images.bytes.size());
+  for (size_t k = 0; k < images.bytes.size(); ++k) {
+    put_var(t, packed[k].size());
+    put_var(t, images.bytes[k]->size());
+    put_u64(t, images.checksums[k]);
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const PublishedRoot& r = roots[i].root;
+    uint8_t flags = (r.closure.target == r.name.target ? kSameTarget : 0) |
+                    (r.image_of == r.closure.key ? kOwnImage : 0) |
+                    (r.library ? kLibrary : 0) | (r.all_targets ? kAllTargets : 0);
+    put_vstr(t, r.name.name);
+    put_vstr(t, r.name.target);
+    put_key(t, r.closure.key);
+    t.push_back(char(flags));
+    if (!(flags & kSameTarget))
+      put_vstr(t, r.closure.target);
+    put_var(t, set_of_root[i]);
+    put_var(t, cpu_of_root[i]);
+    put_var(t, images.of_root[i]);
+    if (!(flags & kOwnImage))
+      put_key(t, r.image_of);
+  }
+  return t;
+}
+
+/// The parts of the file as stored: the dictionary and the images after
+/// the header; the table, packed (names, keys and member sets repeat),
+/// ends the file.
+struct FileParts {
+  uint32_t roots = 0;
+  std::string packed_dict;
+  size_t dict_bytes = 0; ///< unpacked
+  std::vector<std::string> images;
+  std::string table;
+  size_t table_bytes = 0; ///< unpacked
+};
+
+/// The whole file, its header stamped with the state the cache file and its
+/// WAL are in now, under the write lock: the state the file is true for.
+std::string whole_file(const std::string& cache_path, const struct stat& cache_stat,
+                       const FileParts& parts) {
+  const uint64_t dict_at = kHeaderBytes;
+  uint64_t file_bytes = dict_at + parts.packed_dict.size() + parts.table.size();
+  for (const std::string& img : parts.images)
+    file_bytes += img.size();
+  std::string out;
+  out.reserve(size_t(file_bytes));
+  out.append(kMagic, sizeof kMagic);
+  put_u32(out, kVersion);
+  put_u32(out, parts.roots);
+  put_u64(out, uint64_t(cache_stat.st_dev));
+  put_u64(out, uint64_t(cache_stat.st_ino));
+  put_u64(out, parts.table.size());
+  put_u64(out, file_bytes);
+  put_u64(out, dict_at);
+  put_u64(out, parts.packed_dict.size());
+  put_u64(out, parts.dict_bytes);
+  put_u64(out, parts.table_bytes);
+  out.append(kTableSumAt - kStampAt, '\0'); // the stamp, below
+  put_u64(out, hash64(parts.table));
+  put_u64(out, 0); // the header's checksum, below
+  stamp_header(out.data(), fresh_state(cache_path, cache_path + "-wal"));
+  out += parts.packed_dict;
+  for (const std::string& img : parts.images)
+    out += img;
+  out += parts.table;
+  return out;
+}
+
+/// `bytes` written to a temporary beside `path` (with `mode`), renamed over
+/// it. No fsync: a file torn by a crash fails its checks and reads as absent.
+Status replace_file(const std::string& path, const std::string& bytes, mode_t mode) {
+  std::string tmp = path + ".tmpXXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    return make_error(Code::unavailable,
+                      "cannot create a file beside '" + path + "': " + std::strerror(errno));
+  size_t off = 0;
+  bool ok = ::fchmod(fd, mode) == 0;
+  while (ok && off < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    off += ok ? size_t(n) : 0;
+  }
+  int err = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) == 0)
+    return Status::ok();
+  err = errno ? errno : err;
+  ::unlink(tmp.c_str());
+  return make_error(Code::unavailable, "cannot write '" + path + "': " + std::strerror(err));
+}
+
 } // namespace
 
 std::string published_path(const std::string& cache_path) { return cache_path + "-images"; }
@@ -334,179 +540,322 @@ Status write_published(const std::string& cache_path, const struct stat& cache_s
   }
   std::sort(roots.begin(), roots.end(),
             [](const PublishInput& a, const PublishInput& b) { return root_order(a.root, b.root); });
-  // Each image once, in the order first named, packed with a dictionary
-  // of images. For 200 one-kernel images of 3 KB (603 KB), the dictionary
-  // and the packed images took 84 KB; 170 KB with the first image alone as
-  // the dictionary, 312 KB without one.
-  // Roots that share an image (a deferred cycle's, a library's) hand the
-  // same bytes; other equal images are found by checksum and size, then
-  // compared byte for byte (a 64-bit checksum can be made to collide).
-  std::map<const std::string*, size_t> by_bytes; // bytes handed -> index
-  std::multimap<std::pair<uint64_t, uint64_t>, size_t> by_sum; // checksum, size -> index
-  std::vector<const std::string*> images;
-  std::vector<uint64_t> checksums;
-  std::vector<size_t> image_of_root;
-  for (const PublishInput& in : roots) {
-    const std::string* bytes = in.image.get();
-    auto [it, fresh] = by_bytes.try_emplace(bytes, images.size());
-    if (fresh) {
-      auto sum = std::make_pair(hash64(*bytes), uint64_t(bytes->size()));
-      auto [same, end] = by_sum.equal_range(sum);
-      while (same != end && *images[same->second] != *bytes)
-        ++same;
-      if (same != end) {
-        it->second = same->second;
-      } else {
-        by_sum.emplace(sum, images.size());
-        images.push_back(bytes);
-        checksums.push_back(sum.first);
-      }
-    }
-    image_of_root.push_back(it->second);
-  }
-  // The dictionary: whole images at an even stride through them (the first
-  // of each 32nd part), until 32 KiB, so that a cache of several kinds of
-  // kernels has each kind in it: every benchmark workload in one cache
-  // packed its 1,016 images (1.86 MB) to 118 KB so, 437 KB with the first
-  // images alone.
-  std::string dict;
-  const size_t stride = std::max<size_t>(1, images.size() / 32);
-  for (size_t k = 0; k < images.size() && dict.size() < kDictionaryBytes; k += stride)
-    dict.append(*images[k], 0, kDictionaryBytes - dict.size());
-  std::vector<std::string> packed;
-  packed.reserve(images.size());
+  // Each image once, packed with a dictionary of images. For 200
+  // one-kernel images of 3 KB (603 KB), the dictionary and the packed
+  // images took 84 KB; 170 KB with the first image alone as the
+  // dictionary, 312 KB without one.
+  DistinctImages images = distinct_images(roots);
+  std::string dict = image_dictionary(images.bytes);
+  FileParts parts;
+  parts.roots = uint32_t(roots.size());
+  parts.images.reserve(images.bytes.size());
   LzPacker packer(dict);
-  for (const std::string* img : images)
-    packed.push_back(packer.pack(*img));
-  // The table. Images lie one after another after the dictionary, in the
-  // order listed: their offsets are not stored.
-  auto make_table = [&]() {
-    std::string t;
-    std::map<std::tuple<std::string, std::string, std::string>, uint32_t> cpus;
-    std::vector<uint32_t> cpu_of_root;
-    for (const PublishInput& in : roots) {
-      const JobRecord& j = in.root.root;
-      auto [it, fresh] = cpus.emplace(std::make_tuple(j.target, j.cpu, j.features),
-                                      uint32_t(cpus.size()));
-      cpu_of_root.push_back(it->second);
-    }
-    std::vector<const std::tuple<std::string, std::string, std::string>*> by_index(cpus.size());
-    for (const auto& [cpu, index] : cpus)
-      by_index[index] = &cpu;
-    put_var(t, by_index.size());
-    for (const auto* cpu : by_index) {
-      put_vstr(t, std::get<0>(*cpu));
-      put_vstr(t, std::get<1>(*cpu));
-      put_vstr(t, std::get<2>(*cpu));
-    }
-    // Each member list handed once; equal lists handed apart, once too.
-    std::map<const std::vector<ClosureMember>*, uint32_t> set_of_list;
-    std::map<std::string, uint32_t> sets; // a set's bytes -> its index
-    std::vector<const std::string*> set_order;
-    std::vector<uint32_t> set_of_root;
-    for (const PublishInput& in : roots) {
-      auto [list, first] = set_of_list.try_emplace(in.members.get(), 0);
-      if (first) {
-        std::string bytes;
-        put_var(bytes, in.members->size());
-        for (const ClosureMember& m : *in.members) {
-          put_symbol(bytes, m.symbol);
-          put_vstr(bytes, m.entry);
-        }
-        auto [it, fresh] = sets.emplace(std::move(bytes), uint32_t(sets.size()));
-        if (fresh)
-          set_order.push_back(&it->first);
-        list->second = it->second;
-      }
-      set_of_root.push_back(list->second);
-    }
-    put_var(t, set_order.size());
-    for (const std::string* set : set_order)
-      t += *set;
-    put_var(t, images.size());
-    for (size_t k = 0; k < images.size(); ++k) {
-      put_var(t, packed[k].size());
-      put_var(t, images[k]->size());
-      put_u64(t, checksums[k]);
-    }
-    for (size_t i = 0; i < roots.size(); ++i) {
-      const PublishedRoot& r = roots[i].root;
-      uint8_t flags = (r.closure.target == r.name.target ? kSameTarget : 0) |
-                      (r.image_of == r.closure.key ? kOwnImage : 0) |
-                      (r.library ? kLibrary : 0) | (r.all_targets ? kAllTargets : 0);
-      put_vstr(t, r.name.name);
-      put_vstr(t, r.name.target);
-      put_key(t, r.closure.key);
-      t.push_back(char(flags));
-      if (!(flags & kSameTarget))
-        put_vstr(t, r.closure.target);
-      put_var(t, set_of_root[i]);
-      put_var(t, cpu_of_root[i]);
-      put_var(t, image_of_root[i]);
-      if (!(flags & kOwnImage))
-        put_key(t, r.image_of);
-    }
-    return t;
-  };
-  // The dictionary and the images after the header; the table, packed
-  // (names, keys and member sets repeat), ends the file.
-  const uint64_t dict_at = kHeaderBytes;
+  for (const std::string* img : images.bytes)
+    parts.images.push_back(packer.pack(*img));
   // The dictionary is stored packed: the zeros and repeats of a few images
   // (a 1-image cache: 2.5 KB of dictionary stored as about 1 KB).
-  std::string packed_dict = lz_pack(dict);
-  std::string raw_table = make_table();
-  std::string table = lz_pack(raw_table);
-  uint64_t file_bytes = dict_at + packed_dict.size() + table.size();
-  for (const std::string& img : packed)
-    file_bytes += img.size();
-
-  std::string out;
-  out.reserve(size_t(file_bytes));
-  out.append(kMagic, sizeof kMagic);
-  put_u32(out, kVersion);
-  put_u32(out, uint32_t(roots.size()));
-  put_u64(out, uint64_t(cache_stat.st_dev));
-  put_u64(out, uint64_t(cache_stat.st_ino));
-  put_u64(out, table.size());
-  put_u64(out, file_bytes);
-  put_u64(out, dict_at);
-  put_u64(out, packed_dict.size());
-  put_u64(out, dict.size());
-  put_u64(out, raw_table.size());
-  out.append(kTableSumAt - kStampAt, '\0'); // the stamp, below
-  put_u64(out, hash64(table));
-  put_u64(out, 0); // the header's checksum, below
-  // What the cache file and its WAL look like now, under the write lock:
-  // the state the file is true for.
-  stamp_header(out.data(), fresh_state(cache_path, cache_path + "-wal"));
-  out += packed_dict;
-  for (const std::string& img : packed)
-    out += img;
-  out += table;
-
-  // No fsync: a file torn by a crash fails its checks and reads as absent.
-  std::string tmp = path + ".tmpXXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0)
-    return make_error(Code::unavailable,
-                      "cannot create a file beside '" + path + "': " + std::strerror(errno));
-  size_t off = 0;
-  bool ok = ::fchmod(fd, cache_stat.st_mode & 0644) == 0;
-  while (ok && off < out.size()) {
-    ssize_t n = ::write(fd, out.data() + off, out.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    ok = n > 0;
-    off += ok ? size_t(n) : 0;
-  }
-  int err = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) == 0)
-    return Status::ok();
-  err = errno ? errno : err;
-  ::unlink(tmp.c_str());
-  return make_error(Code::unavailable, "cannot write '" + path + "': " + std::strerror(err));
+  parts.packed_dict = lz_pack(dict);
+  parts.dict_bytes = dict.size();
+  std::string raw_table = make_table(roots, images, parts.images);
+  parts.table = lz_pack(raw_table);
+  parts.table_bytes = raw_table.size();
+  return replace_file(path, whole_file(cache_path, cache_stat, parts), cache_stat.st_mode & 0644);
 }
+
+namespace {
+
+/// The cache's files, by the cache's own rules: its directory, the cache
+/// file and every side file, the published images included, by owner and
+/// mode, without following a link. not_found where none is to be read.
+Result<CacheFiles> files_to_read(const std::string& cache_path) {
+  KILN_TRY_ASSIGN(auto owners, TrustedOwners::from_env());
+  KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(cache_path, dir_of(cache_path), owners));
+  if (!files.db.present || !files.images.present)
+    return make_error(Code::not_found, "no published images beside '" + cache_path + "'");
+  // On a network file system a client may see another's removal of the
+  // file late: none is published there, and one found is not believed.
+  if (std::string network = network_fs_kind(cache_path); !network.empty())
+    return make_error(Code::not_found, "'" + cache_path + "' is on a network file system (" +
+                                           network + "): published images are not read there");
+  return files;
+}
+
+/// What `fd` opened: the regular file the check found, by one name only.
+Result<struct stat> stat_opened(int fd, const std::string& path, const CacheFiles& files) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      !files.images.same_file(FileStamp::of(st)))
+    return make_error(Code::not_found, "'" + path + "' changed while it was opened");
+  // One name only: a commit's removal of that name is how a handle that
+  // holds it open learns it is old (current()); a second link (a backup's
+  // hard link) would keep it looking present.
+  if (st.st_nlink != 1)
+    return make_error(Code::not_found, "'" + path + "' has " + std::to_string(st.st_nlink) +
+                                           " links, not one: it is not read");
+  return st;
+}
+
+/// The header, read into `h`: sound, of this format, published from this
+/// cache file and stamped with the state it and its WAL are in.
+Status read_header(int fd, uint64_t file_bytes, const std::string& path,
+                   const std::string& cache_path, const CacheFiles& files, char* h) {
+  if (file_bytes < kHeaderBytes || !pread_all(fd, h, kHeaderBytes, 0))
+    return damaged(path, "shorter than its header");
+  if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
+    return damaged(path, "not a published images file");
+  if (get_u64(h + kHeaderSumAt) != hash64(std::string_view(h, kHeaderSumAt)))
+    return damaged(path, "its header fails its checksum");
+  if (get_u32(h + 8) != kVersion)
+    return damaged(path, "format version " + std::to_string(get_u32(h + 8)) + ", not " +
+                             std::to_string(kVersion));
+  if (get_u64(h + 16) != files.db.dev || get_u64(h + 24) != files.db.ino)
+    return damaged(path, "published from another cache file than '" + cache_path + "'");
+  // Written since, by a tool other than Kiln (Kiln's commits remove the
+  // file first), or copied over: what it holds may no longer be true.
+  if (!(CacheState::in(h) == CacheState::of(files.db, files.wal)))
+    return make_error(Code::not_found, "published images '" + path +
+                                           "' are older than the cache file: it was written "
+                                           "since they were published");
+  return Status::ok();
+}
+
+/// Where the header says the parts lie, and their sizes as stored and
+/// unpacked.
+struct Layout {
+  uint64_t table_bytes, file_bytes, dict_at, dict_bytes, raw_dict_bytes, raw_table_bytes;
+
+  static Layout in(const char* h) {
+    return {get_u64(h + 32), get_u64(h + 40), get_u64(h + 48),
+            get_u64(h + 56), get_u64(h + 64), get_u64(h + 72)};
+  }
+  uint64_t table_at() const { return file_bytes - table_bytes; }
+};
+
+/// The table, read, checked against its checksum and unpacked.
+Result<std::string> read_table(int fd, uint64_t size, const std::string& path, const char* h,
+                               const Layout& at) {
+  if (at.file_bytes != size)
+    return damaged(path, "says it holds " + std::to_string(at.file_bytes) + " bytes, but holds " +
+                             std::to_string(size));
+  if (at.table_bytes > kMaxTableBytes || at.table_bytes > at.file_bytes - kHeaderBytes)
+    return damaged(path, "its table of " + std::to_string(at.table_bytes) +
+                             " bytes does not fit the file");
+  std::string packed_table(size_t(at.table_bytes), '\0');
+  if (!pread_all(fd, packed_table.data(), packed_table.size(), at.table_at()))
+    return damaged(path, "cannot read its table");
+  if (hash64(packed_table) != get_u64(h + kTableSumAt))
+    return damaged(path, "its table fails its checksum");
+  // A table is mostly keys, which do not pack (1.07 times for every
+  // benchmark workload in one cache): one that claims to unpack to 16 times
+  // its bytes is refused before anything is reserved, so that what is held
+  // for it stays in proportion to the file (a root is a few hundred bytes).
+  if (at.raw_table_bytes > kMaxTableBytes ||
+      at.raw_table_bytes > std::max<uint64_t>(kMaxTableRatio * at.table_bytes, 64 << 10))
+    return damaged(path, "its table claims " + std::to_string(at.raw_table_bytes) +
+                             " bytes unpacked from " + std::to_string(at.table_bytes));
+  auto unpacked = lz_unpack(packed_table, size_t(at.raw_table_bytes));
+  if (!unpacked)
+    return damaged(path, "its table: " + unpacked.error().message);
+  return unpacked;
+}
+
+/// The dictionary: after the header, before the table, at most 32 KiB
+/// unpacked. What it holds is checked through every image it unpacks
+/// (their checksums).
+Result<std::string> read_dictionary(int fd, const std::string& path, const Layout& at) {
+  if (at.dict_at != kHeaderBytes || at.raw_dict_bytes > kDictionaryBytes ||
+      at.dict_bytes > at.table_at() - at.dict_at)
+    return damaged(path, "its dictionary does not fit the file");
+  std::string packed_dict(size_t(at.dict_bytes), '\0');
+  if (!pread_all(fd, packed_dict.data(), packed_dict.size(), at.dict_at))
+    return damaged(path, "cannot read its dictionary");
+  auto dict = lz_unpack(packed_dict, size_t(at.raw_dict_bytes));
+  if (!dict)
+    return damaged(path, "its dictionary: " + dict.error().message);
+  return dict;
+}
+
+/// An image's place in the file, and its size and checksum as loaded.
+struct ImagePlace {
+  uint64_t offset, size, raw_size, checksum;
+};
+
+/// The table's records, read front to back: its CPUs, member sets, images
+/// and roots. Every count is checked against the bytes its records would
+/// need at the least, before anything is reserved for them; and what the
+/// records take in memory is held to a budget in proportion to the file: a
+/// table unpacks to up to 16 times its bytes, and a record of a few bytes
+/// (a CPU's three empty strings) takes hundreds once read. A 1 MB file that
+/// claimed five million CPUs took 1.5 GB. Real files take about three times
+/// their size.
+class TableReader {
+public:
+  TableReader(const std::string& path, std::string_view table, uint32_t roots,
+              uint64_t file_bytes)
+      : c_{table}, path_(path), table_bytes_(table.size()), roots_(roots),
+        budget_((uint64_t(16) << 20) + 8 * file_bytes) {}
+
+  Status cpus(std::vector<JobRecord>& cpus);
+  Status member_sets(std::vector<std::vector<ClosureMember>>& sets);
+  Result<std::vector<ImagePlace>> images(uint64_t images_at, uint64_t table_at);
+  Status roots(std::vector<PublishedRoot>& roots, size_t sets, const std::vector<JobRecord>& cpus,
+               const std::vector<ImagePlace>& images);
+
+private:
+  Status too_many(uint64_t n, size_t least, const char* what) const {
+    if (c_.ok && n <= c_.rest.size() / least)
+      return Status::ok();
+    return damaged(path_, "it claims " + std::to_string(n) + " " + what + " in a " +
+                              std::to_string(table_bytes_) + "-byte table");
+  }
+  // Each CPU, member set and image is some root's: no more of them than
+  // roots, nor anything parsed twice over for each root that shares it.
+  Status more_than_roots(uint64_t n, const char* what) const {
+    if (n <= roots_)
+      return Status::ok();
+    return damaged(path_, "it claims " + std::to_string(n) + " " + what + " for " +
+                              std::to_string(roots_) + " roots");
+  }
+  bool over_budget(uint64_t n) {
+    used_ += n;
+    return used_ > budget_;
+  }
+  Error too_big() const {
+    return damaged(path_, "its records would take more than " + std::to_string(budget_) +
+                              " bytes of memory");
+  }
+
+  Cursor c_;
+  const std::string& path_;
+  size_t table_bytes_;
+  uint32_t roots_;
+  const uint64_t budget_;
+  uint64_t used_ = 0;
+};
+
+Status TableReader::cpus(std::vector<JobRecord>& cpus) {
+  uint64_t cpu_count = c_.var();
+  KILN_TRY(too_many(cpu_count, 3, "CPUs")); // three string lengths each
+  KILN_TRY(more_than_roots(cpu_count, "CPUs"));
+  for (uint64_t i = 0; i < cpu_count && c_.ok; ++i) {
+    JobRecord j;
+    j.target = c_.str();
+    j.cpu = c_.str();
+    j.features = c_.str();
+    if (over_budget(sizeof(JobRecord) + j.target.size() + j.cpu.size() + j.features.size()))
+      return too_big();
+    cpus.push_back(std::move(j));
+  }
+  return Status::ok();
+}
+
+Status TableReader::member_sets(std::vector<std::vector<ClosureMember>>& sets) {
+  uint64_t set_count = c_.var();
+  KILN_TRY(too_many(set_count, 1, "member sets"));
+  KILN_TRY(more_than_roots(set_count, "member sets"));
+  for (uint64_t i = 0; i < set_count && c_.ok; ++i) {
+    std::vector<ClosureMember>& set = sets.emplace_back();
+    uint64_t members = c_.var();
+    KILN_TRY(too_many(members, 3, "members")); // a symbol (2 bytes at least) and an entry
+    if (over_budget(sizeof set))
+      return too_big();
+    for (uint64_t m = 0; m < members && c_.ok; ++m) {
+      ClosureMember cm;
+      cm.symbol = c_.symbol();
+      cm.entry = c_.str();
+      if (over_budget(sizeof cm + cm.symbol.size() + cm.entry.size()))
+        return too_big();
+      set.push_back(std::move(cm));
+    }
+  }
+  if (!c_.ok)
+    return damaged(path_, "its table ends inside its CPUs or member sets");
+  return Status::ok();
+}
+
+/// The images, one after another from `images_at` (the dictionary's end)
+/// to the table.
+Result<std::vector<ImagePlace>> TableReader::images(uint64_t images_at, uint64_t table_at) {
+  uint64_t image_count = c_.var();
+  KILN_TRY(too_many(image_count, 10, "images"));
+  KILN_TRY(more_than_roots(image_count, "images"));
+  if (over_budget(image_count * sizeof(ImagePlace)))
+    return too_big();
+  std::vector<ImagePlace> images(static_cast<size_t>(image_count));
+  uint64_t at = images_at;
+  for (ImagePlace& im : images) {
+    im.offset = at;
+    im.size = c_.var();
+    im.raw_size = c_.var();
+    im.checksum = c_.u64();
+    if (!c_.ok || im.size > table_at - at)
+      return damaged(path_, "its images do not fit the file");
+    at += im.size;
+  }
+  if (at != table_at)
+    return damaged(path_, "its images end at " + std::to_string(at) + ", not at its table (" +
+                              std::to_string(table_at) + ")");
+  return images;
+}
+
+/// The roots, in order, each naming a member set, a CPU and an image that
+/// the table holds; the table must end with the last.
+Status TableReader::roots(std::vector<PublishedRoot>& roots, size_t sets,
+                          const std::vector<JobRecord>& cpus,
+                          const std::vector<ImagePlace>& images) {
+  KILN_TRY(too_many(roots_, 22, "roots"));
+  if (over_budget(uint64_t(roots_) * sizeof(PublishedRoot)))
+    return too_big();
+  roots.reserve(roots_);
+  for (uint32_t i = 0; i < roots_ && c_.ok; ++i) {
+    PublishedRoot r;
+    r.name.name = c_.str();
+    r.name.target = c_.str();
+    r.closure.key = c_.key();
+    r.name.closure = r.closure.key;
+    const char* flags = c_.take(1);
+    if (!flags)
+      break;
+    r.library = (*flags & kLibrary) != 0;
+    r.all_targets = (*flags & kAllTargets) != 0;
+    r.closure.target = (*flags & kSameTarget) ? r.name.target : c_.str();
+    uint64_t set = c_.var();
+    if (!c_.ok || set >= sets)
+      return damaged(path_, "a root names member set " + std::to_string(set) + " of " +
+                                std::to_string(sets));
+    r.member_set = uint32_t(set);
+    uint64_t cpu = c_.var();
+    if (!c_.ok || cpu >= cpus.size())
+      return damaged(path_, "a root names CPU " + std::to_string(cpu) + " of " +
+                                std::to_string(cpus.size()));
+    r.cpu = uint32_t(cpu);
+    r.root.target = cpus[size_t(cpu)].target;
+    uint64_t image = c_.var();
+    if (!c_.ok || image >= images.size())
+      return damaged(path_, "a root names image " + std::to_string(image) + " of " +
+                                std::to_string(images.size()));
+    r.image_of = (*flags & kOwnImage) ? r.closure.key : c_.key();
+    const ImagePlace& im = images[size_t(image)];
+    r.image_offset = im.offset;
+    r.image_size = im.size;
+    r.image_raw_size = im.raw_size;
+    r.image_checksum = im.checksum;
+    if (!c_.ok)
+      break;
+    if (over_budget(r.name.name.size() + r.name.target.size() + r.closure.target.size() +
+                    r.root.target.size()))
+      return too_big();
+    if (!roots.empty() && !root_order(roots.back(), r))
+      return damaged(path_, "its roots are not in order");
+    roots.push_back(std::move(r));
+  }
+  if (!c_.ok || !c_.rest.empty() || roots.size() != roots_)
+    return damaged(path_, "its table does not hold the " + std::to_string(roots_) +
+                              " roots it claims");
+  return Status::ok();
+}
+
+} // namespace
 
 Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string& cache_path) {
   // Out of memory reading it (a file crafted to claim more than the budget
@@ -522,18 +871,7 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::open(const std::string
 
 Result<std::unique_ptr<PublishedImages>> PublishedImages::read(const std::string& cache_path) {
   std::string path = published_path(cache_path);
-  // The cache's own rules first: its directory, the cache file and every
-  // side file, this one included, by owner and mode, without following
-  // a link.
-  KILN_TRY_ASSIGN(auto owners, TrustedOwners::from_env());
-  KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(cache_path, dir_of(cache_path), owners));
-  if (!files.db.present || !files.images.present)
-    return make_error(Code::not_found, "no published images beside '" + cache_path + "'");
-  // On a network file system a client may see another's removal of the
-  // file late: none is published there, and one found is not believed.
-  if (std::string network = network_fs_kind(cache_path); !network.empty())
-    return make_error(Code::not_found, "'" + cache_path + "' is on a network file system (" +
-                                           network + "): published images are not read there");
+  KILN_TRY_ASSIGN(CacheFiles files, files_to_read(cache_path));
   std::unique_ptr<PublishedImages> p(new PublishedImages());
   p->path_ = path;
   p->cache_mode_ = files.db_stat.st_mode & 0666;
@@ -543,228 +881,25 @@ Result<std::unique_ptr<PublishedImages>> PublishedImages::read(const std::string
   p->fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (p->fd_ < 0)
     return make_error(Code::not_found, "cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(p->fd_, &st) != 0 || !S_ISREG(st.st_mode) ||
-      !files.images.same_file(FileStamp::of(st)))
-    return make_error(Code::not_found, "'" + path + "' changed while it was opened");
-  // One name only: a commit's removal of that name is how a handle that
-  // holds it open learns it is old (current()); a second link (a backup's
-  // hard link) would keep it looking present.
-  if (st.st_nlink != 1)
-    return make_error(Code::not_found, "'" + path + "' has " + std::to_string(st.st_nlink) +
-                                           " links, not one: it is not read");
+  KILN_TRY_ASSIGN(struct stat st, stat_opened(p->fd_, path, files));
   p->dev_ = uint64_t(st.st_dev);
   p->ino_ = uint64_t(st.st_ino);
   p->size_bytes_ = uint64_t(st.st_size);
 
   char h[kHeaderBytes];
-  if (p->size_bytes_ < kHeaderBytes || !pread_all(p->fd_, h, kHeaderBytes, 0))
-    return damaged(path, "shorter than its header");
-  if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
-    return damaged(path, "not a published images file");
-  if (get_u64(h + kHeaderSumAt) != hash64(std::string_view(h, kHeaderSumAt)))
-    return damaged(path, "its header fails its checksum");
-  if (get_u32(h + 8) != kVersion)
-    return damaged(path, "format version " + std::to_string(get_u32(h + 8)) + ", not " +
-                             std::to_string(kVersion));
-  uint32_t count = get_u32(h + 12);
-  if (get_u64(h + 16) != files.db.dev || get_u64(h + 24) != files.db.ino)
-    return damaged(path, "published from another cache file than '" + cache_path + "'");
-  // Written since, by a tool other than Kiln (Kiln's commits remove the
-  // file first), or copied over: what it holds may no longer be true.
-  if (!(CacheState::in(h) == CacheState::of(files.db, files.wal)))
-    return make_error(Code::not_found, "published images '" + path +
-                                           "' are older than the cache file: it was written "
-                                           "since they were published");
+  KILN_TRY(read_header(p->fd_, p->size_bytes_, path, cache_path, files, h));
   p->cache_path_ = cache_path;
   p->wal_path_ = cache_path + "-wal";
   p->header_.assign(h, kHeaderBytes);
-  uint64_t table_bytes = get_u64(h + 32), file_bytes = get_u64(h + 40);
-  uint64_t dict_at = get_u64(h + 48), dict_bytes = get_u64(h + 56);
-  uint64_t raw_dict_bytes = get_u64(h + 64), raw_table_bytes = get_u64(h + 72);
-  if (file_bytes != p->size_bytes_)
-    return damaged(path, "says it holds " + std::to_string(file_bytes) + " bytes, but holds " +
-                             std::to_string(p->size_bytes_));
-  if (table_bytes > kMaxTableBytes || table_bytes > file_bytes - kHeaderBytes)
-    return damaged(path, "its table of " + std::to_string(table_bytes) +
-                             " bytes does not fit the file");
-  const uint64_t table_at = file_bytes - table_bytes;
-  std::string packed_table(size_t(table_bytes), '\0');
-  if (!pread_all(p->fd_, packed_table.data(), packed_table.size(), table_at))
-    return damaged(path, "cannot read its table");
-  if (hash64(packed_table) != get_u64(h + kTableSumAt))
-    return damaged(path, "its table fails its checksum");
-  // A table is mostly keys, which do not pack (1.07 times for every
-  // benchmark workload in one cache): one that claims to unpack to 16 times
-  // its bytes is refused before anything is reserved, so that what is held
-  // for it stays in proportion to the file (a root is a few hundred bytes).
-  if (raw_table_bytes > kMaxTableBytes ||
-      raw_table_bytes > std::max<uint64_t>(kMaxTableRatio * table_bytes, 64 << 10))
-    return damaged(path, "its table claims " + std::to_string(raw_table_bytes) +
-                             " bytes unpacked from " + std::to_string(table_bytes));
-  auto unpacked = lz_unpack(packed_table, size_t(raw_table_bytes));
-  if (!unpacked)
-    return damaged(path, "its table: " + unpacked.error().message);
-  std::string table = unpacked.take();
-  // The dictionary: after the header, before the table, at most 32 KiB
-  // unpacked. What it holds is checked through every image it unpacks
-  // (their checksums).
-  if (dict_at != kHeaderBytes || raw_dict_bytes > kDictionaryBytes ||
-      dict_bytes > table_at - dict_at)
-    return damaged(path, "its dictionary does not fit the file");
-  std::string packed_dict(size_t(dict_bytes), '\0');
-  if (!pread_all(p->fd_, packed_dict.data(), packed_dict.size(), dict_at))
-    return damaged(path, "cannot read its dictionary");
-  auto dict = lz_unpack(packed_dict, size_t(raw_dict_bytes));
-  if (!dict)
-    return damaged(path, "its dictionary: " + dict.error().message);
-  p->dict_ = dict.take();
+  const Layout at = Layout::in(h);
+  KILN_TRY_ASSIGN(std::string table, read_table(p->fd_, p->size_bytes_, path, h, at));
+  KILN_TRY_ASSIGN(p->dict_, read_dictionary(p->fd_, path, at));
 
-  Cursor c{table};
-  // Every count is checked against the bytes its records would need at
-  // the least, before anything is reserved for them.
-  auto too_many = [&](uint64_t n, size_t least, const char* what) -> std::optional<Error> {
-    if (c.ok && n <= c.rest.size() / least)
-      return std::nullopt;
-    return damaged(path, "it claims " + std::to_string(n) + " " + what + " in a " +
-                             std::to_string(table.size()) + "-byte table");
-  };
-  // Each CPU, member set and image is some root's: no more of them than
-  // roots, nor anything parsed twice over for each root that shares it.
-  auto more_than_roots = [&](uint64_t n, const char* what) -> std::optional<Error> {
-    if (n <= count)
-      return std::nullopt;
-    return damaged(path, "it claims " + std::to_string(n) + " " + what + " for " +
-                             std::to_string(count) + " roots");
-  };
-  // What the records take in memory, held to a budget in proportion to
-  // the file: a table unpacks to up to 16 times its bytes, and a record of
-  // a few bytes (a CPU's three empty strings) takes hundreds once read. A
-  // 1 MB file that claimed five million CPUs took 1.5 GB. Real files take
-  // about three times their size.
-  const uint64_t budget = (uint64_t(16) << 20) + 8 * p->size_bytes_;
-  uint64_t used = 0;
-  auto over_budget = [&](uint64_t n) {
-    used += n;
-    return used > budget;
-  };
-  auto too_big = [&]() {
-    return damaged(path, "its records would take more than " + std::to_string(budget) +
-                             " bytes of memory");
-  };
-  uint64_t cpu_count = c.var();
-  if (auto e = too_many(cpu_count, 3, "CPUs")) // three string lengths each
-    return *e;
-  if (auto e = more_than_roots(cpu_count, "CPUs"))
-    return *e;
-  std::vector<JobRecord>& cpus = p->cpus_;
-  for (uint64_t i = 0; i < cpu_count && c.ok; ++i) {
-    JobRecord j;
-    j.target = c.str();
-    j.cpu = c.str();
-    j.features = c.str();
-    if (over_budget(sizeof(JobRecord) + j.target.size() + j.cpu.size() + j.features.size()))
-      return too_big();
-    cpus.push_back(std::move(j));
-  }
-  uint64_t set_count = c.var();
-  if (auto e = too_many(set_count, 1, "member sets"))
-    return *e;
-  if (auto e = more_than_roots(set_count, "member sets"))
-    return *e;
-  for (uint64_t i = 0; i < set_count && c.ok; ++i) {
-    std::vector<ClosureMember>& set = p->sets_.emplace_back();
-    uint64_t members = c.var();
-    if (auto e = too_many(members, 3, "members")) // a symbol (2 bytes at least) and an entry
-      return *e;
-    if (over_budget(sizeof set))
-      return too_big();
-    for (uint64_t m = 0; m < members && c.ok; ++m) {
-      ClosureMember cm;
-      cm.symbol = c.symbol();
-      cm.entry = c.str();
-      if (over_budget(sizeof cm + cm.symbol.size() + cm.entry.size()))
-        return too_big();
-      set.push_back(std::move(cm));
-    }
-  }
-  if (!c.ok)
-    return damaged(path, "its table ends inside its CPUs or member sets");
-  // The images, one after another from the dictionary's end to the table.
-  struct Image {
-    uint64_t offset, size, raw_size, checksum;
-  };
-  uint64_t image_count = c.var();
-  if (auto e = too_many(image_count, 10, "images"))
-    return *e;
-  if (auto e = more_than_roots(image_count, "images"))
-    return *e;
-  if (over_budget(image_count * sizeof(Image)))
-    return too_big();
-  std::vector<Image> images(static_cast<size_t>(image_count));
-  uint64_t at = dict_at + dict_bytes;
-  for (Image& im : images) {
-    im.offset = at;
-    im.size = c.var();
-    im.raw_size = c.var();
-    im.checksum = c.u64();
-    if (!c.ok || im.size > table_at - at)
-      return damaged(path, "its images do not fit the file");
-    at += im.size;
-  }
-  if (at != table_at)
-    return damaged(path, "its images end at " + std::to_string(at) + ", not at its table (" +
-                             std::to_string(table_at) + ")");
-  if (auto e = too_many(count, 22, "roots"))
-    return *e;
-  if (over_budget(uint64_t(count) * sizeof(PublishedRoot)))
-    return too_big();
-  p->roots_.reserve(count);
-  for (uint32_t i = 0; i < count && c.ok; ++i) {
-    PublishedRoot r;
-    r.name.name = c.str();
-    r.name.target = c.str();
-    r.closure.key = c.key();
-    r.name.closure = r.closure.key;
-    const char* flags = c.take(1);
-    if (!flags)
-      break;
-    r.library = (*flags & kLibrary) != 0;
-    r.all_targets = (*flags & kAllTargets) != 0;
-    r.closure.target = (*flags & kSameTarget) ? r.name.target : c.str();
-    uint64_t set = c.var();
-    if (!c.ok || set >= p->sets_.size())
-      return damaged(path, "a root names member set " + std::to_string(set) + " of " +
-                               std::to_string(p->sets_.size()));
-    r.member_set = uint32_t(set);
-    uint64_t cpu = c.var();
-    if (!c.ok || cpu >= cpus.size())
-      return damaged(path, "a root names CPU " + std::to_string(cpu) + " of " +
-                               std::to_string(cpus.size()));
-    r.cpu = uint32_t(cpu);
-    r.root.target = cpus[size_t(cpu)].target;
-    uint64_t image = c.var();
-    if (!c.ok || image >= images.size())
-      return damaged(path, "a root names image " + std::to_string(image) + " of " +
-                               std::to_string(images.size()));
-    r.image_of = (*flags & kOwnImage) ? r.closure.key : c.key();
-    const Image& im = images[size_t(image)];
-    r.image_offset = im.offset;
-    r.image_size = im.size;
-    r.image_raw_size = im.raw_size;
-    r.image_checksum = im.checksum;
-    if (!c.ok)
-      break;
-    if (over_budget(r.name.name.size() + r.name.target.size() + r.closure.target.size() +
-                    r.root.target.size()))
-      return too_big();
-    if (!p->roots_.empty() && !root_order(p->roots_.back(), r))
-      return damaged(path, "its roots are not in order");
-    p->roots_.push_back(std::move(r));
-  }
-  if (!c.ok || !c.rest.empty() || p->roots_.size() != count)
-    return damaged(path, "its table does not hold the " + std::to_string(count) +
-                             " roots it claims");
+  TableReader records(path, table, get_u32(h + 12), p->size_bytes_);
+  KILN_TRY(records.cpus(p->cpus_));
+  KILN_TRY(records.member_sets(p->sets_));
+  KILN_TRY_ASSIGN(auto images, records.images(at.dict_at + at.dict_bytes, at.table_at()));
+  KILN_TRY(records.roots(p->roots_, p->sets_.size(), p->cpus_, images));
   return p;
 }
 

@@ -254,6 +254,100 @@ Status Store::compact() {
   return Status::ok();
 }
 
+namespace {
+
+/// Whether a dictionary for `kind` was tried and did not pay for itself
+/// since its plain blobs were a quarter of `plain`: it is tried again only
+/// when they have grown fourfold.
+Result<bool> tried_lately(Database& db, const std::string& kind, int64_t plain) {
+  KILN_TRY_ASSIGN(auto attempt, db.prepare("SELECT value FROM meta WHERE key = ?1"));
+  Bound b(attempt);
+  b.text(1, "dictionary attempt: " + kind);
+  return b.step() == SQLITE_ROW && plain < 4 * std::atoll(b.col_text(0).c_str());
+}
+
+/// A plain blob's row, its data recompressed with a dictionary.
+struct Recompressed {
+  int64_t rowid, raw_size, checksum;
+  std::string data, key;
+  int64_t link = 0, created_at = 0;
+};
+
+/// `format`'s plain blobs, recompressed with `dict` until `budget` bytes
+/// are spent: the raw bytes, checksum and rowid stay; a damaged blob is
+/// left as it is, for verify to report (so is an image whose link row is
+/// lost: inserted again, it would fail its foreign key, and with it every
+/// compaction).
+Result<std::vector<Recompressed>> recompress_plain(Database& db, bool image,
+                                                   const std::string& format,
+                                                   const Dictionary& dict, int64_t& budget) {
+  KILN_TRY_ASSIGN(auto sel,
+                  image ? db.prepare("SELECT rowid, raw_size, checksum, data, closure_key, link, "
+                                     "created_at FROM images WHERE format = ?1 AND "
+                                     "dict_id IS NULL AND link IN (SELECT id FROM image_links) "
+                                     "ORDER BY rowid LIMIT ?2")
+                        : db.prepare("SELECT rowid, raw_size, checksum, data, job_key FROM "
+                                     "artifacts WHERE format = ?1 AND dict_id IS NULL ORDER BY "
+                                     "rowid LIMIT ?2"));
+  std::vector<Recompressed> rows;
+  CompressContext cctx = compress_context();
+  Bound b(sel);
+  b.text(1, format).i64(2, kCompactBlobs);
+  while (budget > 0 && b.step() == SQLITE_ROW) {
+    Recompressed r{b.col_i64(0), b.col_i64(1), b.col_i64(2), b.col_blob(3), b.col_blob(4), {}, {}};
+    if (image) {
+      r.link = b.col_i64(5);
+      r.created_at = b.col_i64(6);
+    }
+    budget -= std::max<int64_t>(r.raw_size, 1);
+    if (r.raw_size < 0)
+      continue;
+    auto raw = zstd_decompress(r.data, size_t(r.raw_size));
+    if (!raw || checksum_of(*raw) != r.checksum)
+      continue;
+    std::string packed = compress_with(cctx.get(), dict.cdict, *raw);
+    if (packed.empty())
+      continue;
+    r.data = std::move(packed);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+/// The rows of `rows` deleted and inserted again with their recompressed
+/// data and `dict_id`, rather than updated in place: a row that shrinks
+/// keeps its page, and these shrink to a fraction.
+Status replace_rows(Database& db, bool image, const std::string& format, const std::string& kind,
+                    int64_t dict_id, const std::vector<Recompressed>& rows) {
+  KILN_TRY_ASSIGN(auto del, image ? db.prepare("DELETE FROM images WHERE rowid = ?1")
+                                  : db.prepare("DELETE FROM artifacts WHERE rowid = ?1"));
+  for (const Recompressed& r : rows) {
+    Bound b(del);
+    b.i64(1, r.rowid);
+    if (b.step() != SQLITE_DONE)
+      return db.db_error("cannot recompress a blob of " + kind);
+  }
+  KILN_TRY_ASSIGN(auto ins,
+                  image ? db.prepare("INSERT INTO images(rowid, closure_key, link, format, "
+                                     "raw_size, checksum, data, created_at, dict_id) VALUES (?1, "
+                                     "?2, ?3, ?5, ?6, ?7, ?8, ?9, ?10)")
+                        : db.prepare("INSERT INTO artifacts(rowid, job_key, format, raw_size, "
+                                     "checksum, data, dict_id) VALUES (?1, ?2, ?5, ?6, ?7, ?8, "
+                                     "?10)"));
+  for (const Recompressed& r : rows) {
+    Bound b(ins);
+    b.i64(1, r.rowid).blob(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
+    b.blob(8, r.data).i64(10, dict_id);
+    if (image)
+      b.i64(3, r.link).i64(9, r.created_at);
+    if (b.step() != SQLITE_DONE)
+      return db.db_error("cannot recompress a blob of " + kind);
+  }
+  return Status::ok();
+}
+
+} // namespace
+
 Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
                            int64_t& budget) {
   std::string kind = kind_name(image, format);
@@ -269,90 +363,19 @@ Status Store::compact_kind(bool image, const std::string& format, int64_t plain,
     // or to gc, rather than pay it on its request's clock.
     if (!codec_.may_train(kind))
       return Status::ok();
-    // A dictionary that did not pay for itself is tried again only when the
-    // kind's plain blobs have grown fourfold.
-    KILN_TRY_ASSIGN(auto attempt, prepare("SELECT value FROM meta WHERE key = ?1"));
-    {
-      Bound b(attempt);
-      b.text(1, "dictionary attempt: " + kind);
-      if (b.step() == SQLITE_ROW && plain < 4 * std::atoll(b.col_text(0).c_str()))
-        return Status::ok();
-    }
+    KILN_TRY_ASSIGN(bool tried, tried_lately(*db_, kind, plain));
+    if (tried)
+      return Status::ok();
     KILN_TRY_ASSIGN(dict, train_dictionary(image, format, plain));
     if (!dict)
       return Status::ok();
   }
   if (budget <= 0)
     return Status::ok();
-  // Recompress plain blobs with the dictionary: the raw bytes, checksum and
-  // rowid stay; a damaged blob is left as it is, for verify to report (so is
-  // an image whose link row is lost: inserted again, it would fail its
-  // foreign key, and with it every compaction). The
-  // rows are deleted and inserted again rather than updated in place: a row
-  // that shrinks keeps its page, and these shrink to a fraction.
+  // Plain blobs recompressed with the dictionary, in one transaction.
   return transaction([&]() -> Status {
-    KILN_TRY_ASSIGN(auto sel,
-                    image ? prepare("SELECT rowid, raw_size, checksum, data, closure_key, link, "
-                                    "created_at FROM images WHERE format = ?1 AND "
-                                    "dict_id IS NULL AND link IN (SELECT id FROM image_links) "
-                                    "ORDER BY rowid LIMIT ?2")
-                          : prepare("SELECT rowid, raw_size, checksum, data, job_key FROM "
-                                    "artifacts WHERE format = ?1 AND dict_id IS NULL ORDER BY "
-                                    "rowid LIMIT ?2"));
-    struct Row {
-      int64_t rowid, raw_size, checksum;
-      std::string data, key;
-      int64_t link = 0, created_at = 0;
-    };
-    std::vector<Row> rows;
-    CompressContext cctx = compress_context();
-    {
-      Bound b(sel);
-      b.text(1, format).i64(2, kCompactBlobs);
-      while (budget > 0 && b.step() == SQLITE_ROW) {
-        Row r{b.col_i64(0), b.col_i64(1), b.col_i64(2), b.col_blob(3), b.col_blob(4), {}, {}};
-        if (image) {
-          r.link = b.col_i64(5);
-          r.created_at = b.col_i64(6);
-        }
-        budget -= std::max<int64_t>(r.raw_size, 1);
-        if (r.raw_size < 0)
-          continue;
-        auto raw = zstd_decompress(r.data, size_t(r.raw_size));
-        if (!raw || checksum_of(*raw) != r.checksum)
-          continue;
-        std::string packed = compress_with(cctx.get(), dict->cdict, *raw);
-        if (packed.empty())
-          continue;
-        r.data = std::move(packed);
-        rows.push_back(std::move(r));
-      }
-    }
-    KILN_TRY_ASSIGN(auto del, image ? prepare("DELETE FROM images WHERE rowid = ?1")
-                                    : prepare("DELETE FROM artifacts WHERE rowid = ?1"));
-    for (const Row& r : rows) {
-      Bound b(del);
-      b.i64(1, r.rowid);
-      if (b.step() != SQLITE_DONE)
-        return db_error("cannot recompress a blob of " + kind);
-    }
-    KILN_TRY_ASSIGN(auto ins,
-                    image ? prepare("INSERT INTO images(rowid, closure_key, link, format, "
-                                    "raw_size, checksum, data, created_at, dict_id) VALUES (?1, "
-                                    "?2, ?3, ?5, ?6, ?7, ?8, ?9, ?10)")
-                          : prepare("INSERT INTO artifacts(rowid, job_key, format, raw_size, "
-                                    "checksum, data, dict_id) VALUES (?1, ?2, ?5, ?6, ?7, ?8, "
-                                    "?10)"));
-    for (const Row& r : rows) {
-      Bound b(ins);
-      b.i64(1, r.rowid).blob(2, r.key).text(5, format).i64(6, r.raw_size).i64(7, r.checksum);
-      b.blob(8, r.data).i64(10, dict->id);
-      if (image)
-        b.i64(3, r.link).i64(9, r.created_at);
-      if (b.step() != SQLITE_DONE)
-        return db_error("cannot recompress a blob of " + kind);
-    }
-    return Status::ok();
+    KILN_TRY_ASSIGN(auto rows, recompress_plain(*db_, image, format, *dict, budget));
+    return replace_rows(*db_, image, format, kind, dict->id, rows);
   });
 }
 

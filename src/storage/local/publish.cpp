@@ -16,6 +16,92 @@
 
 namespace kiln::storage {
 
+namespace {
+
+/// The host roots' names, then the host kernel libraries' (each with
+/// whether it is a library); and how many targets each name has of each
+/// kind, to tell a load with no target whether the file holds them all.
+struct HostNames {
+  std::vector<std::pair<NameRecord, bool>> names;
+  std::map<std::pair<bool, std::string>, size_t> targets;
+};
+
+Result<HostNames> list_host_names(Database& db) {
+  HostNames out;
+  for (bool library : {false, true}) {
+    auto s = library ? db.prepare("SELECT name, target, closure_key FROM libraries "
+                                  "ORDER BY name, target")
+                     : db.prepare("SELECT name, target, closure_key FROM names "
+                                  "ORDER BY name, target");
+    if (!s)
+      return s.error();
+    Bound b(*s);
+    int rc;
+    while ((rc = b.step()) == SQLITE_ROW) {
+      ++out.targets[{library, b.col_text(0)}];
+      if (core::is_host_spec(b.col_text(1)))
+        if (auto key = b.col_key_opt(2))
+          out.names.push_back({NameRecord{b.col_text(0), b.col_text(1), *key}, library});
+    }
+    if (rc != SQLITE_DONE)
+      return db.db_error(library ? "cannot list libraries" : "cannot list names");
+  }
+  return out;
+}
+
+/// What was read for the roots so far, each read once: roots of one
+/// closure share what was read for it (by closure and image arch); closures
+/// of one member set share its list, and closures one image serves (a
+/// deferred cycle's roots, a library's) the image. A 1,000-root cycle read
+/// its image and its 1,000 members a thousand times.
+struct PublishReads {
+  struct Image {
+    std::shared_ptr<const std::string> bytes;
+    core::ImageCheck check;
+  };
+  std::map<std::pair<Hash128, std::string>, std::optional<PublishInput>> seen;
+  std::map<int64_t, std::optional<Image>> images; // by row
+  std::map<Hash128, std::shared_ptr<const std::vector<ClosureMember>>> lists; // by member set
+  std::shared_ptr<const std::vector<ClosureMember>> lone; // a closure without a set's
+
+  /// The list of `set` (a lone root's without one), null until read.
+  std::shared_ptr<const std::vector<ClosureMember>>& members(const std::optional<Hash128>& set) {
+    return set ? lists[*set] : lone;
+  }
+};
+
+/// A closure's part of the file: the closure, its members, its root job's
+/// CPU and its image (`image_of`'s).
+PublishInput publish_input(ClosureRecord closure,
+                           std::shared_ptr<const std::vector<ClosureMember>> members,
+                           const JobRecord& root, const Hash128& image_of,
+                           std::shared_ptr<const std::string> image) {
+  PublishInput in;
+  in.root.closure = std::move(closure);
+  in.members = std::move(members);
+  in.root.root.key = root.key;
+  in.root.root.target = root.target;
+  in.root.root.cpu = root.cpu;
+  in.root.root.features = root.features;
+  in.root.image_of = image_of;
+  in.image = std::move(image);
+  return in;
+}
+
+/// Marks the roots whose name has every target of its kind here.
+void mark_all_targets(std::vector<PublishInput>& roots,
+                      std::map<std::pair<bool, std::string>, size_t>& targets) {
+  std::map<std::pair<bool, std::string>, size_t> published;
+  for (const PublishInput& in : roots)
+    ++published[{in.root.library, in.root.name.name}];
+  for (PublishInput& in : roots) {
+    std::pair<bool, std::string> name{in.root.library, in.root.name.name};
+    in.root.all_targets = published[name] == targets[name];
+  }
+}
+
+} // namespace
+
 Status Store::publish_images() {
   if (read_only())
     return Status::ok();
@@ -30,57 +116,22 @@ Status Store::publish_images() {
     struct stat st;
     if (::lstat(path().c_str(), &st) != 0)
       return make_error(Code::unavailable, "cannot stat cache '" + path() + "'");
-    // The host roots' names, then the host kernel libraries; and how many
-    // targets each name has of each kind, to tell a load with no target
-    // whether this file holds them all.
-    std::vector<std::pair<NameRecord, bool>> names;
-    std::map<std::pair<bool, std::string>, size_t> targets;
-    for (bool library : {false, true}) {
-      auto s = library ? prepare("SELECT name, target, closure_key FROM libraries "
-                                 "ORDER BY name, target")
-                       : prepare("SELECT name, target, closure_key FROM names "
-                                 "ORDER BY name, target");
-      if (!s)
-        return s.error();
-      Bound b(*s);
-      int rc;
-      while ((rc = b.step()) == SQLITE_ROW) {
-        ++targets[{library, b.col_text(0)}];
-        if (core::is_host_spec(b.col_text(1)))
-          if (auto key = b.col_key_opt(2))
-            names.push_back({NameRecord{b.col_text(0), b.col_text(1), *key}, library});
-      }
-      if (rc != SQLITE_DONE)
-        return db_error(library ? "cannot list libraries" : "cannot list names");
-    }
+    KILN_TRY_ASSIGN(HostNames host, list_host_names(*db_));
     std::vector<PublishInput> roots;
-    // Roots of one closure share what was read for it; closures of one
-    // member set share its list, and closures one image serves (a deferred
-    // cycle's roots, a library's) the image, each read once: a 1,000-root
-    // cycle read its image and its 1,000 members a thousand times.
-    std::map<std::pair<Hash128, std::string>, std::optional<PublishInput>> seen;
-    struct Image {
-      std::shared_ptr<const std::string> bytes;
-      core::ImageCheck check;
-    };
-    std::map<int64_t, std::optional<Image>> images; // by row
-    std::map<Hash128, std::shared_ptr<const std::vector<ClosureMember>>> lists; // by member set
-    std::shared_ptr<const std::vector<ClosureMember>> lone; // a closure without a set's
-    for (const auto& [n, library] : names) {
+    PublishReads reads;
+    for (const auto& [n, library] : host.names) {
       // A key-form name is never read as a name (core::check_name), nor as
       // a library's.
       if (is_hash128_hex(n.name))
         continue;
       std::string arch = core::image_arch(n.target);
-      auto [it, fresh] = seen.try_emplace({n.closure, arch});
+      auto [it, fresh] = reads.seen.try_emplace({n.closure, arch});
       if (fresh) {
         ClosureRecord closure;
         auto set = read_closure_head(n.closure, closure);
         if (!set || closure.target != n.target)
           continue;
-        // A member set's list, read once for the closures that share it.
-        std::shared_ptr<const std::vector<ClosureMember>>& members =
-            *set ? lists[**set] : lone;
+        std::shared_ptr<const std::vector<ClosureMember>>& members = reads.members(*set);
         if (!*set || !members) {
           auto read = std::make_shared<std::vector<ClosureMember>>();
           if (!read_member_rows(*set, closure, *read))
@@ -95,26 +146,18 @@ Status Store::publish_images() {
         // row's is not published; the load through the file refuses it).
         if (auto key = core::job_key_of(*root); !key || !(*key == root->key))
           continue;
-        auto [image, first] = images.try_emplace(row->rowid);
+        auto [image, first] = reads.images.try_emplace(row->rowid);
         if (first)
           if (auto bytes = read_image_row(row->rowid, "image of closure " + row->owner.hex())) {
             auto shared = std::make_shared<const std::string>(bytes.take());
-            image->second.emplace(Image{shared, core::ImageCheck(*shared)});
+            image->second.emplace(PublishReads::Image{shared, core::ImageCheck(*shared)});
           }
         // What a load would not take as it is (it links anew) is not
         // published: the load goes to the cache file.
         if (!image->second || !image->second->check.check(closure, *members))
           continue;
-        PublishInput in;
-        in.root.closure = std::move(closure);
-        in.members = members;
-        in.root.root.key = root->key;
-        in.root.root.target = root->target;
-        in.root.root.cpu = root->cpu;
-        in.root.root.features = root->features;
-        in.root.image_of = row->owner;
-        in.image = image->second->bytes;
-        it->second = std::move(in);
+        it->second = publish_input(std::move(closure), members, *root, row->owner,
+                                   image->second->bytes);
       }
       if (!it->second)
         continue;
@@ -123,13 +166,7 @@ Status Store::publish_images() {
       in.root.library = library;
       roots.push_back(std::move(in));
     }
-    std::map<std::pair<bool, std::string>, size_t> published;
-    for (const PublishInput& in : roots)
-      ++published[{in.root.library, in.root.name.name}];
-    for (PublishInput& in : roots) {
-      std::pair<bool, std::string> name{in.root.library, in.root.name.name};
-      in.root.all_targets = published[name] == targets[name];
-    }
+    mark_all_targets(roots, host.targets);
     return write_published(path(), st, std::move(roots));
   };
   Status s = body();

@@ -54,7 +54,7 @@ struct Check {
   const char* what;
 };
 // Each query lists (key, detail) pairs that are problems.
-// Keys are 16-byte BLOBs (schema/0008_binary_keys.sql): a row holding
+// Keys are 16-byte BLOBs (schema/0013_baseline.sql): a row holding
 // anything else is never found by its key.
 #define KILN_BAD_KEY(column) "(typeof(" column ") != 'blob' OR length(" column ") != 16)"
 const Check kChecks[] = {

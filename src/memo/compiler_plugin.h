@@ -5,7 +5,7 @@
 // own, private C++ runtime), and either may be rebuilt alone.
 #pragma once
 
-#include <kiln/compiler.hpp>
+#include <kiln/request.hpp>
 
 #include <stddef.h>
 #include <string>

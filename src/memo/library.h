@@ -7,7 +7,7 @@
 #include "core/records.h"
 #include "storage/storage.h"
 
-#include <kiln/compiler.hpp>
+#include <kiln/request.hpp>
 
 #include <string>
 #include <utility>

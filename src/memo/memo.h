@@ -8,7 +8,7 @@
 
 #include "storage/records.h"
 
-#include <kiln/compiler.hpp>
+#include <kiln/request.hpp>
 
 #include <optional>
 #include <string>

@@ -7,7 +7,7 @@
 #include "storage/records.h"
 #include "support/hash.h"
 
-#include <kiln/compiler.hpp>
+#include <kiln/request.hpp>
 
 #include <string>
 

@@ -3,7 +3,7 @@
 
 libkiln's dynamic symbols must be its public API under KILN_0 (C functions
 named kiln_*, and C++ symbols of kiln::Cache, kiln::Image, kiln::admin and
-the compiler.hpp functions libkiln defines) and, under KILN_PRIVATE_<release>,
+the request.hpp functions libkiln defines) and, under KILN_PRIVATE_<release>,
 one symbol: kiln_private_bridge, the table libkiln-compiler calls libkiln's
 internals through (src/bridge/bridge.h). No symbol of the bundled C++
 runtime or of an internal namespace may be exported. libkiln-link exports

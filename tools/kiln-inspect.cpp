@@ -18,6 +18,9 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 #include <unistd.h>
 
 namespace {
@@ -335,88 +338,121 @@ int cmd_config(const Cache& cache, const std::string& name, const std::string& v
   });
 }
 
-int inspect_main(int argc, char** argv) {
-  CLI::App app{"Inspect a Kiln cache", "kiln-inspect"};
+/// The command line's arguments; which fields a subcommand reads is in
+/// add_commands.
+struct Args {
+  std::string cache_path, what, target, glob, out_path, format;
+  std::string max_size, older_than, file, key_b, setting_value;
+  std::vector<std::string> which;
+  bool as_json = false, read_only = false, zero = false, dot = false, dry_run = false;
+  bool check_only = false;
+};
+
+/// The subcommands, to ask which one the command line named.
+struct Commands {
+  CLI::App *ls, *show, *image, *libraries, *library, *dump;
+  CLI::App *stats, *graph, *verify, *gc;
+  CLI::App *exp, *imp, *portable, *explain, *config;
+};
+
+/// The subcommands that read jobs, roots and libraries.
+void add_lookup_commands(CLI::App& app, Args& a, Commands& c) {
+  c.ls = app.add_subcommand("ls", "list jobs and root names");
+  c.ls->add_flag("--json", a.as_json, "JSON output");
+  c.ls->add_option("--target", a.target, "only this target");
+  c.ls->add_option("--name", a.glob, "only roots whose name matches this glob, and their jobs");
+  c.show = app.add_subcommand("show", "show a job (by key) or a root (by name or closure key)");
+  c.show->add_option("KEY_OR_NAME", a.what, "job key, closure key or root name")->required();
+  c.show->add_option("--target", a.target, "target of the root (default: the first)");
+  c.show->add_flag("--json", a.as_json, "JSON output");
+  c.image = app.add_subcommand("image", "write a root's linked image (linking it if needed)");
+  c.image->add_option("NAME_OR_KEY", a.what, "root name or closure key")->required();
+  c.image->add_option("--target", a.target, "target spec")->required();
+  c.image->add_option("-o", a.out_path, "output file")->required();
+  c.libraries = app.add_subcommand("libraries", "list kernel libraries");
+  c.libraries->add_flag("--json", a.as_json, "JSON output");
+  c.library = app.add_subcommand(
+      "library", "show a kernel library (its roots and jobs), or write its image with -o");
+  c.library->add_option("NAME", a.what, "library name")->required();
+  c.library->add_option("--target", a.target, "target of the library (default: the first)");
+  c.library->add_option("-o", a.out_path, "write the library's linked image here (linking it if "
+                                          "needed)");
+  c.library->add_flag("--json", a.as_json, "JSON output");
+  c.dump = app.add_subcommand("dump", "write a job's artifact to stdout");
+  c.dump->add_option("KEY", a.what, "job key")->required();
+  c.dump->add_option("--format", a.format, "ptx, bitcode or object")->required();
+}
+
+/// The subcommands about the cache as a whole.
+void add_cache_commands(CLI::App& app, Args& a, Commands& c) {
+  c.stats = app.add_subcommand("stats", "counts, sizes, compression, hits and loads");
+  c.stats->add_flag("--json", a.as_json, "JSON output");
+  c.stats->add_flag("--zero", a.zero, "reset the hit, miss and load counters first");
+  c.graph = app.add_subcommand("graph", "a root's deferred graph");
+  c.graph->add_option("NAME_OR_KEY", a.what, "root name or closure key")->required();
+  c.graph->add_option("--target", a.target, "target of the root");
+  c.graph->add_flag("--json", a.as_json, "JSON output");
+  c.graph->add_flag("--dot", a.dot, "Graphviz DOT output");
+  c.verify = app.add_subcommand("verify", "check every blob, closure, name and key");
+  c.verify->add_flag("--json", a.as_json, "JSON output");
+  c.gc = app.add_subcommand("gc", "evict least recently used closures");
+  c.gc->add_option("--max-size", a.max_size,
+                   "evict until the cache holds at most this (e.g. 500M)");
+  c.gc->add_option("--older-than", a.older_than, "evict closures unused this long (e.g. 30d)");
+  c.gc->add_flag("--dry-run", a.dry_run, "report what would be evicted; change nothing");
+  c.gc->add_flag("--json", a.as_json, "JSON output");
+}
+
+/// The subcommands that move closures between caches, compare jobs and
+/// change settings.
+void add_exchange_commands(CLI::App& app, Args& a, Commands& c) {
+  c.exp = app.add_subcommand("export", "write closures, images and names to a bundle");
+  c.exp->add_option("FILE", a.file, "bundle file")->required();
+  c.exp->add_option("NAME_OR_KEY", a.which, "roots or closure keys (default: every root)");
+  c.exp->add_flag("--json", a.as_json, "JSON output");
+  c.imp = app.add_subcommand("import", "add a bundle's contents, after validating all");
+  c.imp->add_option("FILE", a.file, "bundle file")->required();
+  c.imp->add_flag("--json", a.as_json, "JSON output");
+  c.imp->add_flag("--check", a.check_only,
+                  "write nothing: report which closures this machine could load, and why not");
+  c.portable = app.add_subcommand(
+      "check-portable", "which closures this machine could load, and what prevents the rest");
+  c.portable->add_flag("--json", a.as_json, "JSON output");
+  c.explain = app.add_subcommand("explain", "which key components of two jobs differ");
+  c.explain->add_option("KEY_A", a.what, "job key")->required();
+  c.explain->add_option("KEY_B", a.key_b, "job key")->required();
+  c.explain->add_flag("--json", a.as_json, "JSON output");
+  c.config = app.add_subcommand("config", "show or set the cache's settings");
+  c.config->add_option("NAME", a.what, "setting (max_size)");
+  c.config->add_option("VALUE", a.setting_value, "new value");
+  c.config->add_flag("--json", a.as_json, "JSON output");
+}
+
+/// The whole command line, bound to `a`, in the order --help lists it.
+Commands add_commands(CLI::App& app, Args& a) {
   // A parse error quotes the arguments, which may hold any byte.
-  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
-    const std::string what = e.what(), text = CLI::FailureMessage::simple(a, e);
+  app.failure_message([](const CLI::App* cli, const CLI::Error& e) {
+    const std::string what = e.what(), text = CLI::FailureMessage::simple(cli, e);
     return kiln::tools::shown_message(what) + text.substr(std::min(what.size(), text.size()));
   });
   app.require_subcommand(1);
   app.footer(std::string(kiln::tools::kExitHelp) + "\n\n" + kiln::tools::kJsonHelp);
   app.set_version_flag("--version", kiln::tools::version_line("kiln-inspect"));
-  std::string cache_path, what, target;
-  bool as_json = false, read_only = false;
-  app.add_flag("--read-only", read_only,
+  app.add_flag("--read-only", a.read_only,
                "never write the cache (also $KILN_READ_ONLY=1; an unwritable cache is opened "
                "read-only anyway): gc, import, config set and stats --zero then fail");
-  app.add_option("--cache", cache_path, "cache file (default: $KILN_CACHE, else "
-                                        "$XDG_CACHE_HOME/kiln/kiln.db)");
-  CLI::App* ls = app.add_subcommand("ls", "list jobs and root names");
-  ls->add_flag("--json", as_json, "JSON output");
-  std::string glob;
-  ls->add_option("--target", target, "only this target");
-  ls->add_option("--name", glob, "only roots whose name matches this glob, and their jobs");
-  CLI::App* show = app.add_subcommand("show", "show a job (by key) or a root (by name or closure key)");
-  show->add_option("KEY_OR_NAME", what, "job key, closure key or root name")->required();
-  show->add_option("--target", target, "target of the root (default: the first)");
-  show->add_flag("--json", as_json, "JSON output");
-  std::string out_path, format;
-  CLI::App* image = app.add_subcommand("image", "write a root's linked image (linking it if needed)");
-  image->add_option("NAME_OR_KEY", what, "root name or closure key")->required();
-  image->add_option("--target", target, "target spec")->required();
-  image->add_option("-o", out_path, "output file")->required();
-  CLI::App* libraries = app.add_subcommand("libraries", "list kernel libraries");
-  libraries->add_flag("--json", as_json, "JSON output");
-  CLI::App* library = app.add_subcommand(
-      "library", "show a kernel library (its roots and jobs), or write its image with -o");
-  library->add_option("NAME", what, "library name")->required();
-  library->add_option("--target", target, "target of the library (default: the first)");
-  library->add_option("-o", out_path, "write the library's linked image here (linking it if "
-                                      "needed)");
-  library->add_flag("--json", as_json, "JSON output");
-  CLI::App* dump = app.add_subcommand("dump", "write a job's artifact to stdout");
-  dump->add_option("KEY", what, "job key")->required();
-  dump->add_option("--format", format, "ptx, bitcode or object")->required();
-  bool zero = false, dot = false, dry_run = false;
-  std::string max_size, older_than, file, key_b, setting_value;
-  std::vector<std::string> which;
-  CLI::App* stats = app.add_subcommand("stats", "counts, sizes, compression, hits and loads");
-  stats->add_flag("--json", as_json, "JSON output");
-  stats->add_flag("--zero", zero, "reset the hit, miss and load counters first");
-  CLI::App* graph = app.add_subcommand("graph", "a root's deferred graph");
-  graph->add_option("NAME_OR_KEY", what, "root name or closure key")->required();
-  graph->add_option("--target", target, "target of the root");
-  graph->add_flag("--json", as_json, "JSON output");
-  graph->add_flag("--dot", dot, "Graphviz DOT output");
-  CLI::App* verify = app.add_subcommand("verify", "check every blob, closure, name and key");
-  verify->add_flag("--json", as_json, "JSON output");
-  CLI::App* gc = app.add_subcommand("gc", "evict least recently used closures");
-  gc->add_option("--max-size", max_size, "evict until the cache holds at most this (e.g. 500M)");
-  gc->add_option("--older-than", older_than, "evict closures unused this long (e.g. 30d)");
-  gc->add_flag("--dry-run", dry_run, "report what would be evicted; change nothing");
-  gc->add_flag("--json", as_json, "JSON output");
-  CLI::App* exp = app.add_subcommand("export", "write closures, images and names to a bundle");
-  exp->add_option("FILE", file, "bundle file")->required();
-  exp->add_option("NAME_OR_KEY", which, "roots or closure keys (default: every root)");
-  exp->add_flag("--json", as_json, "JSON output");
-  CLI::App* imp = app.add_subcommand("import", "add a bundle's contents, after validating all");
-  imp->add_option("FILE", file, "bundle file")->required();
-  imp->add_flag("--json", as_json, "JSON output");
-  bool check_only = false;
-  imp->add_flag("--check", check_only,
-                "write nothing: report which closures this machine could load, and why not");
-  CLI::App* portable = app.add_subcommand(
-      "check-portable", "which closures this machine could load, and what prevents the rest");
-  portable->add_flag("--json", as_json, "JSON output");
-  CLI::App* explain = app.add_subcommand("explain", "which key components of two jobs differ");
-  explain->add_option("KEY_A", what, "job key")->required();
-  explain->add_option("KEY_B", key_b, "job key")->required();
-  explain->add_flag("--json", as_json, "JSON output");
-  CLI::App* config = app.add_subcommand("config", "show or set the cache's settings");
-  config->add_option("NAME", what, "setting (max_size)");
-  config->add_option("VALUE", setting_value, "new value");
-  config->add_flag("--json", as_json, "JSON output");
+  app.add_option("--cache", a.cache_path, "cache file (default: $KILN_CACHE, else "
+                                          "$XDG_CACHE_HOME/kiln/kiln.db)");
+  Commands c{};
+  add_lookup_commands(app, a, c);
+  add_cache_commands(app, a, c);
+  add_exchange_commands(app, a, c);
+  return c;
+}
+
+/// Parses the command line; a value when the run ends there (--help,
+/// --version, a usage error).
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   // Looked up before parsing, so that a usage error is JSON too.
   g_json_errors = kiln::tools::json_requested(argc, argv);
   try {
@@ -431,60 +467,75 @@ int inspect_main(int argc, char** argv) {
                 << "\n";
     return kExitUsage;
   }
-  if (cache_path.empty()) {
+  return std::nullopt;
+}
+
+/// Runs the subcommand the command line named on the opened cache.
+int run_command(const Commands& c, const Args& a, const Cache& cache) {
+  if (c.ls->parsed())
+    return cmd_ls(cache, a.as_json, a.target, a.glob);
+  if (c.image->parsed())
+    return cmd_image(cache, a.what, a.target, a.out_path);
+  if (c.dump->parsed())
+    return cmd_dump(cache, a.what, a.format);
+  if (c.libraries->parsed())
+    return cmd_libraries(cache, a.as_json);
+  if (c.library->parsed())
+    return cmd_library(cache, a.what, a.target, a.out_path, a.as_json);
+  if (c.stats->parsed())
+    return cmd_stats(cache, a.as_json, a.zero);
+  if (c.graph->parsed())
+    return cmd_graph(cache, a.what, a.target, a.as_json, a.dot);
+  if (c.verify->parsed())
+    return cmd_verify(cache, a.as_json);
+  if (c.gc->parsed())
+    return cmd_gc(cache, {a.max_size, a.older_than, a.dry_run}, a.as_json);
+  if (c.exp->parsed())
+    return print_bundle(admin::export_bundle(cache, a.file, a.which), a.as_json);
+  if (c.imp->parsed())
+    return print_bundle(admin::import_bundle(cache, a.file), a.as_json);
+  if (c.portable->parsed())
+    return print_portability(admin::check_portable(cache), a.as_json);
+  if (c.explain->parsed())
+    return cmd_explain(cache, a.what, a.key_b, a.as_json);
+  if (c.config->parsed())
+    return cmd_config(cache, a.what, a.setting_value, a.as_json);
+  return cmd_show(cache, a.what, a.target, a.as_json);
+}
+
+int inspect_main(int argc, char** argv) {
+  CLI::App app{"Inspect a Kiln cache", "kiln-inspect"};
+  Args a;
+  const Commands c = add_commands(app, a);
+  if (std::optional<int> done = parse_command_line(app, argc, argv))
+    return *done;
+  if (a.cache_path.empty()) {
     auto d = Cache::default_path();
     if (!d)
       return report(d.error());
-    cache_path = *d;
+    a.cache_path = *d;
   }
-  bool have_cache = ::access(cache_path.c_str(), F_OK) == 0;
+  bool have_cache = ::access(a.cache_path.c_str(), F_OK) == 0;
   // The file itself, never a remote tier: what this cache holds.
   const unsigned local = KILN_CACHE_LOCAL_ONLY;
   // A bundle check needs no cache: without one, signing is the environment's.
-  if (imp->parsed() && check_only) {
+  if (c.imp->parsed() && a.check_only) {
     if (!have_cache)
-      return print_portability(admin::check_bundle(nullptr, file), as_json);
-    auto ro = Cache::open(cache_path, KILN_CACHE_READ_ONLY | local);
+      return print_portability(admin::check_bundle(nullptr, a.file), a.as_json);
+    auto ro = Cache::open(a.cache_path, KILN_CACHE_READ_ONLY | local);
     if (!ro)
       return report(ro.error());
-    return print_portability(admin::check_bundle(&*ro, file), as_json);
+    return print_portability(admin::check_bundle(&*ro, a.file), a.as_json);
   }
   // Inspecting never creates a cache; importing into a new one does.
-  if (!imp->parsed() && !have_cache)
-    return report(kiln::make_error(kiln::Code::not_found, "no cache at '" + cache_path + "'"));
-  auto opened = Cache::open(cache_path, (read_only ? unsigned(KILN_CACHE_READ_ONLY) : 0u) | local);
+  if (!c.imp->parsed() && !have_cache)
+    return report(
+        kiln::make_error(kiln::Code::not_found, "no cache at '" + a.cache_path + "'"));
+  auto opened =
+      Cache::open(a.cache_path, (a.read_only ? unsigned(KILN_CACHE_READ_ONLY) : 0u) | local);
   if (!opened)
     return report(opened.error());
-  const Cache& cache = *opened;
-  if (ls->parsed())
-    return cmd_ls(cache, as_json, target, glob);
-  if (image->parsed())
-    return cmd_image(cache, what, target, out_path);
-  if (dump->parsed())
-    return cmd_dump(cache, what, format);
-  if (libraries->parsed())
-    return cmd_libraries(cache, as_json);
-  if (library->parsed())
-    return cmd_library(cache, what, target, out_path, as_json);
-  if (stats->parsed())
-    return cmd_stats(cache, as_json, zero);
-  if (graph->parsed())
-    return cmd_graph(cache, what, target, as_json, dot);
-  if (verify->parsed())
-    return cmd_verify(cache, as_json);
-  if (gc->parsed())
-    return cmd_gc(cache, {max_size, older_than, dry_run}, as_json);
-  if (exp->parsed())
-    return print_bundle(admin::export_bundle(cache, file, which), as_json);
-  if (imp->parsed())
-    return print_bundle(admin::import_bundle(cache, file), as_json);
-  if (portable->parsed())
-    return print_portability(admin::check_portable(cache), as_json);
-  if (explain->parsed())
-    return cmd_explain(cache, what, key_b, as_json);
-  if (config->parsed())
-    return cmd_config(cache, what, setting_value, as_json);
-  return cmd_show(cache, what, target, as_json);
+  return run_command(c, a, *opened);
 }
 
 } // namespace

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 namespace kiln {
@@ -67,14 +68,9 @@ Error about_root(const Error& e, const RootReport& root) {
       .with_target(root.target);
 }
 
-Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources,
-                                  std::string_view entry, std::string_view target,
-                                  const JitOptions& options, bool want_report = true) {
-  if (entry.empty())
-    return make_error(Code::invalid_argument, "compile_or_load: no entry named");
-  if (sources.empty())
-    return make_error(Code::invalid_argument, "compile_or_load: no sources");
-  KILN_TRY_ASSIGN(storage::Storage * st, c.store());
+/// The request for root `entry` of in-memory sources.
+CompileRequest request_for(std::span<const Source> sources, std::string_view entry,
+                           std::string_view target, const JitOptions& options) {
   CompileRequest req;
   for (size_t i = 0; i < sources.size(); ++i)
     req.inputs.push_back(SourceInput::memory(
@@ -89,79 +85,84 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   req.must_hit = options.must_hit;
   req.remote = options.remote;
   req.remote_read_only = options.remote_read_only;
+  return req;
+}
 
-  // The request memo: a request seen before names its closure without the
-  // IR being parsed at all.
-  std::optional<Hash128> memo = memo::memo_key(req);
-  if (memo && !want_report) {
-    // A caller that wants no report is answered from the memo's one row:
-    // loading the closure reads and checks it (its members, its root job,
-    // its image), which is all a report would add to a hit.
-    auto root = memo::memo_single_root(st->records(), *memo);
-    if (root && *root) {
-      auto img = runtime::load_image(c, (*root)->closure.hex(), (*root)->target);
-      if (img) {
-        CompileReport rep;
-        rep.memo_hit = true;
-        RootReport rr;
-        rr.name = std::move((*root)->name);
-        rr.target = std::move((*root)->target);
-        rr.closure = (*root)->closure.hex();
-        rr.image = true;
-        // As every path leaves it (memo/record.h); a read-only cache still loads.
-        (void)memo::point_root(st->records(), rr, (*root)->closure, memo::unit_of(req));
-        rep.roots.push_back(std::move(rr));
-        return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
-      }
-    }
-  } else if (memo) {
-    auto hit = memo::memo_lookup(st->records(), *memo);
-    if (hit && *hit && (*hit)->report.roots.size() == 1) {
-      CompileReport& rep = (*hit)->report;
-      RootReport& root = rep.roots.front();
-      auto img = runtime::load_image(c, root.closure, root.target);
-      if (img) {
-        root.image = true;
-        if (auto k = parse_hash128(root.closure))
-          (void)memo::point_root(st->records(), root, *k, memo::unit_of(req));
-        return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
-      }
-    }
-  }
+/// A caller that wants no report is answered from the memo's one row:
+/// loading the closure reads and checks it (its members, its root job, its
+/// image), which is all a report would add to a hit. nullopt: no such hit.
+std::optional<Loaded> load_memo_root(kiln_cache& c, storage::Records& records,
+                                     const Hash128& memo, const CompileRequest& req) {
+  auto root = memo::memo_single_root(records, memo);
+  if (!root || !*root)
+    return std::nullopt;
+  auto img = runtime::load_image(c, (*root)->closure.hex(), (*root)->target);
+  if (!img)
+    return std::nullopt;
+  CompileReport rep;
+  rep.memo_hit = true;
+  RootReport rr;
+  rr.name = std::move((*root)->name);
+  rr.target = std::move((*root)->target);
+  rr.closure = (*root)->closure.hex();
+  rr.image = true;
+  // As every path leaves it (memo/record.h); a read-only cache still loads.
+  (void)memo::point_root(records, rr, (*root)->closure, memo::unit_of(req));
+  rep.roots.push_back(std::move(rr));
+  return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
+}
 
-  // Plan::create, not request::plan: a compile-or-load usually only loads, so it
-  // starts no code generation worker before a job needs one.
-  KILN_TRY_ASSIGN(auto plan, Plan::create(req));
+/// The memoised report of a request with one root, and that root's closure
+/// loaded. nullopt: no such hit.
+std::optional<Loaded> load_memo_report(kiln_cache& c, storage::Records& records,
+                                       const Hash128& memo, const CompileRequest& req) {
+  auto hit = memo::memo_lookup(records, memo);
+  if (!hit || !*hit || (*hit)->report.roots.size() != 1)
+    return std::nullopt;
+  CompileReport& rep = (*hit)->report;
+  RootReport& root = rep.roots.front();
+  auto img = runtime::load_image(c, root.closure, root.target);
+  if (!img)
+    return std::nullopt;
+  root.image = true;
+  if (auto k = parse_hash128(root.closure))
+    (void)memo::point_root(records, root, *k, memo::unit_of(req));
+  return Loaded{Image::adopt(img.take().release()), std::move(rep), true};
+}
 
-  // The closure key follows from the unit alone: if the cache holds that
-  // closure, its jobs are there too, and loading it is the whole answer.
-  CompileReport described = plan.describe();
-  if (described.roots.size() != 1)
-    return make_error(Code::internal, "compile_or_load: expected one root, planned " +
-                                          std::to_string(described.roots.size()));
-  {
-    const RootReport& root = described.roots.front();
-    auto img = runtime::load_image(c, root.closure, root.target);
-    if (!img && img.error().code != Code::not_found)
-      return about_root(img.error(), root);
-    if (img) {
-      for (JobReport& j : described.jobs)
-        j.status = JobStatus::cached;
-      RootReport& rr = described.roots.front();
-      rr.image = true;
-      // The name points at what was answered, as a precompile leaves it. A
-      // read-only cache, or one whose closure a gc took since, still loads.
-      if (auto k = parse_hash128(rr.closure))
-        (void)memo::point_root(st->records(), rr, *k, memo::unit_of(req));
-      request::record(st->records(), memo, plan, described);
-      return Loaded{Image::adopt(img.take().release()), std::move(described), true};
-    }
-  }
+/// The planned root's closure, when the cache holds it: the closure key
+/// follows from the unit alone, so its jobs are there too, and loading it is
+/// the whole answer. nullopt: the closure is not stored.
+Result<std::optional<Loaded>> load_planned(kiln_cache& c, storage::Records& records,
+                                           const std::optional<Hash128>& memo, const Plan& plan,
+                                           CompileReport& described, const CompileRequest& req) {
+  const RootReport& root = described.roots.front();
+  auto img = runtime::load_image(c, root.closure, root.target);
+  if (!img && img.error().code != Code::not_found)
+    return about_root(img.error(), root);
+  if (!img)
+    return std::optional<Loaded>();
+  for (JobReport& j : described.jobs)
+    j.status = JobStatus::cached;
+  RootReport& rr = described.roots.front();
+  rr.image = true;
+  // The name points at what was answered, as a precompile leaves it. A
+  // read-only cache, or one whose closure a gc took since, still loads.
+  if (auto k = parse_hash128(rr.closure))
+    (void)memo::point_root(records, rr, *k, memo::unit_of(req));
+  request::record(records, memo, plan, described);
+  return std::optional<Loaded>(
+      Loaded{Image::adopt(img.take().release()), std::move(described), true});
+}
 
-  auto report = request::run(plan, st->records());
+/// Compiles, stores and links the plan's jobs, then loads its root.
+Result<Loaded> compile_and_load(kiln_cache& c, storage::Records& records,
+                                const std::optional<Hash128>& memo, Plan& plan,
+                                const CompileReport& described) {
+  auto report = request::run(plan, records);
   if (!report)
     return about_root(report.error(), described.roots.front());
-  request::record(st->records(), memo, plan, *report);
+  request::record(records, memo, plan, *report);
   if (auto failed = report->first_failure())
     return *failed;
   const RootReport& root = report->roots.front();
@@ -169,6 +170,41 @@ Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources
   if (!img)
     return about_root(img.error(), root);
   return Loaded{Image::adopt(img.take().release()), report.take(), false};
+}
+
+Result<Loaded> compile_or_load_in(kiln_cache& c, std::span<const Source> sources,
+                                  std::string_view entry, std::string_view target,
+                                  const JitOptions& options, bool want_report = true) {
+  if (entry.empty())
+    return make_error(Code::invalid_argument, "compile_or_load: no entry named");
+  if (sources.empty())
+    return make_error(Code::invalid_argument, "compile_or_load: no sources");
+  KILN_TRY_ASSIGN(storage::Storage * st, c.store());
+  storage::Records& records = st->records();
+  const CompileRequest req = request_for(sources, entry, target, options);
+
+  // The request memo: a request seen before names its closure without the
+  // IR being parsed at all.
+  std::optional<Hash128> memo = memo::memo_key(req);
+  if (memo) {
+    std::optional<Loaded> hit = want_report ? load_memo_report(c, records, *memo, req)
+                                            : load_memo_root(c, records, *memo, req);
+    if (hit)
+      return std::move(*hit);
+  }
+
+  // Plan::create, not request::plan: a compile-or-load usually only loads, so it
+  // starts no code generation worker before a job needs one.
+  KILN_TRY_ASSIGN(auto plan, Plan::create(req));
+  CompileReport described = plan.describe();
+  if (described.roots.size() != 1)
+    return make_error(Code::internal, "compile_or_load: expected one root, planned " +
+                                          std::to_string(described.roots.size()));
+  KILN_TRY_ASSIGN(std::optional<Loaded> stored,
+                  load_planned(c, records, memo, plan, described, req));
+  if (stored)
+    return std::move(*stored);
+  return compile_and_load(c, records, memo, plan, described);
 }
 
 } // namespace

@@ -184,27 +184,18 @@ void canonicalize_atom_groups(llvm::Module& m) {
       }
 }
 
-// The job module's globals, as CloneModule with a "clone only what the
-// entry reaches" filter would leave them after the unreached ones are
-// erased, but without creating (and erasing) a declaration for every other
-// global of the unit: extraction costs O(job), not O(unit), per job.
-// Same declarations in the same order (reach order; aliases in unit order),
-// same attributes, metadata, initializers, bodies and named metadata, so the
-// bitcode, and the key, are the same. Metadata naming an unreached global
-// maps to null, as it becomes when CloneModule's declaration is erased.
-std::unique_ptr<llvm::Module> clone_reached(const llvm::Module& unit, const Reach& reach,
-                                            llvm::ValueToValueMapTy& vmap) {
-  auto m = std::make_unique<llvm::Module>(unit.getModuleIdentifier(), unit.getContext());
-  m->setSourceFileName(unit.getSourceFileName());
-  m->setDataLayout(unit.getDataLayout());
-  m->setTargetTriple(unit.getTargetTriple());
-  m->setModuleInlineAsm(unit.getModuleInlineAsm());
-  constexpr llvm::RemapFlags kNullMissing = llvm::RF_NullMapMissingGlobalValues;
+constexpr llvm::RemapFlags kNullMissing = llvm::RF_NullMapMissingGlobalValues;
 
+// A declaration in `m` of every reached global, mapped in `vmap`: variables
+// and functions in reach order, then the aliases (returned) in unit order,
+// as CloneModule keeps them.
+std::vector<const llvm::GlobalAlias*> declare_reached(const llvm::Module& unit,
+                                                      const Reach& reach, llvm::Module& m,
+                                                      llvm::ValueToValueMapTy& vmap) {
   std::vector<const llvm::GlobalAlias*> aliases;
   for (const llvm::GlobalValue* gv : reach.order()) {
     if (auto* v = dyn_cast<llvm::GlobalVariable>(gv)) {
-      auto* nv = new llvm::GlobalVariable(*m, v->getValueType(), v->isConstant(), v->getLinkage(),
+      auto* nv = new llvm::GlobalVariable(m, v->getValueType(), v->isConstant(), v->getLinkage(),
                                           nullptr, v->getName(), nullptr,
                                           v->getThreadLocalMode(), v->getType()->getAddressSpace());
       nv->copyAttributesFrom(v);
@@ -212,7 +203,7 @@ std::unique_ptr<llvm::Module> clone_reached(const llvm::Module& unit, const Reac
     } else if (auto* f = dyn_cast<llvm::Function>(gv)) {
       llvm::Function* nf =
           llvm::Function::Create(llvm::cast<llvm::FunctionType>(f->getValueType()), f->getLinkage(),
-                                 f->getAddressSpace(), f->getName(), m.get());
+                                 f->getAddressSpace(), f->getName(), &m);
       nf->copyAttributesFrom(f);
       vmap[f] = nf;
     } else if (auto* a = dyn_cast<llvm::GlobalAlias>(gv)) {
@@ -228,19 +219,25 @@ std::unique_ptr<llvm::Module> clone_reached(const llvm::Module& unit, const Reac
         aliases.push_back(&a);
     for (const llvm::GlobalAlias* a : aliases) {
       auto* ga = llvm::GlobalAlias::create(a->getValueType(), a->getType()->getPointerAddressSpace(),
-                                           a->getLinkage(), a->getName(), m.get());
+                                           a->getLinkage(), a->getName(), &m);
       ga->copyAttributesFrom(a);
       vmap[a] = ga;
     }
   }
+  return aliases;
+}
 
-  auto copy_comdat = [&](llvm::GlobalObject* dst, const llvm::GlobalObject* src) {
-    if (const llvm::Comdat* c = src->getComdat()) {
-      llvm::Comdat* nc = m->getOrInsertComdat(c->getName());
-      nc->setSelectionKind(c->getSelectionKind());
-      dst->setComdat(nc);
-    }
-  };
+void copy_comdat(llvm::Module& m, llvm::GlobalObject* dst, const llvm::GlobalObject* src) {
+  if (const llvm::Comdat* c = src->getComdat()) {
+    llvm::Comdat* nc = m.getOrInsertComdat(c->getName());
+    nc->setSelectionKind(c->getSelectionKind());
+    dst->setComdat(nc);
+  }
+}
+
+// The reached variables' metadata, and the initializers and comdats of the
+// ones defined.
+void clone_variables(llvm::Module& m, const Reach& reach, llvm::ValueToValueMapTy& vmap) {
   llvm::SmallVector<std::pair<unsigned, llvm::MDNode*>, 4> mds;
   for (const llvm::GlobalValue* gv : reach.order()) {
     auto* v = dyn_cast<llvm::GlobalVariable>(gv);
@@ -255,8 +252,14 @@ std::unique_ptr<llvm::Module> clone_reached(const llvm::Module& unit, const Reac
       continue;
     if (v->hasInitializer())
       nv->setInitializer(llvm::MapValue(v->getInitializer(), vmap));
-    copy_comdat(nv, v);
+    copy_comdat(m, nv, v);
   }
+}
+
+// The reached functions' bodies (with their metadata), or a declaration's
+// metadata.
+void clone_functions(llvm::Module& m, const Reach& reach, llvm::ValueToValueMapTy& vmap) {
+  llvm::SmallVector<std::pair<unsigned, llvm::MDNode*>, 4> mds;
   for (const llvm::GlobalValue* gv : reach.order()) {
     auto* f = dyn_cast<llvm::Function>(gv);
     if (!f)
@@ -278,8 +281,29 @@ std::unique_ptr<llvm::Module> clone_reached(const llvm::Module& unit, const Reac
     llvm::CloneFunctionInto(nf, f, vmap, llvm::CloneFunctionChangeType::ClonedModule, returns);
     if (f->hasPersonalityFn())
       nf->setPersonalityFn(llvm::MapValue(f->getPersonalityFn(), vmap));
-    copy_comdat(nf, f);
+    copy_comdat(m, nf, f);
   }
+}
+
+// The job module's globals, as CloneModule with a "clone only what the
+// entry reaches" filter would leave them after the unreached ones are
+// erased, but without creating (and erasing) a declaration for every other
+// global of the unit: extraction costs O(job), not O(unit), per job.
+// Same declarations in the same order (reach order; aliases in unit order),
+// same attributes, metadata, initializers, bodies and named metadata, so the
+// bitcode, and the key, are the same. Metadata naming an unreached global
+// maps to null, as it becomes when CloneModule's declaration is erased.
+std::unique_ptr<llvm::Module> clone_reached(const llvm::Module& unit, const Reach& reach,
+                                            llvm::ValueToValueMapTy& vmap) {
+  auto m = std::make_unique<llvm::Module>(unit.getModuleIdentifier(), unit.getContext());
+  m->setSourceFileName(unit.getSourceFileName());
+  m->setDataLayout(unit.getDataLayout());
+  m->setTargetTriple(unit.getTargetTriple());
+  m->setModuleInlineAsm(unit.getModuleInlineAsm());
+
+  const std::vector<const llvm::GlobalAlias*> aliases = declare_reached(unit, reach, *m, vmap);
+  clone_variables(*m, reach, vmap);
+  clone_functions(*m, reach, vmap);
   for (const llvm::GlobalAlias* a : aliases)
     if (const llvm::Constant* c = a->getAliasee())
       llvm::cast<llvm::GlobalAlias>(vmap[a])->setAliasee(llvm::MapValue(c, vmap));
@@ -412,6 +436,190 @@ private:
   bool on_;
 };
 
+// Lowers kiln_deferred(@f) to the address of f's deferred symbol, a
+// declaration with f's type that f's own job defines; the deferred jobs
+// named.
+std::set<DeferredRef> lower_deferred_calls(llvm::Module& m, const ExtractConfig& config) {
+  std::set<DeferredRef> refs;
+  llvm::Function* marker = m.getFunction(kDeferredMarker);
+  if (!marker)
+    return refs;
+  std::vector<llvm::CallBase*> calls;
+  for (llvm::User* u : marker->users())
+    if (auto* cb = dyn_cast<llvm::CallBase>(u))
+      calls.push_back(cb);
+  for (llvm::CallBase* cb : calls) {
+    auto* target = llvm::cast<llvm::Function>(cb->getArgOperand(0)->stripPointerCasts());
+    std::string child = target->getName().str();
+    std::string symbol = config.deferred_symbol(child);
+    llvm::FunctionCallee decl = m.getOrInsertFunction(symbol, target->getFunctionType());
+    // Calls through the pointer must use the child's convention.
+    if (auto* df = dyn_cast<llvm::Function>(decl.getCallee()))
+      df->setCallingConv(target->getCallingConv());
+    llvm::Value* replacement = decl.getCallee();
+    if (replacement->getType() != cb->getType())
+      replacement = llvm::ConstantExpr::getPointerCast(llvm::cast<llvm::Constant>(replacement),
+                                                       cb->getType());
+    cb->replaceAllUsesWith(replacement);
+    cb->eraseFromParent();
+    refs.insert({symbol, child});
+  }
+  marker->eraseFromParent();
+  return refs;
+}
+
+// Keeps only what the entry reaches (and the deferred symbols), in the order
+// it reaches it, so the module does not depend on where things sat in the
+// input files.
+void keep_reached(llvm::Module& m, const Reach& reach, llvm::ValueToValueMapTy& vmap,
+                  bool whole_unit, const std::set<DeferredRef>& refs) {
+  std::vector<llvm::GlobalValue*> keep;
+  for (const llvm::GlobalValue* gv : reach.order())
+    if (auto it = vmap.find(gv); it != vmap.end())
+      if (auto* ngv = llvm::dyn_cast_or_null<llvm::GlobalValue>(static_cast<llvm::Value*>(it->second)))
+        keep.push_back(ngv);
+  // The map's value handles would otherwise be updated for every value
+  // erased or destroyed from here on.
+  if (!whole_unit)
+    vmap.clear();
+  std::unordered_set<llvm::GlobalValue*> keep_set(keep.begin(), keep.end());
+  for (const DeferredRef& r : refs)
+    keep_set.insert(m.getFunction(r.symbol));
+  std::vector<llvm::GlobalValue*> drop;
+  for (llvm::GlobalValue& gv : m.global_values())
+    if (!keep_set.count(&gv))
+      drop.push_back(&gv);
+  // Whatever is dropped has no remaining users among kept definitions.
+  for (llvm::GlobalValue* gv : drop)
+    if (gv->use_empty())
+      gv->eraseFromParent();
+    else
+      keep_set.insert(gv); // e.g. a declaration only metadata refers to; keep it
+
+  for (llvm::GlobalValue* gv : keep) {
+    if (auto* f = dyn_cast<llvm::Function>(gv)) {
+      f->removeFromParent();
+      m.getFunctionList().push_back(f);
+    } else if (auto* v = dyn_cast<llvm::GlobalVariable>(gv)) {
+      v->removeFromParent();
+      m.insertGlobalVariable(v);
+    }
+  }
+  for (const DeferredRef& r : refs) {
+    llvm::Function* f = m.getFunction(r.symbol);
+    f->removeFromParent();
+    m.getFunctionList().push_back(f);
+  }
+}
+
+// StripDebugInfo keeps the DWARF module flags; a unit built with -g must
+// give the same job as one built without when debug info is not kept.
+void drop_debug_module_flags(llvm::Module& m) {
+  llvm::NamedMDNode* flags = m.getModuleFlagsMetadata();
+  if (!flags)
+    return;
+  std::vector<llvm::MDNode*> keep;
+  for (llvm::MDNode* flag : flags->operands()) {
+    auto* name = flag->getNumOperands() > 1 ? llvm::dyn_cast<llvm::MDString>(flag->getOperand(1))
+                                            : nullptr;
+    llvm::StringRef n = name ? name->getString() : "";
+    if (n != "Dwarf Version" && n != "Debug Info Version" && n != "CodeView")
+      keep.push_back(flag);
+  }
+  flags->clearOperands();
+  for (llvm::MDNode* flag : keep)
+    flags->addOperand(flag);
+  if (flags->getNumOperands() == 0)
+    m.eraseNamedMetadata(flags);
+}
+
+// Whatever says where and how the unit was built, rather than what its code
+// is: file and tool names, debug info unless kept, local names.
+void strip_provenance(llvm::Module& m, bool debug) {
+  m.setSourceFileName("");
+  m.setModuleIdentifier("kiln-job");
+  if (llvm::NamedMDNode* ident = m.getNamedMetadata("llvm.ident"))
+    m.eraseNamedMetadata(ident);
+  if (llvm::NamedMDNode* cl = m.getNamedMetadata("llvm.commandline"))
+    m.eraseNamedMetadata(cl);
+  if (!debug) {
+    llvm::StripDebugInfo(m);
+    drop_debug_module_flags(m);
+  } else {
+    canonicalize_atom_groups(m);
+  }
+  strip_local_names(m);
+}
+
+// A target-specific intrinsic of another target (llvm.nvvm.* compiled for
+// AMD, say) would abort the backend; it is an input error instead.
+Status check_intrinsics(const llvm::Module& m, const std::string& entry,
+                        const ExtractConfig& config) {
+  llvm::Triple triple(config.triple);
+  std::string own = triple.isNVPTX()     ? "llvm.nvvm."
+                    : triple.isAMDGPU()  ? "llvm.amdgcn."
+                    : triple.isX86()     ? "llvm.x86."
+                    : triple.isAArch64() ? "llvm.aarch64."
+                                         : "";
+  for (const llvm::Function& f : m) {
+    if (!f.isIntrinsic())
+      continue;
+    llvm::StringRef name = f.getName();
+    for (const char* foreign : {"llvm.nvvm.", "llvm.amdgcn.", "llvm.r600.", "llvm.x86.",
+                                "llvm.aarch64."})
+      if (name.starts_with(foreign) && own != foreign)
+        return make_error(Code::invalid_argument,
+                          "job '" + entry + "' uses " + name.str() + ", which target " +
+                              config.triple + " cannot compile")
+            .with_entry(entry);
+  }
+  return Status::ok();
+}
+
+// The target decides the processor and features: the ones a front end
+// wrote for the arch it had in mind must not reach another target, nor the
+// key. Returns the highest PTX ISA (+ptxN) the features asked for, else 0.
+int drop_target_attributes(llvm::Module& m) {
+  int ptx_isa = 0;
+  for (llvm::Function& f : m) {
+    if (f.hasFnAttribute("target-features")) {
+      llvm::StringRef feats = f.getFnAttribute("target-features").getValueAsString();
+      llvm::SmallVector<llvm::StringRef, 8> parts;
+      feats.split(parts, ',', -1, false);
+      for (llvm::StringRef p : parts) {
+        unsigned n = 0;
+        if (p.consume_front("+ptx") && !p.getAsInteger(10, n))
+          ptx_isa = std::max(ptx_isa, int(n));
+      }
+    }
+    f.removeFnAttr("target-cpu");
+    f.removeFnAttr("target-features");
+    f.removeFnAttr("tune-cpu");
+  }
+  return ptx_isa;
+}
+
+// The job as stored: its bitcode, the deferred jobs it names and the
+// functions it calls but does not define.
+ExtractedJob serialize_job(const llvm::Module& m, const std::set<DeferredRef>& refs, int ptx_isa,
+                           bool whole_unit) {
+  ExtractedJob out;
+  llvm::raw_string_ostream os(out.bitcode);
+  llvm::WriteBitcodeToFile(m, os);
+  os.flush();
+  out.refs.assign(refs.begin(), refs.end());
+  out.ptx_isa = ptx_isa;
+  out.by_unit_clone = whole_unit;
+  std::set<std::string> deferred;
+  for (const DeferredRef& r : refs)
+    deferred.insert(r.symbol);
+  for (const llvm::Function& f : m)
+    if (f.isDeclaration() && !f.isIntrinsic() && !deferred.count(f.getName().str()))
+      out.callees.push_back(f.getName().str());
+  std::sort(out.callees.begin(), out.callees.end());
+  return out;
+}
+
 // Builds, canonicalizes and serializes the job module. With `whole_unit`
 // the module starts as CloneModule of the unit (every global declared, the
 // unreached ones erased below); otherwise as clone_reached. Sets *retry when
@@ -429,144 +637,11 @@ Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entr
                                      [&](const llvm::GlobalValue* gv) { return reach.contains(gv); })
                  : clone_reached(unit, reach, vmap);
 
-  // Lower kiln_deferred(@f) to the address of f's deferred symbol, a
-  // declaration with f's type that f's own job defines.
-  std::set<DeferredRef> refs;
-  if (llvm::Function* marker = m->getFunction(kDeferredMarker)) {
-    std::vector<llvm::CallBase*> calls;
-    for (llvm::User* u : marker->users())
-      if (auto* cb = dyn_cast<llvm::CallBase>(u))
-        calls.push_back(cb);
-    for (llvm::CallBase* cb : calls) {
-      auto* target = llvm::cast<llvm::Function>(cb->getArgOperand(0)->stripPointerCasts());
-      std::string child = target->getName().str();
-      std::string symbol = config.deferred_symbol(child);
-      llvm::FunctionCallee decl = m->getOrInsertFunction(symbol, target->getFunctionType());
-      // Calls through the pointer must use the child's convention.
-      if (auto* df = dyn_cast<llvm::Function>(decl.getCallee()))
-        df->setCallingConv(target->getCallingConv());
-      llvm::Value* replacement = decl.getCallee();
-      if (replacement->getType() != cb->getType())
-        replacement = llvm::ConstantExpr::getPointerCast(llvm::cast<llvm::Constant>(replacement),
-                                                         cb->getType());
-      cb->replaceAllUsesWith(replacement);
-      cb->eraseFromParent();
-      refs.insert({symbol, child});
-    }
-    marker->eraseFromParent();
-  }
-
-  // Keep only what the entry reaches, in the order it reaches it, so the
-  // module does not depend on where things sat in the input files.
-  std::vector<llvm::GlobalValue*> keep;
-  for (const llvm::GlobalValue* gv : reach.order())
-    if (auto it = vmap.find(gv); it != vmap.end())
-      if (auto* ngv = llvm::dyn_cast_or_null<llvm::GlobalValue>(static_cast<llvm::Value*>(it->second)))
-        keep.push_back(ngv);
-  // The map's value handles would otherwise be updated for every value
-  // erased or destroyed from here on.
-  if (!whole_unit)
-    vmap.clear();
-  std::unordered_set<llvm::GlobalValue*> keep_set(keep.begin(), keep.end());
-  for (const DeferredRef& r : refs)
-    keep_set.insert(m->getFunction(r.symbol));
-  std::vector<llvm::GlobalValue*> drop;
-  for (llvm::GlobalValue& gv : m->global_values())
-    if (!keep_set.count(&gv))
-      drop.push_back(&gv);
-  // Whatever is dropped has no remaining users among kept definitions.
-  for (llvm::GlobalValue* gv : drop)
-    if (gv->use_empty())
-      gv->eraseFromParent();
-    else
-      keep_set.insert(gv); // e.g. a declaration only metadata refers to; keep it
-
-  for (llvm::GlobalValue* gv : keep) {
-    if (auto* f = dyn_cast<llvm::Function>(gv)) {
-      f->removeFromParent();
-      m->getFunctionList().push_back(f);
-    } else if (auto* v = dyn_cast<llvm::GlobalVariable>(gv)) {
-      v->removeFromParent();
-      m->insertGlobalVariable(v);
-    }
-  }
-  for (const DeferredRef& r : refs) {
-    llvm::Function* f = m->getFunction(r.symbol);
-    f->removeFromParent();
-    m->getFunctionList().push_back(f);
-  }
-
-  m->setSourceFileName("");
-  m->setModuleIdentifier("kiln-job");
-  if (llvm::NamedMDNode* ident = m->getNamedMetadata("llvm.ident"))
-    m->eraseNamedMetadata(ident);
-  if (llvm::NamedMDNode* cl = m->getNamedMetadata("llvm.commandline"))
-    m->eraseNamedMetadata(cl);
-  if (!config.debug) {
-    llvm::StripDebugInfo(*m);
-    // StripDebugInfo keeps the DWARF module flags; a unit built with -g must
-    // give the same job as one built without when debug info is not kept.
-    if (llvm::NamedMDNode* flags = m->getModuleFlagsMetadata()) {
-      std::vector<llvm::MDNode*> keep;
-      for (llvm::MDNode* flag : flags->operands()) {
-        auto* name = flag->getNumOperands() > 1
-                         ? llvm::dyn_cast<llvm::MDString>(flag->getOperand(1))
-                         : nullptr;
-        llvm::StringRef n = name ? name->getString() : "";
-        if (n != "Dwarf Version" && n != "Debug Info Version" && n != "CodeView")
-          keep.push_back(flag);
-      }
-      flags->clearOperands();
-      for (llvm::MDNode* flag : keep)
-        flags->addOperand(flag);
-      if (flags->getNumOperands() == 0)
-        m->eraseNamedMetadata(flags);
-    }
-  } else {
-    canonicalize_atom_groups(*m);
-  }
-  strip_local_names(*m);
-  // A target-specific intrinsic of another target (llvm.nvvm.* compiled for
-  // AMD, say) would abort the backend; it is an input error instead.
-  {
-    llvm::Triple triple(config.triple);
-    std::string own = triple.isNVPTX()     ? "llvm.nvvm."
-                      : triple.isAMDGPU()  ? "llvm.amdgcn."
-                      : triple.isX86()     ? "llvm.x86."
-                      : triple.isAArch64() ? "llvm.aarch64."
-                                           : "";
-    for (const llvm::Function& f : *m) {
-      if (!f.isIntrinsic())
-        continue;
-      llvm::StringRef name = f.getName();
-      for (const char* foreign : {"llvm.nvvm.", "llvm.amdgcn.", "llvm.r600.", "llvm.x86.",
-                                  "llvm.aarch64."})
-        if (name.starts_with(foreign) && own != foreign)
-          return make_error(Code::invalid_argument,
-                            "job '" + entry + "' uses " + name.str() + ", which target " +
-                                config.triple + " cannot compile")
-              .with_entry(entry);
-    }
-  }
-  // The target decides the processor and features: the ones a front end
-  // wrote for the arch it had in mind must not reach another target, nor
-  // the key.
-  int ptx_isa = 0;
-  for (llvm::Function& f : *m) {
-    if (f.hasFnAttribute("target-features")) {
-      llvm::StringRef feats = f.getFnAttribute("target-features").getValueAsString();
-      llvm::SmallVector<llvm::StringRef, 8> parts;
-      feats.split(parts, ',', -1, false);
-      for (llvm::StringRef p : parts) {
-        unsigned n = 0;
-        if (p.consume_front("+ptx") && !p.getAsInteger(10, n))
-          ptx_isa = std::max(ptx_isa, int(n));
-      }
-    }
-    f.removeFnAttr("target-cpu");
-    f.removeFnAttr("target-features");
-    f.removeFnAttr("tune-cpu");
-  }
+  const std::set<DeferredRef> refs = lower_deferred_calls(*m, config);
+  keep_reached(*m, reach, vmap, whole_unit, refs);
+  strip_provenance(*m, config.debug);
+  KILN_TRY(check_intrinsics(*m, entry, config));
+  const int ptx_isa = drop_target_attributes(*m);
   m->setTargetTriple(llvm::Triple(config.triple));
   m->setDataLayout(config.data_layout);
   if (!whole_unit && ForeignRefs(*m).any()) {
@@ -574,22 +649,7 @@ Result<ExtractedJob> build_job(const llvm::Module& unit, const std::string& entr
     return make_error(Code::internal, "job '" + entry + "' names globals it does not reach")
         .with_entry(entry);
   }
-
-  ExtractedJob out;
-  llvm::raw_string_ostream os(out.bitcode);
-  llvm::WriteBitcodeToFile(*m, os);
-  os.flush();
-  out.refs.assign(refs.begin(), refs.end());
-  out.ptx_isa = ptx_isa;
-  out.by_unit_clone = whole_unit;
-  std::set<std::string> deferred;
-  for (const DeferredRef& r : refs)
-    deferred.insert(r.symbol);
-  for (const llvm::Function& f : *m)
-    if (f.isDeclaration() && !f.isIntrinsic() && !deferred.count(f.getName().str()))
-      out.callees.push_back(f.getName().str());
-  std::sort(out.callees.begin(), out.callees.end());
-  return out;
+  return serialize_job(*m, refs, ptx_isa, whole_unit);
 }
 
 Result<ExtractedJob> extract(const llvm::Module& unit, const std::string& entry,

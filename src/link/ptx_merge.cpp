@@ -3,7 +3,9 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln::link {
 
@@ -173,6 +175,65 @@ private:
     return false;
   }
 
+  // A header directive's line (st.begin = b): its arguments (numbers,
+  // names, commas) and perhaps a comment, nothing else, as no other
+  // statement may hide in a line that is dropped from every module but the
+  // first.
+  bool header_line(size_t b, const std::string& first, Stmt& st) {
+    size_t e = s_.find('\n', b);
+    st.end = e == std::string_view::npos ? s_.size() : e;
+    st.kind = Stmt::header;
+    std::string_view line = s_.substr(b + 1 + first.size(), st.end - b - 1 - first.size());
+    if (size_t c = line.find("//"); c != std::string_view::npos)
+      line = line.substr(0, c);
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      bool ok = ident_char(c) || c == ',' || c == ' ' || c == '\t' || c == '\r' ||
+                (c == '.' && i > 0 && std::isdigit(static_cast<unsigned char>(line[i - 1])));
+      if (!ok)
+        return fail("a ." + first + " line at byte " + std::to_string(b) +
+                    " holds more than its arguments");
+    }
+    return true;
+  }
+
+  // A function statement's name (`text`, at byte b): past the keyword and
+  // an optional return parameter list.
+  bool function_statement(size_t b, std::string_view text, bool entry, Stmt& st) {
+    st.kind = Stmt::func;
+    st.entry = entry;
+    size_t k = text.find(entry ? ".entry" : ".func");
+    size_t p = skip_trivia(text, k + (entry ? 6 : 5));
+    if (p != std::string_view::npos && p < text.size() && text[p] == '(') {
+      p = text.find(')', p);
+      p = p == std::string_view::npos ? p : skip_trivia(text, p + 1);
+    }
+    if (p == std::string_view::npos || p >= text.size() || !ident_start(text[p]))
+      return fail("a function statement at byte " + std::to_string(b) + " has no name");
+    size_t e = p;
+    while (e < text.size() && ident_char(text[e]))
+      ++e;
+    st.name = std::string(text.substr(p, e - p));
+    st.body = text.back() == '}';
+    return true;
+  }
+
+  // A variable statement's name (`text`, at byte b): the last identifier
+  // before '[', '=' or ';'.
+  bool variable_statement(size_t b, std::string_view text, Stmt& st) {
+    st.kind = Stmt::var;
+    size_t stop = text.find_first_of("[=;");
+    std::string_view head = text.substr(0, stop);
+    if (head.find(',') != std::string_view::npos)
+      return fail("a statement at byte " + std::to_string(b) + " declares several variables");
+    if (!for_each_ident(head, [&](size_t ib, size_t ie) {
+          st.name = std::string(head.substr(ib, ie - ib));
+        }) ||
+        st.name.empty())
+      return fail("a variable statement at byte " + std::to_string(b) + " has no name");
+    return true;
+  }
+
   bool statement(size_t b, Stmt& st) {
     st.begin = b;
     if (s_[b] != '.')
@@ -180,26 +241,8 @@ private:
                   " does not start with a directive");
     std::vector<std::string> dirs = directives(b);
     const std::string& first = dirs.front();
-    if (first == "version" || first == "target" || first == "address_size") {
-      // A line of its own: its arguments (numbers, names, commas) and
-      // perhaps a comment, nothing else, as no other statement may hide in
-      // a line that is dropped from every module but the first.
-      size_t e = s_.find('\n', b);
-      st.end = e == std::string_view::npos ? s_.size() : e;
-      st.kind = Stmt::header;
-      std::string_view line = s_.substr(b + 1 + first.size(), st.end - b - 1 - first.size());
-      if (size_t c = line.find("//"); c != std::string_view::npos)
-        line = line.substr(0, c);
-      for (size_t i = 0; i < line.size(); ++i) {
-        char c = line[i];
-        bool ok = ident_char(c) || c == ',' || c == ' ' || c == '\t' || c == '\r' ||
-                  (c == '.' && i > 0 && std::isdigit(static_cast<unsigned char>(line[i - 1])));
-        if (!ok)
-          return fail("a ." + first + " line at byte " + std::to_string(b) +
-                      " holds more than its arguments");
-      }
-      return true;
-    }
+    if (first == "version" || first == "target" || first == "address_size")
+      return header_line(b, first, st);
     auto has = [&](const char* d) {
       for (const std::string& x : dirs)
         if (x == d)
@@ -218,39 +261,10 @@ private:
                                : Stmt::internal;
     if (st.link == Stmt::external)
       st.extern_at = b + text.find(".extern");
-    if (has("func") || has("entry")) {
-      st.kind = Stmt::func;
-      st.entry = has("entry");
-      // The name: past the keyword and an optional return parameter list.
-      size_t k = text.find(has("entry") ? ".entry" : ".func");
-      size_t p = skip_trivia(text, k + (has("entry") ? 6 : 5));
-      if (p != std::string_view::npos && p < text.size() && text[p] == '(') {
-        p = text.find(')', p);
-        p = p == std::string_view::npos ? p : skip_trivia(text, p + 1);
-      }
-      if (p == std::string_view::npos || p >= text.size() || !ident_start(text[p]))
-        return fail("a function statement at byte " + std::to_string(b) + " has no name");
-      size_t e = p;
-      while (e < text.size() && ident_char(text[e]))
-        ++e;
-      st.name = std::string(text.substr(p, e - p));
-      st.body = text.back() == '}';
-      return true;
-    }
-    if (has("global") || has("const") || has("shared") || has("local")) {
-      st.kind = Stmt::var;
-      // The name: the last identifier before '[', '=' or ';'.
-      size_t stop = text.find_first_of("[=;");
-      std::string_view head = text.substr(0, stop);
-      if (head.find(',') != std::string_view::npos)
-        return fail("a statement at byte " + std::to_string(b) + " declares several variables");
-      if (!for_each_ident(head, [&](size_t ib, size_t ie) {
-            st.name = std::string(head.substr(ib, ie - ib));
-          }) ||
-          st.name.empty())
-        return fail("a variable statement at byte " + std::to_string(b) + " has no name");
-      return true;
-    }
+    if (has("func") || has("entry"))
+      return function_statement(b, text, has("entry"), st);
+    if (has("global") || has("const") || has("shared") || has("local"))
+      return variable_statement(b, text, st);
     return fail("a module-scope statement at byte " + std::to_string(b) + " of unknown kind ." +
                 first);
   }
@@ -291,107 +305,151 @@ std::string normalized(std::string_view s) {
   return out;
 }
 
-} // namespace
+/// Who defines a .visible or .weak name: the first module to.
+struct Def {
+  size_t module;
+  Stmt::Kind kind;
+  Stmt::Link link;
+  std::string text; ///< normalized, for a repeated .weak definition
+};
 
-std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modules,
-                                     std::string* why_out) {
+/// One merge, stage by stage: each stage reads what the earlier ones found
+/// and returns false with `why` set when the modules cannot be merged.
+class Merger {
+public:
+  explicit Merger(const std::vector<const std::string*>& modules)
+      : modules_(modules), n_(modules.size()), stmts_(n_), names_(n_), drop_(n_), renames_(n_),
+        linkage_of_(n_) {}
+
+  bool read();
+  bool check_headers();
+  bool find_definitions();
+  bool plan_renames();
+  bool resolve_declarations();
+  std::string write() const;
+
   std::string why;
-  auto no = [&](const std::string& what) -> std::optional<std::string> {
-    if (why_out)
-      *why_out = what;
-    return std::nullopt;
-  };
-  if (modules.empty())
-    return no("no modules");
-  const size_t n = modules.size();
-  std::vector<std::vector<Stmt>> stmts(n);
-  std::set<std::string> idents; ///< every identifier of every module
-  for (size_t i = 0; i < n; ++i) {
-    std::string_view text = *modules[i];
-    Reader r(text, why);
-    if (!r.read(stmts[i]))
-      return no("module " + std::to_string(i) + ": " + why);
+
+private:
+  bool no(const std::string& what) {
+    why = what;
+    return false;
+  }
+  std::string normalized_text(size_t i, const Stmt& st) const {
+    return normalized(std::string_view(*modules_[i]).substr(st.begin, st.end - st.begin));
+  }
+  std::string header_of(size_t i) const;
+  void drop_weak_repeat(size_t i, size_t k);
+  void write_statement(size_t i, size_t k, std::string& out) const;
+
+  const std::vector<const std::string*>& modules_;
+  const size_t n_;
+  std::vector<std::vector<Stmt>> stmts_;
+  std::set<std::string> idents_; ///< every identifier of every module
+  std::map<std::string, Def> defined_;
+  std::vector<std::set<std::string>> names_; ///< each module's module-scope names
+  std::vector<std::vector<bool>> drop_;
+  std::vector<std::map<std::string, std::string>> renames_;
+  std::vector<std::map<size_t, std::string>> linkage_of_; ///< stmt -> ".visible"/".weak"
+};
+
+// Each module's statements, and every identifier any module uses.
+bool Merger::read() {
+  std::string reason;
+  for (size_t i = 0; i < n_; ++i) {
+    std::string_view text = *modules_[i];
+    Reader r(text, reason);
+    if (!r.read(stmts_[i]))
+      return no("module " + std::to_string(i) + ": " + reason);
     if (!for_each_ident(text, [&](size_t b, size_t e) {
-          idents.emplace(text.substr(b, e - b));
+          idents_.emplace(text.substr(b, e - b));
         }))
       return no("module " + std::to_string(i) + ": an unterminated comment or string");
   }
+  return true;
+}
 
-  // One header for all: every module's own, the same.
-  auto header_of = [&](size_t i) {
-    std::string h;
-    bool body = false;
-    for (const Stmt& st : stmts[i]) {
-      if (st.kind != Stmt::header) {
-        body = true;
-        continue;
-      }
-      if (body)
-        return std::string("\x01"); // a header directive after the body
-      h += normalized(std::string_view(*modules[i]).substr(st.begin, st.end - st.begin)) + "\n";
+std::string Merger::header_of(size_t i) const {
+  std::string h;
+  bool body = false;
+  for (const Stmt& st : stmts_[i]) {
+    if (st.kind != Stmt::header) {
+      body = true;
+      continue;
     }
-    return h;
-  };
+    if (body)
+      return std::string("\x01"); // a header directive after the body
+    h += normalized_text(i, st) + "\n";
+  }
+  return h;
+}
+
+// One header for all: every module's own, the same.
+bool Merger::check_headers() {
   const std::string header = header_of(0);
   if (header.find(".target") == std::string::npos)
     return no("module 0 has no .target");
-  for (size_t i = 1; i < n; ++i)
+  for (size_t i = 1; i < n_; ++i)
     if (header_of(i) != header)
       return no("module " + std::to_string(i) + "'s .version, .target or .address_size differ");
+  return true;
+}
 
-  // Who defines what: the first module to define a .visible or .weak name.
-  struct Def {
-    size_t module;
-    Stmt::Kind kind;
-    Stmt::Link link;
-    std::string text; ///< normalized, for a repeated .weak definition
-  };
-  std::map<std::string, Def> defined;
-  std::vector<std::set<std::string>> names(n); ///< each module's module-scope names
-  std::vector<std::vector<bool>> drop(n);
-  for (size_t i = 0; i < n; ++i) {
-    drop[i].assign(stmts[i].size(), false);
-    for (size_t k = 0; k < stmts[i].size(); ++k) {
-      const Stmt& st = stmts[i][k];
+// One copy of the same .weak definition (statement k of module i), and none
+// of that module's own declarations of it, which would come after the kept
+// definition (ptxas refuses that).
+void Merger::drop_weak_repeat(size_t i, size_t k) {
+  const std::string& name = stmts_[i][k].name;
+  drop_[i][k] = true;
+  for (size_t q = 0; q < stmts_[i].size(); ++q)
+    if (stmts_[i][q].name == name && stmts_[i][q].kind == Stmt::func && !stmts_[i][q].body &&
+        stmts_[i][q].link != Stmt::external)
+      drop_[i][q] = true;
+}
+
+// Who defines what: the first module to define a .visible or .weak name;
+// and each module's module-scope names. Headers after the first module's
+// are dropped.
+bool Merger::find_definitions() {
+  for (size_t i = 0; i < n_; ++i) {
+    drop_[i].assign(stmts_[i].size(), false);
+    for (size_t k = 0; k < stmts_[i].size(); ++k) {
+      const Stmt& st = stmts_[i][k];
       if (st.kind == Stmt::header) {
-        drop[i][k] = i > 0;
+        drop_[i][k] = i > 0;
         continue;
       }
-      names[i].insert(st.name);
+      names_[i].insert(st.name);
       if (st.link == Stmt::external || st.link == Stmt::internal)
         continue;
       bool definition = st.kind == Stmt::var || st.body;
       if (!definition)
         continue; // a prototype of its own module's definition
-      std::string text =
-          normalized(std::string_view(*modules[i]).substr(st.begin, st.end - st.begin));
-      auto [it, first] = defined.try_emplace(st.name, Def{i, st.kind, st.link, text});
+      std::string text = normalized_text(i, st);
+      auto [it, first] = defined_.try_emplace(st.name, Def{i, st.kind, st.link, text});
       if (first || it->second.module == i)
         continue;
       if (st.link == Stmt::weak && it->second.link == Stmt::weak && it->second.text == text) {
-        drop[i][k] = true; // one copy of the same .weak definition
-        // and none of this module's own declarations of it, which would
-        // come after the kept definition (ptxas refuses that)
-        for (size_t q = 0; q < stmts[i].size(); ++q)
-          if (stmts[i][q].name == st.name && stmts[i][q].kind == Stmt::func &&
-              !stmts[i][q].body && stmts[i][q].link != Stmt::external)
-            drop[i][q] = true;
+        drop_weak_repeat(i, k);
         continue;
       }
       return no("'" + st.name + "' is defined in modules " + std::to_string(it->second.module) +
                 " and " + std::to_string(i));
     }
   }
-  // A module's internal names that another module also uses are renamed in
-  // it, to names no module uses.
+  return true;
+}
+
+// A module's internal names that another module also uses are renamed in
+// it, to names no module uses.
+bool Merger::plan_renames() {
   std::map<std::string, size_t> users; ///< name -> how many modules use it
-  for (const std::set<std::string>& own : names)
+  for (const std::set<std::string>& own : names_)
     for (const std::string& name : own)
       ++users[name];
-  std::vector<std::map<std::string, std::string>> renames(n);
-  for (size_t i = 0; i < n; ++i)
-    for (const Stmt& st : stmts[i]) {
-      if (st.kind == Stmt::header || st.link != Stmt::internal || renames[i].count(st.name) ||
+  for (size_t i = 0; i < n_; ++i)
+    for (const Stmt& st : stmts_[i]) {
+      if (st.kind == Stmt::header || st.link != Stmt::internal || renames_[i].count(st.name) ||
           users[st.name] < 2)
         continue;
       if (st.entry)
@@ -401,79 +459,103 @@ std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modu
         return no("'" + st.name + "' of module " + std::to_string(i) +
                   " is spelled as an instruction and is not renamed");
       std::string fresh = st.name + "$m" + std::to_string(i);
-      while (idents.count(fresh))
+      while (idents_.count(fresh))
         fresh += "_";
-      idents.insert(fresh);
-      renames[i][st.name] = fresh;
+      idents_.insert(fresh);
+      renames_[i][st.name] = fresh;
     }
+  return true;
+}
 
-  // Declarations of what another module defines, and repeated ones.
-  std::vector<std::map<size_t, std::string>> linkage_of(n); ///< stmt -> ".visible"/".weak"
-  std::map<std::string, std::string> declared;              ///< external name -> its text
+// Declarations of what another module defines, and repeated ones.
+bool Merger::resolve_declarations() {
+  std::map<std::string, std::string> declared; ///< external name -> its text
   std::set<std::string> prototyped;
-  for (size_t i = 0; i < n; ++i)
-    for (size_t k = 0; k < stmts[i].size(); ++k) {
-      const Stmt& st = stmts[i][k];
+  for (size_t i = 0; i < n_; ++i)
+    for (size_t k = 0; k < stmts_[i].size(); ++k) {
+      const Stmt& st = stmts_[i][k];
       if (st.kind == Stmt::header || st.link != Stmt::external)
         continue;
-      if (auto d = defined.find(st.name); d != defined.end()) {
+      if (auto d = defined_.find(st.name); d != defined_.end()) {
         if (st.kind != Stmt::func || d->second.kind != Stmt::func)
           return no("'" + st.name + "' is declared .extern in module " + std::to_string(i) +
                     " and defined as a variable in module " + std::to_string(d->second.module));
         if (d->second.module < i || !prototyped.insert(st.name).second)
-          drop[i][k] = true; // defined (or declared) above already
+          drop_[i][k] = true; // defined (or declared) above already
         else
-          linkage_of[i][k] = d->second.link == Stmt::weak ? ".weak" : ".visible";
+          linkage_of_[i][k] = d->second.link == Stmt::weak ? ".weak" : ".visible";
         continue;
       }
-      std::string text =
-          normalized(std::string_view(*modules[i]).substr(st.begin, st.end - st.begin));
+      std::string text = normalized_text(i, st);
       auto [it, first] = declared.try_emplace(st.name, text);
       if (!first) {
         if (it->second != text)
           return no("'" + st.name + "' is declared differently in two modules");
-        drop[i][k] = true;
+        drop_[i][k] = true;
       }
     }
+  return true;
+}
 
+// Statement k of module i, its linkage and names as the stages decided.
+void Merger::write_statement(size_t i, size_t k, std::string& out) const {
+  std::string_view text = *modules_[i];
+  const Stmt& st = stmts_[i][k];
+  size_t from = st.begin;
+  if (auto l = linkage_of_[i].find(k); l != linkage_of_[i].end()) {
+    out += text.substr(st.begin, st.extern_at - st.begin);
+    out += l->second;
+    from = st.extern_at + 7; // past ".extern"
+  }
+  std::string_view part = text.substr(from, st.end - from);
+  if (renames_[i].empty()) {
+    out += part;
+  } else {
+    size_t at = 0;
+    for_each_ident(part, [&](size_t b, size_t e) {
+      auto r = renames_[i].find(std::string(part.substr(b, e - b)));
+      if (r == renames_[i].end())
+        return;
+      out += part.substr(at, b - at);
+      out += r->second;
+      at = e;
+    });
+    out += part.substr(at);
+  }
+  out += '\n';
+}
+
+std::string Merger::write() const {
   std::string out;
   out.reserve([&] {
     size_t total = 0;
-    for (const std::string* m : modules)
+    for (const std::string* m : modules_)
       total += m->size();
     return total;
   }());
-  for (size_t i = 0; i < n; ++i) {
-    std::string_view text = *modules[i];
-    for (size_t k = 0; k < stmts[i].size(); ++k) {
-      if (drop[i][k])
-        continue;
-      const Stmt& st = stmts[i][k];
-      size_t from = st.begin;
-      if (auto l = linkage_of[i].find(k); l != linkage_of[i].end()) {
-        out += text.substr(st.begin, st.extern_at - st.begin);
-        out += l->second;
-        from = st.extern_at + 7; // past ".extern"
-      }
-      std::string_view part = text.substr(from, st.end - from);
-      if (renames[i].empty()) {
-        out += part;
-      } else {
-        size_t at = 0;
-        for_each_ident(part, [&](size_t b, size_t e) {
-          auto r = renames[i].find(std::string(part.substr(b, e - b)));
-          if (r == renames[i].end())
-            return;
-          out += part.substr(at, b - at);
-          out += r->second;
-          at = e;
-        });
-        out += part.substr(at);
-      }
-      out += '\n';
-    }
-  }
+  for (size_t i = 0; i < n_; ++i)
+    for (size_t k = 0; k < stmts_[i].size(); ++k)
+      if (!drop_[i][k])
+        write_statement(i, k, out);
   return out;
+}
+
+} // namespace
+
+std::optional<std::string> merge_ptx(const std::vector<const std::string*>& modules,
+                                     std::string* why_out) {
+  auto no = [&](const std::string& what) -> std::optional<std::string> {
+    if (why_out)
+      *why_out = what;
+    return std::nullopt;
+  };
+  if (modules.empty())
+    return no("no modules");
+  Merger m(modules);
+  if (!m.read() || !m.check_headers() || !m.find_definitions() || !m.plan_renames() ||
+      !m.resolve_declarations())
+    return no(m.why);
+  return m.write();
 }
 
 } // namespace kiln::link

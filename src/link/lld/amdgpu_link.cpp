@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -168,6 +169,128 @@ std::string emit_part(const llvm::Target* t, const llvm::Triple& triple, const s
   return emit_object(t, triple, cpu, features, **m, diagnostics, error);
 }
 
+// The closure's bitcode linked into one module of `ctx`, whose handler
+// collects errors into `diagnostics`; nullptr with `error` set if a job's
+// bitcode cannot be read or linked.
+std::unique_ptr<llvm::Module> link_bitcode(const kiln_link_input* bitcode, size_t count,
+                                           llvm::LLVMContext& ctx, const std::string& diagnostics,
+                                           std::string& error) {
+  std::unique_ptr<llvm::Module> linked;
+  for (size_t i = 0; i < count; ++i) {
+    auto m = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(llvm::StringRef(bitcode[i].data, bitcode[i].size),
+                              bitcode[i].name ? bitcode[i].name : "job"),
+        ctx);
+    if (!m) {
+      error = std::string("cannot read bitcode of ") + (bitcode[i].name ? bitcode[i].name : "?") +
+              ": " + llvm::toString(m.takeError());
+      return nullptr;
+    }
+    if (!linked) {
+      linked = std::move(*m);
+    } else if (llvm::Linker::linkModules(*linked, std::move(*m))) {
+      error = std::string("IR link failed at ") + (bitcode[i].name ? bitcode[i].name : "?") +
+              ": " + diagnostics;
+      return nullptr;
+    }
+  }
+  return linked;
+}
+
+// The parts of `m` as bitcode (parts_for), by the backend's own splitter;
+// none when one part is enough.
+std::vector<std::string> split_into_parts(llvm::TargetMachine& machine, llvm::Module& m) {
+  std::vector<std::string> parts;
+  if (unsigned n = parts_for(m); n > 1)
+    machine.splitModule(m, n, [&](std::unique_ptr<llvm::Module> part) {
+      std::string bc;
+      llvm::raw_string_ostream os(bc);
+      llvm::WriteBitcodeToFile(*part, os);
+      os.flush();
+      parts.push_back(std::move(bc));
+    });
+  return parts;
+}
+
+// The objects of `parts`, compiled on up to `threads` threads; `error` set,
+// naming the first part that failed, if any did.
+std::vector<std::string> emit_parts(const llvm::Target* t, const llvm::Triple& triple,
+                                    const std::string& cpu, const std::string& features,
+                                    const std::vector<std::string>& parts, unsigned threads,
+                                    std::string& error) {
+  // Each part on the next free thread, this one included; which thread
+  // compiles a part does not change its object.
+  std::vector<std::string> objects(parts.size());
+  std::vector<std::string> errors(parts.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < parts.size();)
+      objects[i] = emit_part(t, triple, cpu, features, parts[i], errors[i]);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t w = 1; w < std::min<size_t>(threads, parts.size()); ++w) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break; // no more threads: the others take its parts
+    }
+  }
+  work();
+  for (std::thread& h : helpers)
+    h.join();
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (!errors[i].empty()) {
+      error = errors[i] + " (part " + std::to_string(i + 1) + " of " +
+              std::to_string(parts.size()) + ")";
+      break;
+    }
+  return objects;
+}
+
+// The HSACO lld links from `objects`; nullopt with `error` set if it fails.
+std::optional<std::string> link_hsaco(const std::vector<std::string>& objects,
+                                      std::string& error) {
+  auto dir = kiln::TempDir::create("kiln-hsaco");
+  if (!dir) {
+    error = dir.error().message;
+    return std::nullopt;
+  }
+  std::string output = dir->path() + "/image.hsaco";
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    inputs.push_back(dir->path() + "/part" + std::to_string(i) + ".o");
+    if (kiln::Status s = kiln::write_scratch_file(inputs.back(), objects[i]); !s) {
+      error = s.error().message;
+      return std::nullopt;
+    }
+  }
+  // A few objects: lld's thread pool would only hand them from thread to
+  // thread.
+  std::vector<const char*> args = {"ld.lld",          "-shared",     "--no-undefined",
+                                   "--build-id=none", "--threads=1", "-o",
+                                   output.c_str()};
+  for (const std::string& in : inputs)
+    args.push_back(in.c_str());
+  std::string diag;
+  llvm::raw_string_ostream diag_os(diag);
+  int rc;
+  {
+    std::lock_guard lock(kiln::link_detail::lld_mutex());
+    rc = lld::lldMain(args, diag_os, diag_os, {{lld::Gnu, &lld::elf::link}}).retCode;
+  }
+  diag_os.flush();
+  if (rc != 0) {
+    error = "lld failed: " + diag;
+    return std::nullopt;
+  }
+  auto bytes = kiln::read_file(output);
+  if (!bytes) {
+    error = bytes.error().message;
+    return std::nullopt;
+  }
+  return bytes.take();
+}
+
 } // namespace
 
 extern "C" int kiln_link_amdgpu_image(const kiln_link_input* bitcode, size_t count,
@@ -193,22 +316,10 @@ extern "C" int kiln_link_amdgpu_image(const kiln_link_input* bitcode, size_t cou
   llvm::LLVMContext ctx;
   std::string diagnostics;
   ctx.setDiagnosticHandler(std::make_unique<CollectDiagnostics>(&diagnostics));
-  std::unique_ptr<llvm::Module> linked;
-  for (size_t i = 0; i < count; ++i) {
-    auto m = llvm::parseBitcodeFile(
-        llvm::MemoryBufferRef(llvm::StringRef(bitcode[i].data, bitcode[i].size),
-                              bitcode[i].name ? bitcode[i].name : "job"),
-        ctx);
-    if (!m)
-      return fail(std::string("cannot read bitcode of ") + (bitcode[i].name ? bitcode[i].name : "?") +
-                  ": " + llvm::toString(m.takeError()));
-    if (!linked) {
-      linked = std::move(*m);
-    } else if (llvm::Linker::linkModules(*linked, std::move(*m))) {
-      return fail(std::string("IR link failed at ") + (bitcode[i].name ? bitcode[i].name : "?") +
-                  ": " + diagnostics);
-    }
-  }
+  std::string link_error;
+  std::unique_ptr<llvm::Module> linked = link_bitcode(bitcode, count, ctx, diagnostics, link_error);
+  if (!linked)
+    return fail(link_error);
 
   llvm::Triple triple("amdgcn-amd-amdhsa");
   std::string err;
@@ -221,83 +332,24 @@ extern "C" int kiln_link_amdgpu_image(const kiln_link_input* bitcode, size_t cou
   if (!gen)
     return fail(generator_error);
   linked->setDataLayout(gen->machine->createDataLayout());
-  std::vector<std::string> parts;
-  if (unsigned n = parts_for(*linked); n > 1)
-    gen->machine->splitModule(*linked, n, [&](std::unique_ptr<llvm::Module> part) {
-      std::string bc;
-      llvm::raw_string_ostream os(bc);
-      llvm::WriteBitcodeToFile(*part, os);
-      os.flush();
-      parts.push_back(std::move(bc));
-    });
+  const std::vector<std::string> parts = split_into_parts(*gen->machine, *linked);
   if (!diagnostics.empty())
     return fail("splitting the module failed: " + diagnostics);
 
   std::vector<std::string> objects;
-  if (parts.empty()) {
-    std::string e;
+  std::string e;
+  if (parts.empty())
     objects.push_back(emit_object(t, triple, cpu, feature_string, *linked, diagnostics, e));
-    if (!e.empty())
-      return fail(e);
-  } else {
-    // Each part on the next free thread, this one included; which thread
-    // compiles a part does not change its object.
-    objects.resize(parts.size());
-    std::vector<std::string> errors(parts.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next++) < parts.size();)
-        objects[i] = emit_part(t, triple, cpu, feature_string, parts[i], errors[i]);
-    };
-    std::vector<std::thread> helpers;
-    for (size_t w = 1; w < std::min<size_t>(threads, parts.size()); ++w) {
-      try {
-        helpers.emplace_back(work);
-      } catch (const std::system_error&) {
-        break; // no more threads: the others take its parts
-      }
-    }
-    work();
-    for (std::thread& h : helpers)
-      h.join();
-    for (size_t i = 0; i < parts.size(); ++i)
-      if (!errors[i].empty())
-        return fail(errors[i] + " (part " + std::to_string(i + 1) + " of " +
-                    std::to_string(parts.size()) + ")");
-  }
+  else
+    objects = emit_parts(t, triple, cpu, feature_string, parts, threads, e);
+  if (!e.empty())
+    return fail(e);
 
-  auto dir = kiln::TempDir::create("kiln-hsaco");
-  if (!dir)
-    return fail(dir.error().message);
-  std::string output = dir->path() + "/image.hsaco";
-  std::vector<std::string> inputs;
-  for (size_t i = 0; i < objects.size(); ++i) {
-    inputs.push_back(dir->path() + "/part" + std::to_string(i) + ".o");
-    if (kiln::Status s = kiln::write_scratch_file(inputs.back(), objects[i]); !s)
-      return fail(s.error().message);
-  }
-  // A few objects: lld's thread pool would only hand them from thread to
-  // thread.
-  std::vector<const char*> args = {"ld.lld",          "-shared",     "--no-undefined",
-                                   "--build-id=none", "--threads=1", "-o",
-                                   output.c_str()};
-  for (const std::string& in : inputs)
-    args.push_back(in.c_str());
-  std::string diag;
-  llvm::raw_string_ostream diag_os(diag);
-  int rc;
-  {
-    std::lock_guard lock(kiln::link_detail::lld_mutex());
-    rc = lld::lldMain(args, diag_os, diag_os, {{lld::Gnu, &lld::elf::link}}).retCode;
-  }
-  diag_os.flush();
-  if (rc != 0)
-    return fail("lld failed: " + diag);
-  auto bytes = kiln::read_file(output);
-  if (!bytes)
-    return fail(bytes.error().message);
-  *out = static_cast<char*>(std::malloc(bytes->size() ? bytes->size() : 1));
-  std::memcpy(*out, bytes->data(), bytes->size());
-  *out_size = bytes->size();
+  std::optional<std::string> image = link_hsaco(objects, e);
+  if (!image)
+    return fail(e);
+  *out = static_cast<char*>(std::malloc(image->size() ? image->size() : 1));
+  std::memcpy(*out, image->data(), image->size());
+  *out_size = image->size();
   return 0;
 }

@@ -10,7 +10,7 @@
 // "Crash isolation"): a worker process per job protects a caller's process,
 // and this process is Kiln's own. A crash of LLVM here ends the tool with a
 // message and exit status 3 (crash_report below).
-#include <kiln/compiler.hpp>
+#include <kiln/request.hpp>
 #include <kiln/kiln.hpp>
 
 #include "exit_status.h"

@@ -56,10 +56,6 @@ ErrorInfo error_info(const Error& error);
 /// connection: compile(request, cache_path) (compiler.hpp) for an open
 /// cache, the request first as there. Input errors change nothing.
 Result<CompileReport> compile(const CompileRequest& request, const Cache& cache);
-/// The same, in the order this call first had: kept so that programs built
-/// with it still link and run.
-[[deprecated("kiln::compile takes the request first: compile(request, cache)")]]
-Result<CompileReport> compile(const Cache& cache, const CompileRequest& request);
 
 /// A loaded image and how it was obtained.
 struct Loaded {

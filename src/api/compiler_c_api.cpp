@@ -46,10 +46,6 @@ Result<CompileReport> compile(const CompileRequest& request, const Cache& cache)
   return request::answer(request, {"", &st->records()});
 }
 
-Result<CompileReport> compile(const Cache& cache, const CompileRequest& request) {
-  return compile(request, cache);
-}
-
 std::string present_target() {
   // A GPU build of the unit only helps if the driver can load it here.
   if (auto arch = runtime::cuda_device_arch())

@@ -786,24 +786,6 @@ TEST_CASE("compile_or_load: every answer leaves the root's name as a precompile 
   }
 }
 
-TEST_CASE("compile: the older argument order still compiles into the handle's cache") {
-  Fixture f;
-  CompileRequest req;
-  req.inputs = {SourceInput::memory("nested.ll", data_file("nested.ll"))};
-  req.entries = {"nest_a"};
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  auto old_order = compile(f.cache, req);
-#pragma GCC diagnostic pop
-  REQUIRE(old_order);
-  CHECK(old_order->ok());
-  CHECK_FALSE(old_order->memo_hit);
-  auto new_order = compile(req, f.cache);
-  REQUIRE(new_order);
-  CHECK(new_order->memo_hit); // the same request, into the same cache
-  CHECK(new_order->roots[0].closure == old_order->roots[0].closure);
-}
-
 TEST_CASE("compile: a memo's answer reports each root's unit as the run it replays did") {
   Fixture f;
   CompileRequest req;

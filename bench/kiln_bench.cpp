@@ -18,7 +18,7 @@
 #include "timing.hpp"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 #include "core/host_cpu.h"
 #include "core/keys.h"
 #include "ir/extract.h"

@@ -3,7 +3,7 @@
 // Compile-or-load parses and keys the unit, then asks the loader for the
 // root's closure by key: a hit loads without compiling or writing anything;
 // a miss compiles, stores and links through Plan::run, then loads.
-#include "driver/request.h"
+#include "request/request.h"
 #include "storage/records.h"
 #include "memo/memo.h"
 #include "memo/record.h"

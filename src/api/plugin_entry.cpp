@@ -1,8 +1,8 @@
 // libkiln's entry point into the compiler, for a memo miss in a process that
 // linked only the loader (kiln-precompile, compile_on_demand): plain C over
 // encoded bytes (memo/compiler_plugin.h), answered by the one request path
-// (driver/request.h). Nothing may unwind out of it.
-#include "driver/request.h"
+// (request/request.h). Nothing may unwind out of it.
+#include "request/request.h"
 #include "memo/compiler_plugin.h"
 
 #include <cstdlib>

@@ -4,7 +4,7 @@
 
 #include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 #include "ir/diagnostics.h"
 #include "link/lld/object_stream.h"
 #include "link/nvjitlink.h"

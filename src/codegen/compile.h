@@ -3,7 +3,7 @@
 // and emit code. Safe to run for many jobs on many threads at once.
 #pragma once
 
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 
 #include <kiln/result.hpp>
 

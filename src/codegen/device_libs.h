@@ -4,7 +4,7 @@
 // that job's key; jobs that use none are unaffected by either.
 #pragma once
 
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 
 #include <kiln/result.hpp>
 

@@ -31,7 +31,7 @@ typedef struct kiln_plugin_reply {
 #define KILN_PLUGIN_MEMO_MISSED 1u
 
 /// libkiln-compiler's one entry point for libkiln: answers the encoded
-/// request (driver/request.h) against the cache at `cache_path` and fills
+/// request (request/request.h) against the cache at `cache_path` and fills
 /// *reply with the encoded result (a report or an error). `progress` may be
 /// NULL; `flags` are KILN_PLUGIN_* bits. Returns 0, or nonzero if no reply
 /// could be made (out of memory).

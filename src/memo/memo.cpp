@@ -62,7 +62,7 @@ namespace {
 
 bool publishes_to_remote(const CompileRequest& req) {
   auto remote = storage::remote::configured(req.remote, req.remote_read_only);
-  // A bad URL is the driver's to report, so no memo answers it either.
+  // A bad URL is the request path's to report, so no memo answers it either.
   return !remote || (remote->backend && !remote->options.read_only);
 }
 

@@ -6,7 +6,7 @@
 // that a memo hit needs nothing else.
 #include "memo/compiler_plugin.h"
 #include "memo/memo.h"
-#include "storage/remote/backend.h"
+#include "storage/remote/remote_backend.h"
 
 #include <dlfcn.h>
 

@@ -1,7 +1,7 @@
 // Kiln's storage, as everything above this layer sees it: the records
 // (storage/records.h: the local SQLite cache, storage/local/store.h, or
 // another implementation of them) and, optionally, a remote backend shared
-// by many machines (storage/remote/backend.h), behind one class. The layers
+// by many machines (storage/remote/remote_backend.h), behind one class. The layers
 // above include no header of storage/local/ (tests/layers checks it).
 //
 // Read-through: a local miss of a job, closure (with its member jobs), name
@@ -17,7 +17,7 @@
 #pragma once
 
 #include "storage/records.h"
-#include "storage/remote/backend.h"
+#include "storage/remote/remote_backend.h"
 #include "storage/signing.h"
 
 #include <kiln/result.hpp>

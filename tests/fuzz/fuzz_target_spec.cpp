@@ -1,7 +1,7 @@
 // Fuzz target: the short strings users type: target specs (--target),
 // sizes and durations (gc, config, KILN_CACHE_MAX_SIZE). Each is accepted or refused with a message; a resolved
 // target resolves again to itself.
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 #include "support/units.h"
 
 #include <cstddef>

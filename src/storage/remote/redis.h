@@ -5,7 +5,7 @@
 // message.
 #pragma once
 
-#include "storage/remote/backend.h"
+#include "storage/remote/remote_backend.h"
 
 #include <kiln/result.hpp>
 

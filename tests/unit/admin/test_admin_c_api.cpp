@@ -1,4 +1,4 @@
-// Unit tests for the admin C API (src/admin/c_api.cpp): answers are the C++
+// Unit tests for the admin C API (src/admin/admin_c_api.cpp): answers are the C++
 // views' JSON in memory the caller frees with kiln_admin_free; a NULL or
 // dead handle, a NULL out argument and a malformed argument are
 // KILN_INVALID_ARGUMENT with the call named and *json_out NULL; a write on a

@@ -1,6 +1,6 @@
-// Unit tests for portable host targets (host:CPU in src/codegen/target.cpp):
+// Unit tests for portable host targets (host:CPU in src/codegen/llvm_target.cpp):
 // this machine's triple, the named CPU and that CPU's own ISA features.
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 #include "core/host_cpu.h"
 
 #include <doctest/doctest.h>

@@ -1,12 +1,12 @@
-// Unit tests for compiling in a worker process (src/codegen/isolated.cpp,
-// worker_main.cpp): the same bytes as compile_job in this process; a job
+// Unit tests for compiling in a worker process (src/codegen/worker/pool.cpp,
+// worker/main.cpp): the same bytes as compile_job in this process; a job
 // that makes LLVM's backend abort fails with LLVM's message while this
 // process and later jobs carry on; a worker killed mid-job, or while idle,
 // is replaced; concurrent callers; the in-process switch; a missing or
 // wrong worker executable; and the worker's own protocol and exit at end
 // of file.
-#include "codegen/isolated.h"
-#include "codegen/worker_protocol.h"
+#include "codegen/worker/pool.h"
+#include "codegen/worker/protocol.h"
 #include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
 #include "fixtures/env.hpp"

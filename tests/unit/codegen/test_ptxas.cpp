@@ -6,7 +6,7 @@
 // switched off gives.
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 #include "link/nvjitlink.h"
 #include "fixtures/files.hpp"
 #include "fixtures/process.hpp"

@@ -1,6 +1,6 @@
-// Unit tests for target resolution against LLVM (src/codegen/target.cpp):
+// Unit tests for target resolution against LLVM (src/codegen/llvm_target.cpp):
 // specs to triples, CPUs and features, and the errors an unknown spec gets.
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 
 #include <doctest/doctest.h>
 

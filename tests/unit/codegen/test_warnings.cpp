@@ -1,8 +1,8 @@
 // LLVM's warnings for a job (src/ir/diagnostics.cpp, carried from the worker
-// by src/codegen/worker_protocol.cpp): reported with the job they belong to,
+// by src/codegen/worker/protocol.cpp): reported with the job they belong to,
 // once each, never printed by LLVM itself.
 #include "codegen/compile.h"
-#include "codegen/isolated.h"
+#include "codegen/worker/pool.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/ir.hpp"
 #include "fixtures/jobs.hpp"

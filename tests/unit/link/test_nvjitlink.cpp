@@ -1,8 +1,8 @@
 // Unit tests for nvJitLink, dlopen'd (src/link/nvjitlink.cpp): a closure's
 // NVIDIA pieces (PTX or relocatable cubins) linked into one cubin defining
 // every member, errors naming the architecture, or a clear reason why not.
-#include "codegen/isolated.h"
-#include "codegen/worker_protocol.h"
+#include "codegen/worker/pool.h"
+#include "codegen/worker/protocol.h"
 #include "codegen/ptxas.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"

@@ -3,7 +3,7 @@
 // (a first request with --no-link, or gc) are linked then, on the request's
 // -j, each root's once; over in-memory records, a hit reads no job and a
 // memo that cannot be recorded costs only the next request's speed.
-#include "driver/request.h"
+#include "request/request.h"
 #include "memo/memo.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/memory_records.hpp"

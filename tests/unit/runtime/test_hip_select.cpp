@@ -4,7 +4,7 @@
 // the device queries without a device.
 #include "runtime/hip/hip_select.h"
 
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 
 #include <doctest/doctest.h>
 

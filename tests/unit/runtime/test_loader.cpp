@@ -9,7 +9,7 @@
 #include "fixtures/cpu.hpp"
 #include "fixtures/ir.hpp"
 #include "fixtures/memory_records.hpp"
-#include "driver/request.h"
+#include "request/request.h"
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/handles.h"
 #include "runtime/hip/hip_select.h"

@@ -1,4 +1,4 @@
-// Unit tests for eviction (src/storage/gc.cpp, src/storage/local/gc.cpp): the policy read from
+// Unit tests for eviction (src/storage/gc.cpp, src/storage/local/gc_rows.cpp): the policy read from
 // command-line text, least recently used closures first with ties broken by
 // key, jobs no closure uses first, the keep list, a dry run that changes
 // nothing, jobs a surviving closure shares kept, the size target met by

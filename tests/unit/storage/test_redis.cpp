@@ -1,5 +1,5 @@
 // Unit tests for the Redis backend (src/storage/remote/redis.h) and the
-// remote factory (src/storage/remote/backend.h): URLs parsed without ever
+// remote factory (src/storage/remote/remote_backend.h): URLs parsed without ever
 // echoing credentials; $KILN_REMOTE and read-only mode; get/put/remove, TTL,
 // database selection, AUTH, a dead server and a read timeout against a real
 // redis-server on a free loopback port (skipped where none is installed);

@@ -2,7 +2,7 @@
 // closures, jobs and images; write-back and read-only remote mode;
 // fail-open with one notice; rejection of remote values that fail their
 // checks; remote key naming. The remote is a small in-process backend: the
-// backend interface (storage/remote/backend.h) is what Storage is written
+// backend interface (storage/remote/remote_backend.h) is what Storage is written
 // against. tests/unit/storage/test_redis.cpp runs Storage over Redis.
 #include "storage/storage.h"
 

@@ -1,5 +1,5 @@
 // Unit tests for how a cache is used (src/storage/usage.cpp,
-// src/storage/local/usage.cpp): counters
+// src/storage/local/usage_rows.cpp): counters
 // added to and zeroed, recency that only moves forward, what stats counts and
 // measures, settings, and the size limit from $KILN_CACHE_MAX_SIZE, else the
 // cache's setting, else the default.

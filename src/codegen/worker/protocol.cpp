@@ -1,7 +1,7 @@
-// The worker protocol's messages (codegen/worker_protocol.h): cereal
+// The worker protocol's messages (codegen/worker/protocol.h): cereal
 // payloads of plain wire structs, so the in-memory types stay free of
 // serialization concerns.
-#include "codegen/worker_protocol.h"
+#include "codegen/worker/protocol.h"
 
 #include <algorithm>
 

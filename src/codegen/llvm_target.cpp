@@ -1,6 +1,6 @@
 // Target resolution: specs to triples, CPUs and features, and the target
 // machines that compile for them. Errors name the target spec.
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 
 #include "codegen/ptxas.h"
 

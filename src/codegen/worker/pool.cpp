@@ -1,4 +1,4 @@
-// Compiling in a worker process (codegen/isolated.h): the process-wide pool
+// Compiling in a worker process (codegen/worker/pool.h): the process-wide pool
 // of kiln-codegen-worker processes, how one is started, and the exchange of
 // one job with it over a socket.
 //
@@ -8,11 +8,11 @@
 // leaves LLVM's state corrupt; fork without exec is unsafe in a
 // multithreaded host. A worker is a fresh executable (posix_spawn) that
 // initialises LLVM once and compiles many jobs.
-#include "codegen/isolated.h"
+#include "codegen/worker/pool.h"
 
 #include "codegen/device_libs.h"
 #include "codegen/ptxas.h"
-#include "codegen/worker_protocol.h"
+#include "codegen/worker/protocol.h"
 
 #include <algorithm>
 #include <atomic>
@@ -315,7 +315,7 @@ Io transfer(Worker& w, const std::string* request, std::string* reply,
 // The toolchain this process resolved (ptxas, the device libraries), named
 // explicitly for the worker, so that it produces exactly the artifacts and
 // links exactly the libraries the job's key was computed for, even if the
-// environment changed since. Sent with each request (worker_protocol.h).
+// environment changed since. Sent with each request (worker/protocol.h).
 worker::Toolchain toolchain_settings() {
   worker::Toolchain set;
   TargetDesc amd;

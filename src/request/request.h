@@ -5,7 +5,7 @@
 //
 //   memo   -> the request memo answers a request seen before, without LLVM
 //   plan   -> the unit read and every job keyed (bad input touches no cache)
-//   run    -> claim, compile, record (driver.cpp over storage/single_flight.h)
+//   run    -> claim, compile, record (plan.cpp over storage/single_flight.h)
 //   record -> the request memoised for the next time
 //   report -> the report (CompileReport::first_failure: its first failure as an
 //             error, for the callers that want one)

@@ -1,14 +1,14 @@
-// Unit tests for the driver (src/driver/driver.cpp, through
+// Unit tests for the driver (src/request/plan.cpp, through
 // include/kiln/compiler.hpp): Plan's job graph, cycles, runs into a cache, and
 // the fields of what Plan::create reports (those of where an error arose, and
 // the entry and target it was planning); and the driver over in-memory
 // records (fixtures/memory_records.hpp) that fail where a test says.
-#include "driver/request.h"
+#include "request/request.h"
 #include "fixtures/cache.hpp"
 #include "fixtures/env.hpp"
 #include "fixtures/ir.hpp"
 #include "fixtures/memory_records.hpp"
-#include "codegen/isolated.h"
+#include "codegen/worker/pool.h"
 
 #include "support/fault.h"
 #include "support/files.h"

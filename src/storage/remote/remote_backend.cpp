@@ -1,6 +1,6 @@
-// The remote backend factory (storage/remote/backend.h): the URL, else
+// The remote backend factory (storage/remote/remote_backend.h): the URL, else
 // $KILN_REMOTE, names the backend; Redis is the only one.
-#include "storage/remote/backend.h"
+#include "storage/remote/remote_backend.h"
 
 #include "storage/remote/redis.h"
 

@@ -5,7 +5,7 @@
 // dynamic parallelism links the device runtime, and the PTX ISA is the one
 // the IR asks for.
 #include "codegen/ptxas.h"
-#include "codegen/target.h"
+#include "codegen/llvm_target.h"
 #include "core/check.h"
 #include "core/keys.h"
 #include "fixtures/cache.hpp"

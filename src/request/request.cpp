@@ -1,8 +1,8 @@
-// The one request path (driver/request.h).
-#include "driver/request.h"
+// The one request path (request/request.h).
+#include "request/request.h"
 
-#include "codegen/isolated.h"
-#include "driver/driver.h"
+#include "codegen/worker/pool.h"
+#include "request/plan.h"
 #include "memo/memo.h"
 #include "storage/storage.h"
 

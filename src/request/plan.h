@@ -1,5 +1,5 @@
-// The plan's run, for the request path (driver/request.h): a Plan's
-// insides stay in driver.cpp.
+// The plan's run, for the request path (request/request.h): a Plan's
+// insides stay in plan.cpp.
 #pragma once
 
 #include "storage/storage.h"

@@ -6,13 +6,13 @@
 // tier, a job the local cache lacks is first fetched from it, and what is
 // compiled, recorded or linked here is published to it; a sharded run
 // compiles only its share of the jobs.
-#include "driver/driver.h"
+#include "request/plan.h"
 
 #include "storage/records.h"
 #include "codegen/compile.h"
 #include "codegen/device_libs.h"
-#include "codegen/isolated.h"
-#include "codegen/target.h"
+#include "codegen/worker/pool.h"
+#include "codegen/llvm_target.h"
 #include "core/check.h"
 #include "core/explain.h"
 #include "core/keys.h"

@@ -1,12 +1,12 @@
 // kiln-codegen-worker: compiles jobs for compile_job_isolated
-// (codegen/isolated.cpp) in a process of its own, so that an LLVM crash ends
+// (codegen/worker/pool.cpp) in a process of its own, so that an LLVM crash ends
 // this process and not the one that asked. Started with its socket on fd 0
 // and its stdout and stderr on a pipe the parent reads; says hello, then
 // answers one request at a time until the socket reaches end of file or the
 // parent dies. Not meant to be run by hand.
 #include "codegen/compile.h"
-#include "codegen/target.h"
-#include "codegen/worker_protocol.h"
+#include "codegen/llvm_target.h"
+#include "codegen/worker/protocol.h"
 #include "link/nvjitlink.h"
 
 #include <llvm/ADT/StringRef.h>

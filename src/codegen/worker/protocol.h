@@ -1,5 +1,5 @@
-// The messages between compile_job_isolated (codegen/isolated.cpp) and the
-// code generation worker (codegen/worker_main.cpp), over a local socket:
+// The messages between compile_job_isolated (codegen/worker/pool.cpp) and the
+// code generation worker (codegen/worker/main.cpp), over a local socket:
 // each message is an 8-byte little-endian length and a cereal payload. The
 // worker says hello once it has started, then answers one request (a job,
 // its target and options) with one response (artifacts or an Error) at a

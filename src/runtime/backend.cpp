@@ -1,6 +1,7 @@
 // The dispatch table: one Backend per core::TargetKind.
 #include "runtime/backend.h"
 
+#include "runtime/cuda/cuda_jit.h"
 #include "runtime/cuda/cuda_loader.h"
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/hip/hip_loader.h"
@@ -16,15 +17,16 @@ namespace kiln::runtime {
 namespace {
 
 // GPU code is matched to its device by target spec alone (the image arch
-// and the driver decide): no job check.
+// and the driver decide): no job check. Only NVIDIA code may need images
+// the linkers do not make (the driver's JIT).
 // In the order backends() gives them.
 constexpr Backend kBackends[] = {
     {core::TargetKind::nvptx, "CUDA", load_cuda_image, choose_cuda_target, nullptr,
-     cuda_device_arch},
-    {core::TargetKind::amdgpu, "HIP", load_hip_image, choose_hip_target, nullptr,
+     cuda_image_maker, cuda_device_arch},
+    {core::TargetKind::amdgpu, "HIP", load_hip_image, choose_hip_target, nullptr, nullptr,
      hip_device_arch},
     {core::TargetKind::host, "host", load_host_image, choose_host_target, check_host_job,
-     host_device_target},
+     nullptr, host_device_target},
 };
 
 } // namespace

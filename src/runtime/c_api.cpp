@@ -163,7 +163,7 @@ kiln_status kiln_image_load(kiln_cache* cache, const char* name, const char* tar
     *out = nullptr;
     if (!g_caches.contains(cache)) [[unlikely]]
       return not_live("kiln_image_load", "cache", kiln::runtime::HandleType::cache);
-    auto img = kiln::runtime::load_image(*cache, name, target ? target : "");
+    auto img = kiln::runtime::load(*cache, {name, target ? target : ""});
     if (!img)
       return fail(img.error());
     *out = img.take().release();
@@ -180,7 +180,7 @@ kiln_status kiln_library_load(kiln_cache* cache, const char* name, const char* t
     *out = nullptr;
     if (!g_caches.contains(cache)) [[unlikely]]
       return not_live("kiln_library_load", "cache", kiln::runtime::HandleType::cache);
-    auto img = kiln::runtime::load_library(*cache, name, target ? target : "");
+    auto img = kiln::runtime::load(*cache, {name, target ? target : "", true});
     if (!img)
       return fail(img.error());
     *out = img.take().release();
@@ -286,12 +286,12 @@ Result<Cache> Cache::open(const std::string& path, unsigned flags) {
 Result<std::string> Cache::default_path() { return default_cache_path(); }
 
 Result<Image> Cache::load(std::string_view name, std::string_view target) const {
-  KILN_TRY_ASSIGN(auto img, runtime::load_image(*cache_, name, target));
+  KILN_TRY_ASSIGN(auto img, runtime::load(*cache_, {name, target}));
   return Image(std::move(img).release());
 }
 
 Result<Image> Cache::load_library(std::string_view name, std::string_view target) const {
-  KILN_TRY_ASSIGN(auto img, runtime::load_library(*cache_, name, target));
+  KILN_TRY_ASSIGN(auto img, runtime::load(*cache_, {name, target, true}));
   return Image(std::move(img).release());
 }
 

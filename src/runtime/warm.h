@@ -20,7 +20,7 @@
 #pragma once
 
 #include "core/records.h"
-#include "runtime/host/host_loader.h"
+#include "runtime/module.h"
 #include "storage/records.h"
 
 #include "support/hash.h"
@@ -39,7 +39,7 @@ struct WarmImage {
   std::string target;                 ///< the spec it was loaded for
   core::ClosureRecord closure;        ///< with its members' entries
   std::optional<Hash128> served_by;   ///< the closure whose image it is, when another
-  std::shared_ptr<HostImageFile> file;
+  std::shared_ptr<const KeptImage> file; ///< the backend's (the host's sealed memory file)
 };
 
 class WarmImages {

@@ -66,16 +66,17 @@ Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,
   return out;
 }
 
-Result<std::string> cuda_jit_image(storage::Records& store, const core::ClosureRecord& closure,
-                                   bool* linked) {
-  auto arch = cuda_device_arch();
-  if (!arch)
-    return arch.error();
-  image::Maker jit;
-  jit.arch = *arch;
-  jit.fingerprint = cuda_jit_fingerprint;
-  jit.make = [&](const core::ClosureRecord& c) -> Result<std::string> {
-    std::string what = "JIT of closure " + c.key.hex() + " for " + *arch;
+Result<std::optional<image::Maker>> cuda_image_maker(const std::string& target,
+                                                     storage::Records& store) {
+  KILN_TRY_ASSIGN(bool jit, cuda_needs_jit(target));
+  if (!jit)
+    return std::optional<image::Maker>();
+  KILN_TRY_ASSIGN(std::string arch, cuda_device_arch());
+  image::Maker maker;
+  maker.arch = arch;
+  maker.fingerprint = cuda_jit_fingerprint;
+  maker.make = [&store, arch](const core::ClosureRecord& c) -> Result<std::string> {
+    std::string what = "JIT of closure " + c.key.hex() + " for " + arch;
     std::vector<std::string> ptx, names;
     for (const core::ClosureMember& m : c.members) {
       auto p = store.get_artifact(m.job, "ptx");
@@ -89,7 +90,7 @@ Result<std::string> cuda_jit_image(storage::Records& store, const core::ClosureR
       return image.error().context(what);
     return image;
   };
-  return image::fetch_or_make(store, closure, jit, linked);
+  return std::optional<image::Maker>(std::move(maker));
 }
 
 } // namespace kiln::runtime

@@ -4,10 +4,12 @@
 #pragma once
 
 #include "core/records.h"
+#include "image/image.h"
 #include "storage/records.h"
 
 #include <kiln/result.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +24,12 @@ Result<std::string> cuda_jit_fingerprint();
 Result<std::string> cuda_jit_link(const std::vector<std::string>& ptx,
                                   const std::vector<std::string>& names);
 
-/// The image the driver's JIT made from the closure's PTX: from the cache,
-/// or made now and stored under the device's arch. `linked` says which.
-Result<std::string> cuda_jit_image(storage::Records& store, const core::ClosureRecord& closure,
-                                   bool* linked = nullptr);
+/// How NVIDIA images for `target` are made for the present device (the
+/// CUDA backend's image_maker): none where its cubin runs here; where only
+/// its PTX does, the driver's JIT of a closure's PTX, read from `store`,
+/// its images stored under the device's arch; unavailable where neither
+/// runs, or without a device.
+Result<std::optional<image::Maker>> cuda_image_maker(const std::string& target,
+                                                     storage::Records& store);
 
 } // namespace kiln::runtime

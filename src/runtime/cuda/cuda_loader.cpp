@@ -29,7 +29,8 @@ private:
 
 Result<std::unique_ptr<LoadedModule>> load_cuda_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
-                                                      SymbolMap& symbols) {
+                                                      SymbolMap& symbols,
+                                                      std::shared_ptr<KeptImage>* /*kept*/) {
   std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
   const Result<CudaDevice>& d = cuda_device();
   if (!d)

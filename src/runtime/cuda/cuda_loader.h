@@ -16,8 +16,10 @@ namespace kiln::runtime {
 /// CUfunction handles by entry name (device functions have none: they are
 /// reached through the kernels' deferred pointers). Unavailable, with the
 /// reason, without a driver or a device, or when the device refuses it.
+/// A module is not kept for a later load: `kept` is left empty.
 Result<std::unique_ptr<LoadedModule>> load_cuda_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
-                                                      SymbolMap& symbols);
+                                                      SymbolMap& symbols,
+                                                      std::shared_ptr<KeptImage>* kept = nullptr);
 
 } // namespace kiln::runtime

@@ -29,7 +29,8 @@ private:
 
 Result<std::unique_ptr<LoadedModule>> load_hip_image(const std::string& bytes,
                                                      const core::ClosureRecord& closure,
-                                                     SymbolMap& symbols) {
+                                                     SymbolMap& symbols,
+                                                     std::shared_ptr<KeptImage>* /*kept*/) {
   std::string what = "image of closure " + closure.key.hex() + " (" + closure.target + ")";
   const Result<HipDevice>& d = hip_device();
   if (!d)

@@ -197,8 +197,13 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
 
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
-                                                      SymbolMap& symbols) {
-  return load_host_image(bytes, closure, symbols, nullptr);
+                                                      SymbolMap& symbols,
+                                                      std::shared_ptr<KeptImage>* kept) {
+  std::shared_ptr<HostImageFile> file;
+  auto mod = load_host_image(bytes, closure, symbols, kept ? &file : nullptr);
+  if (mod && kept)
+    *kept = std::move(file);
+  return mod;
 }
 
 } // namespace kiln::runtime

@@ -24,7 +24,7 @@ namespace kiln::runtime {
 /// A checked host image in an anonymous memory file, sealed: its bytes can
 /// no longer change, through this descriptor or any other, so it can be
 /// loaded again without being written again. Owns the descriptor.
-class HostImageFile {
+class HostImageFile final : public KeptImage {
 public:
   /// Checks that `bytes` is a 64-bit little-endian ELF shared object for
   /// this machine (corrupt otherwise: the cache is not trusted) and writes
@@ -33,14 +33,14 @@ public:
   /// the image in errors.
   static Result<std::shared_ptr<HostImageFile>> make(const std::string& bytes,
                                                      const std::string& what);
-  ~HostImageFile();
+  ~HostImageFile() override;
   HostImageFile(const HostImageFile&) = delete;
   HostImageFile& operator=(const HostImageFile&) = delete;
-  size_t size() const { return size_; }
+  size_t size() const override { return size_; }
   const std::string& what() const { return what_; }
   int fd() const { return fd_; }
   /// Whether its bytes can no longer change: only a sealed file is kept.
-  bool sealed() const { return sealed_; }
+  bool sealed() const override { return sealed_; }
 
   /// Loads the image as a new object and fills `symbols` with every
   /// member's address by entry name. nullptr, and nothing loaded, when the
@@ -55,7 +55,7 @@ public:
   Result<std::unique_ptr<LoadedModule>> load(const core::ClosureRecord& closure,
                                              SymbolMap& symbols,
                                              std::shared_ptr<const OffsetMap>* shared = nullptr,
-                                             uintptr_t* base = nullptr) const;
+                                             uintptr_t* base = nullptr) const override;
   /// Records where `symbols` (a load of this file, `module`) lie from the
   /// object's base, if every one lies inside the object (an IFUNC may give
   /// an address in another library: then nothing is recorded). Before the
@@ -82,9 +82,11 @@ Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       SymbolMap& symbols,
                                                       std::shared_ptr<HostImageFile>* kept);
 
-/// load_host_image keeping nothing: the host backend's load.
+/// The host backend's load (Backend::load): load_host_image, its memory
+/// file given to `kept` where one is passed.
 Result<std::unique_ptr<LoadedModule>> load_host_image(const std::string& bytes,
                                                       const core::ClosureRecord& closure,
-                                                      SymbolMap& symbols);
+                                                      SymbolMap& symbols,
+                                                      std::shared_ptr<KeptImage>* kept = nullptr);
 
 } // namespace kiln::runtime

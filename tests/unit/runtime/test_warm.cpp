@@ -5,6 +5,7 @@
 // memory files close with the handle.
 #include "fixtures/cache.hpp"
 #include "runtime/handles.h"
+#include "runtime/host/host_loader.h"
 #include "runtime/warm.h"
 
 #include <kiln/kiln.h>

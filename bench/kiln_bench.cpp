@@ -808,7 +808,7 @@ int cmd_cpuid(const Args& a) {
   (void)kiln::core::this_host_cpu();
   double loader_ms = ms_since(t_first);
   const auto& bits = kiln::core::x86_feature_bits();
-  // The loader reads each distinct leaf once (runtime/host/host_cpu.cpp).
+  // The loader reads each distinct leaf once (runtime/host/host_cpu_check.cpp).
   std::vector<std::pair<unsigned, unsigned>> leaves;
   for (const kiln::core::X86FeatureBit& f : bits)
     if (f.reg >= 0 && std::find(leaves.begin(), leaves.end(),

@@ -5,7 +5,7 @@
 // blobs are the store's own (storage/local/store.h).
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "core/target.h"
 
 #include <kiln/result.hpp>

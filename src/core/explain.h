@@ -4,7 +4,7 @@
 // the cache lacks is explained against the nearest one it holds.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 
 #include <optional>
 #include <string>

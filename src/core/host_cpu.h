@@ -3,7 +3,7 @@
 // and the OS state it needs on x86-64, a HWCAP bit on AArch64), and the check
 // that a job's "+feature" list runs on a CPU with a given set of features;
 // and the one place that reads this machine's CPU (this_host_cpu), for the
-// loader's check (runtime/host/host_cpu.h) and the request memo's key alike.
+// loader's check (runtime/host/host_cpu_check.h) and the request memo's key alike.
 #pragma once
 
 #include <cstdint>

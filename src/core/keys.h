@@ -4,7 +4,7 @@
 // that determine the content. Never a pointer, counter, path or time.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "core/target.h"
 #include "support/hash.h"
 

@@ -2,7 +2,7 @@
 // (and stored) first when the cache holds only its jobs' artifacts.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "storage/records.h"
 
 #include <kiln/result.hpp>

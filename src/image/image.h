@@ -6,7 +6,7 @@
 // tools all come here; the linkers stay behind it.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "link/nvjitlink.h"
 #include "storage/records.h"
 #include "storage/storage.h"

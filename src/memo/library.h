@@ -4,7 +4,7 @@
 // the memo after a replay: both come here.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "storage/storage.h"
 
 #include <kiln/request.hpp>

@@ -6,7 +6,7 @@
 #include "runtime/cuda/cuda_select.h"
 #include "runtime/hip/hip_loader.h"
 #include "runtime/hip/hip_select.h"
-#include "runtime/host/host_cpu.h"
+#include "runtime/host/host_cpu_check.h"
 #include "runtime/host/host_loader.h"
 #include "runtime/host/host_select.h"
 

@@ -5,7 +5,7 @@
 // through this table only; each backend's files live in host/, cuda/, hip/.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "core/target.h"
 #include "image/image.h"
 #include "runtime/module.h"

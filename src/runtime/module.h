@@ -2,7 +2,7 @@
 // (a dlopen handle, a CUmodule, a hipModule_t) and its symbol table.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 
 #include <kiln/result.hpp>
 

@@ -7,7 +7,7 @@
 #include "core/target.h"
 #include "image/image.h"
 #include "runtime/backend.h"
-#include "runtime/host/host_cpu.h"
+#include "runtime/host/host_cpu_check.h"
 #include "storage/bundle.h"
 #include "storage/signing.h"
 #include "support/compress.h"

@@ -4,7 +4,7 @@
 // the loader dispatches through; nothing is loaded, linked or written.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "storage/records.h"
 
 #include <kiln/result.hpp>

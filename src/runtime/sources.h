@@ -6,7 +6,7 @@
 // bytes (backend.h). A new source is one entry of image_sources().
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "image/image.h"
 #include "runtime/handles.h"
 #include "runtime/loader.h"

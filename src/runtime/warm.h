@@ -19,7 +19,7 @@
 // wrong.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "runtime/module.h"
 #include "storage/records.h"
 

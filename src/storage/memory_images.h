@@ -4,7 +4,7 @@
 // both keep theirs here. Not thread-safe: its owner holds its lock.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "support/hash.h"
 
 #include <cstdint>

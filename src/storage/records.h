@@ -18,7 +18,7 @@
 //  - thread-safe: calls may come from any thread.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "storage/gc.h"
 #include "storage/usage.h"
 #include "storage/verify.h"
@@ -36,7 +36,7 @@
 
 namespace kiln::storage {
 
-// The records a cache holds are Kiln's own data model (core/records.h).
+// The records a cache holds are Kiln's own data model (core/data_model.h).
 using core::Artifact;
 using core::ArtifactInfo;
 using core::BundleData;

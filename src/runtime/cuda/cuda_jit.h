@@ -3,7 +3,7 @@
 // linked images, under the device's arch and the driver's version.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "image/image.h"
 #include "storage/records.h"
 

@@ -2,7 +2,7 @@
 // through the CUDA driver; lookups give CUfunction handles.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "runtime/module.h"
 
 #include <kiln/result.hpp>

@@ -2,7 +2,7 @@
 // lookups give hipFunction_t handles. Mirrors cuda/cuda_loader.h.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "runtime/module.h"
 
 #include <kiln/result.hpp>

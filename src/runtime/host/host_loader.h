@@ -8,7 +8,7 @@
 // first use and no dlopen fault point; a host load fails only on the image.
 #pragma once
 
-#include "core/records.h"
+#include "core/data_model.h"
 #include "runtime/module.h"
 
 #include <kiln/result.hpp>

@@ -4,7 +4,7 @@
 
 #include "core/host_cpu.h"
 #include "core/target.h"
-#include "runtime/host/host_cpu.h"
+#include "runtime/host/host_cpu_check.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Unit tests for this machine's CPU as the loader sees it
-// (src/runtime/host/host_cpu.cpp) and the host build choice (host_select).
-#include "runtime/host/host_cpu.h"
+// (src/runtime/host/host_cpu_check.cpp) and the host build choice (host_select).
+#include "runtime/host/host_cpu_check.h"
 #include "runtime/host/host_select.h"
 
 #include "fixtures/cpu.hpp"

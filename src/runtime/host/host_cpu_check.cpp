@@ -1,6 +1,6 @@
 // This CPU's features (core/host_cpu.h reads them), and the refusal of host
 // code that needs more.
-#include "runtime/host/host_cpu.h"
+#include "runtime/host/host_cpu_check.h"
 
 #include "core/target.h"
 

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "core/host_cpu.h"
-#include "core/records.h"
+#include "core/data_model.h"
 
 #include <kiln/result.hpp>
 

@@ -121,5 +121,5 @@ CREATE VIEW closure_members(closure_key, symbol, job_key) AS
 
 -- A cache may have `<cache>-images` beside it: each host root's closure,
 -- CPU and image, which a process that only loads host code reads instead of
--- this file (src/storage/published.h).
+-- this file (src/storage/published/published.h).
 INSERT INTO meta(key, value) VALUES ('published images', '<cache>-images');

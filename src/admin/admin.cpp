@@ -21,7 +21,7 @@ namespace {
 using storage::Records;
 
 /// The cache's records, its file opened now if a handle that had only
-/// read published images (storage/published.h) had not opened it yet.
+/// read published images (storage/published/published.h) had not opened it yet.
 Result<Records*> records_of(const Cache& cache) {
   KILN_TRY_ASSIGN(storage::Storage * st, cache.raw()->store());
   return &st->records();

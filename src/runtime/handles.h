@@ -7,7 +7,7 @@
 
 #include "runtime/module.h"
 #include "runtime/warm.h"
-#include "storage/published.h"
+#include "storage/published/published.h"
 #include "storage/storage.h"
 
 #include <atomic>
@@ -53,7 +53,7 @@ struct kiln_cache {
   /// published host images and no remote: then at the first call that
   /// needs more than they hold (store()).
   std::unique_ptr<kiln::storage::Storage> storage;
-  /// The published host images (storage/published.h) the open found, if any:
+  /// The published host images (storage/published/published.h) the open found, if any:
   /// a host load they hold reads them alone while they are current.
   std::unique_ptr<kiln::storage::PublishedImages> published;
   /// Whether this machine runs each of their CPUs' code (check_host_job),

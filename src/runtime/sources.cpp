@@ -194,7 +194,7 @@ bool reload_warm(Load& load, const std::string& name, const std::string& target,
   return true;
 }
 
-// A host load the published images serve alone (storage/published.h): the
+// A host load the published images serve alone (storage/published/published.h): the
 // root named for exactly this host target (or, given none, the one they can
 // choose: published_target), built for a CPU this one runs, its image sound.
 // They pass where they do not serve it (not published, a GPU target,

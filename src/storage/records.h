@@ -261,7 +261,7 @@ public:
   virtual Status record_usage(const std::vector<Hash128>& closures, int64_t when,
                               const Counters& delta) = 0;
   /// Takes in the usage noted beside the records by loads that did not
-  /// open them (storage/published.h's load log); records without such a
+  /// open them (storage/published/published.h's load log); records without such a
   /// log have none.
   virtual Status take_in_loads() { return Status::ok(); }
   virtual Result<Stats> stats() = 0;

@@ -1,7 +1,7 @@
 // A small LZ77 codec (the LZ4 block format's sequences: a token, literals,
 // a two-byte offset, no entropy coding) for bytes read on the path of a
 // process that only loads host code, where zstd is not mapped: the
-// published host images (storage/published.h). An optional dictionary
+// published host images (storage/published/published.h). An optional dictionary
 // (another image: ELF headers, dynamic sections and symbol tables repeat)
 // is a prefix that matches may reach into.
 //

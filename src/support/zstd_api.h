@@ -1,7 +1,7 @@
 // zstd as Kiln calls it: through a table of its functions, filled by
 // load_zstd() when a cache file is first opened or a bundle first packed,
 // not through libkiln's own imports: a process that loads published images
-// (storage/published.h) never maps libzstd. Only support/compress.cpp and
+// (storage/published/published.h) never maps libzstd. Only support/compress.cpp and
 // storage/local/codec.cpp include it, instead of <zstd.h> and <zdict.h>.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Fuzz target: published host images (src/storage/published.cpp) made of
+// Fuzz target: published host images (src/storage/published/read.cpp) made of
 // arbitrary bytes beside a cache file, opened and every root's image read
 // and unpacked (src/support/lz.cpp), as a loading process would. The
 // harness makes the header name this cache file and the state it is in,
@@ -9,7 +9,7 @@
 // header of its own (an empty dictionary), so that mutations reach every
 // field the table's parser reads. Every path must end in a clear error or
 // the bytes, never a crash or an unbounded allocation.
-#include "storage/published.h"
+#include "storage/published/published.h"
 #include "support/hash.h"
 #include "support/lz.h"
 
@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string raw = bytes.substr(5), dict = kiln::lz_pack(""), table = kiln::lz_pack(raw);
     std::string h(128, '\0');
     h.replace(0, 8, "KILNPUB1");
-    h[8] = 8; // the format version (published.cpp kVersion)
+    h[8] = 8; // the format version (published/format.h kVersion)
     h.replace(12, 4, bytes, 1, 4);
     put_u64(h, 32, table.size());
     put_u64(h, 40, 128 + dict.size() + table.size());

@@ -5,7 +5,7 @@
 #include "storage/local/database.h"
 
 #include "storage/local/statement.h"
-#include "storage/published.h"
+#include "storage/published/published.h"
 
 #include "core/keys.h"
 

@@ -74,7 +74,7 @@ public:
 
   /// While one lives, this connection's commits record usage alone
   /// (recency, counters, leases, memos, settings): what a load reads is
-  /// unchanged, and the published images (storage/published.h) stay,
+  /// unchanged, and the published images (storage/published/published.h) stay,
   /// stamped anew with the files' state when the last one ends. Every other
   /// commit removes them first.
   class Bookkeeping {

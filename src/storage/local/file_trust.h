@@ -80,7 +80,7 @@ struct CacheFiles {
   bool dir_exists = false;
   FileStamp wal, shm, journal; ///< the side files (not present: none)
   /// Kiln's own side files: published images and the load log
-  /// (storage/published.h), under the same rules.
+  /// (storage/published/published.h), under the same rules.
   FileStamp images, loads;
 };
 

@@ -1,6 +1,6 @@
-// The cache file's half of the published host images (storage/published.h):
+// The cache file's half of the published host images (storage/published/published.h):
 // what is published, read under the write lock, and the load log taken in.
-#include "storage/published.h"
+#include "storage/published/published.h"
 
 #include "storage/local/statement.h"
 #include "storage/local/store.h"

@@ -2,7 +2,7 @@
 // functions, filled when the first cache file is opened (load_sqlite), not
 // through libkiln's own imports. libsqlite3 and the libm it needs are then
 // mapped and relocated only by a process that opens a cache file through
-// SQLite: one that loads a published image (storage/published.h) never maps
+// SQLite: one that loads a published image (storage/published/published.h) never maps
 // them (about 0.2-0.3 ms of a 0.5 ms bare process here).
 //
 // Files of this part include this header instead of <sqlite3.h>; compiled

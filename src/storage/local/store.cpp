@@ -7,7 +7,7 @@
 
 #include "storage/local/codec.h"
 #include "storage/local/statement.h"
-#include "storage/published.h"
+#include "storage/published/published.h"
 
 namespace kiln::storage {
 

@@ -91,13 +91,13 @@ public:
   /// cache closes as a writer (it compacts and checkpoints).
   void end_deferral() override;
 
-  /// Writes the published host images (storage/published.h) from what the
+  /// Writes the published host images (storage/published/published.h) from what the
   /// file holds now, under its write lock: each host root whose closure,
   /// root job and image are stored and sound. Runs when a writable
   /// connection closes after a commit removed them, or found none. A no-op
   /// when read-only.
   Status publish_images();
-  /// Takes in the load log (storage/published.h): its closures marked used,
+  /// Takes in the load log (storage/published/published.h): its closures marked used,
   /// its counters added. A no-op when read-only.
   Status absorb_load_log();
   Status take_in_loads() override { return absorb_load_log(); }

@@ -1,4 +1,4 @@
-// Unit tests for the published host images (src/storage/published.h) and
+// Unit tests for the published host images (src/storage/published/published.h) and
 // the loads they serve (src/runtime/loader.cpp): published by the writer
 // that closes, read alone by a handle that only loads host code, removed by
 // every commit before it is visible, refused when damaged, foreign or open
@@ -6,7 +6,7 @@
 #include "fixtures/cache.hpp"
 #include "fixtures/cpu.hpp"
 #include "runtime/handles.h"
-#include "storage/published.h"
+#include "storage/published/published.h"
 #include "support/lz.h"
 
 #include <kiln/kiln.h>
@@ -67,7 +67,7 @@ void write_all(const std::string& path, const std::string& bytes) {
   REQUIRE(out.good());
 }
 
-// The header's fields this test writes (src/storage/published.cpp): the
+// The header's fields this test writes (src/storage/published/format.h): the
 // stamp at 80 (the cache file's size and time, the WAL's size and time),
 // the header's checksum at 120, of the 120 bytes before it.
 constexpr size_t kStampAt = 80, kHeaderSumAt = 120, kHeaderBytes = 128;
@@ -720,7 +720,7 @@ std::string crafted_file(const std::string& cache, uint32_t count, const std::st
                          uint64_t raw_table) {
   std::string h(kHeaderBytes, '\0');
   h.replace(0, 8, "KILNPUB1");
-  h[8] = 8; // the format version (published.cpp kVersion)
+  h[8] = 8; // the format version (published/format.h kVersion)
   for (int i = 0; i < 4; ++i)
     h[12 + size_t(i)] = char((count >> (8 * i)) & 0xff);
   struct stat st {};

@@ -583,7 +583,7 @@ Status Database::connect_checked(OpenMode mode, const std::string& dir,
   // only while no connection of this process has it open, and the check
   // and the connection's registration happen under one lock.
   std::lock_guard lock(open_files().mu);
-  // Trusted before anything reads it (storage/local/file_trust.h).
+  // Trusted before anything reads it (storage/file_trust.h).
   KILN_TRY_ASSIGN(CacheFiles files, check_cache_files(path, dir, owners));
   bool exists = files.db.present;
   bool ours = exists && open_files().count.count({files.db.dev, files.db.ino});

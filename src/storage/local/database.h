@@ -7,7 +7,7 @@
 // gc.cpp) own their SQL and reach the file through it.
 #pragma once
 
-#include "storage/local/file_trust.h"
+#include "storage/file_trust.h"
 #include "storage/records.h"
 
 #include <kiln/result.hpp>

@@ -10,7 +10,7 @@
 
 #include "storage/local/codec.h"
 #include "storage/local/database.h"
-#include "storage/local/file_trust.h"
+#include "storage/file_trust.h"
 #include "storage/memory_images.h"
 #include "storage/records.h"
 #include "support/hash.h"
@@ -47,7 +47,7 @@ public:
   /// 0700, a new file 0600) and migrates it to the current schema.
   /// A file that is not a Kiln cache, or a newer schema, is refused
   /// unmodified. Before SQLite reads anything, the file, its side files and
-  /// its directory must pass check_cache_files (storage/local/file_trust.h);
+  /// its directory must pass check_cache_files (storage/file_trust.h);
   /// a symbolic link at `path` is refused and nothing is created through it.
   ///
   /// Read-only: SQLite opens the file read-only, with shared locks, and

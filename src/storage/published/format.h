@@ -39,7 +39,7 @@
 
 #include "core/keys.h"
 
-#include "storage/local/file_trust.h"
+#include "storage/file_trust.h"
 #include "support/hash.h"
 
 #include <cerrno>

@@ -19,7 +19,7 @@
 //    file) changes one, and the load reads the cache file. Kiln's own
 //    changes that leave what it holds true (a commit of usage alone, a
 //    checkpoint) stamp it anew (PublishedHold);
-//  - it obeys the cache's trust rules (storage/local/file_trust.h: owner,
+//  - it obeys the cache's trust rules (storage/file_trust.h: owner,
 //    mode, no link), and every byte it holds is checked (checksums, bounds)
 //    before it is believed: a damaged or foreign one reads as absent, and
 //    the load goes to the cache file.

@@ -1,9 +1,9 @@
 // Unit tests for the trust check of a cache's files
-// (src/storage/local/file_trust.h): KILN_TRUSTED_OWNERS parsed, the owner and
+// (src/storage/file_trust.h): KILN_TRUSTED_OWNERS parsed, the owner and
 // mode rules for the file, each side file and every directory from / down,
 // symbolic links, sticky shared directories refused, the directory held open,
 // and a file replaced between the check and the open.
-#include "storage/local/file_trust.h"
+#include "storage/file_trust.h"
 
 #include "fixtures/files.hpp"
 

@@ -1,7 +1,7 @@
 // Whether a cache's files may be believed: every directory from / down to
 // the cache's, walked by descriptor and held open, then owners and modes of
 // the file and its side files, checked before SQLite opens any of them.
-#include "storage/local/file_trust.h"
+#include "storage/file_trust.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
 
   auto store = kiln::storage::Store::open(db);
   auto k = kiln::parse_hash128(key);
-  auto ptx = store && k ? (*store)->get_artifact(*k, "ptx") : kiln::Result<std::string>(kiln::make_error(kiln::Code::internal, "no store"));
+  auto ptx = store && k
+                 ? (*store)->jobs().get_artifact(*k, "ptx")
+                 : kiln::Result<std::string>(kiln::make_error(kiln::Code::internal, "no store"));
   if (!ptx)
     return skipped("no PTX artifact: " + ptx.error().message);
   std::string text = *ptx; // the driver wants NUL-terminated PTX

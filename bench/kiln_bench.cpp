@@ -520,7 +520,7 @@ int cmd_store(const Args& a) {
     std::string obj(96, '\0');
     for (size_t b = 0; b < obj.size(); ++b)
       obj[b] = char((i * 31 + long(b) * 7) & 0xff);
-    must(store->put_job(rec, {{"obj", obj}}, {}), "put_job");
+    must(store->jobs().put_job(rec, {{"obj", obj}}, {}), "put_job");
     keys.push_back(rec.key);
   }
   double insert_ms = ms_since(t0);
@@ -531,7 +531,7 @@ int cmd_store(const Args& a) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     const kiln::Hash128& k = keys[x % keys.size()];
     auto t1 = Clock::now();
-    bool has = must(store->has_job(k, formats), "has_job");
+    bool has = must(store->jobs().has_job(k, formats), "has_job");
     lat_us.push_back(ms_since(t1) * 1000);
     if (!has)
       die("stored job not found");
@@ -552,7 +552,7 @@ int cmd_stats(const Args& a) {
     sqlite3_close(h);
   }
   auto store = must(kiln::storage::Store::open(db), "open");
-  auto st = must(store->stats(), "stats");
+  auto st = must(store->upkeep().stats(), "stats");
   std::error_code ec;
   auto file = fs::file_size(db, ec);
   // What the dictionaries save: every blob as stored (with its kind's
@@ -572,8 +572,9 @@ int cmd_stats(const Args& a) {
           std::string key = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
           std::string what = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
           auto hash = must(kiln::parse_hash128(key), "key"); // keys are bytes, read as hex
-          auto raw = sqlite3_column_int(q, 0) == 0 ? store->get_artifact(hash, what)
-                                                   : store->get_image_any_linker(hash, what);
+          auto raw = sqlite3_column_int(q, 0) == 0
+                         ? store->jobs().get_artifact(hash, what)
+                         : store->images().get_image_any_linker(hash, what);
           if (!raw)
             continue;
           with_dict += sqlite3_column_int64(q, 3);

@@ -109,7 +109,7 @@ Portability portability_of(const runtime::PortabilityReport& r) {
 Result<std::string> library_target(Records& s, const std::string& name, const std::string& target) {
   if (!target.empty())
     return target;
-  KILN_TRY_ASSIGN(auto libs, s.list_libraries(name));
+  KILN_TRY_ASSIGN(auto libs, s.images().list_libraries(name));
   if (libs.empty())
     return make_error(Code::not_found,
                       "no library named '" + name + "' in cache '" + s.path() + "'");
@@ -169,7 +169,7 @@ Result<Graph> graph(const Cache& cache, const std::string& what, const std::stri
 
 Result<std::vector<Library>> libraries(const Cache& cache) {
   KILN_TRY_ASSIGN(Records * s, records_of(cache));
-  KILN_TRY_ASSIGN(auto libs, s->list_libraries());
+  KILN_TRY_ASSIGN(auto libs, s->images().list_libraries());
   std::vector<Library> out;
   for (const auto& l : libs)
     out.push_back(library_of(l));
@@ -180,11 +180,11 @@ Result<Library> library(const Cache& cache, const std::string& name, const std::
   KILN_TRY_ASSIGN(Records * sp, records_of(cache));
   Records& s = *sp;
   KILN_TRY_ASSIGN(std::string t, library_target(s, name, target));
-  KILN_TRY_ASSIGN(auto lib, s.get_library(name, t));
-  auto closure = s.get_closure(lib.closure);
+  KILN_TRY_ASSIGN(auto lib, s.images().get_library(name, t));
+  auto closure = s.closures().get_closure(lib.closure);
   if (!closure)
     return closure.error().context("library '" + name + "' (" + t + ")");
-  auto images = s.images_of(lib.closure);
+  auto images = s.images().images_of(lib.closure);
   Library out = library_of(lib);
   out.members = members_of(*closure);
   out.images = images ? images->size() : 0;
@@ -329,7 +329,7 @@ Result<Settings> set_setting(const Cache& cache, const std::string& name,
   }
   KILN_TRY_ASSIGN(std::string stored, storage::parse_setting(name, value));
   if (!value.empty())
-    KILN_TRY(s->set_setting(name, stored));
+    KILN_TRY(s->upkeep().set_setting(name, stored));
   return settings(cache);
 }
 

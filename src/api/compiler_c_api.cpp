@@ -219,7 +219,7 @@ Result<CacheStats> stats(const Cache& cache) {
   kiln_cache& c = *cache.raw();
   c.flush_usage(); // this handle's loads count too
   KILN_TRY_ASSIGN(storage::Storage * st, c.store());
-  KILN_TRY_ASSIGN(auto s, st->records().stats());
+  KILN_TRY_ASSIGN(auto s, st->records().upkeep().stats());
   CacheStats out;
   out.jobs = s.jobs;
   out.closures = s.closures;

@@ -13,7 +13,7 @@ Result<ExportedImage> write_image(storage::Records& store, const Hash128& key,
                                   const std::string& path) {
   // Renaming an image over the cache, or over its WAL, would destroy it.
   KILN_TRY(refuse_database_file(path, store.path(), "image destination"));
-  KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
+  KILN_TRY_ASSIGN(auto closure, store.closures().get_closure(key));
   storage::Storage local(store);
   KILN_TRY_ASSIGN(auto bytes, fetch_or_link(local, closure));
   KILN_TRY(write_file_atomic(path, bytes));
@@ -29,14 +29,14 @@ Result<ExportedImage> export_image(storage::Records& store, const std::string& w
   if (is_hash128_hex(what)) {
     key = *parse_hash128(what);
   } else {
-    KILN_TRY_ASSIGN(key, store.resolve_name(what, target));
+    KILN_TRY_ASSIGN(key, store.names().resolve_name(what, target));
   }
   return write_image(store, key, path);
 }
 
 Result<ExportedImage> export_library_image(storage::Records& store, const std::string& name,
                                            const std::string& target, const std::string& path) {
-  KILN_TRY_ASSIGN(auto lib, store.get_library(name, target));
+  KILN_TRY_ASSIGN(auto lib, store.images().get_library(name, target));
   return write_image(store, lib.closure, path);
 }
 

@@ -125,20 +125,20 @@ Result<std::string> link_closure_with(storage::Records& store, const core::Closu
       // made one (assembly deferred to this link: nvJitLink assembles and
       // links in one call). nvJitLink's log names inputs by these names.
       std::string input = m.entry + " (job " + m.job.hex() + ")";
-      auto cubin = store.get_artifact(m.job, "cubin");
+      auto cubin = store.jobs().get_artifact(m.job, "cubin");
       if (cubin) {
         nv.push_back({input, cubin.take(), false});
         continue;
       }
       if (cubin.error().code != Code::not_found)
         return cubin.error().context(what);
-      auto ptx = store.get_artifact(m.job, "ptx");
+      auto ptx = store.jobs().get_artifact(m.job, "ptx");
       if (!ptx)
         return ptx.error().context(what);
       nv.push_back({input, ptx.take(), true});
       continue;
     }
-    auto blob = store.get_artifact(m.job, kind == TargetKind::amdgpu ? "bc" : "obj");
+    auto blob = store.jobs().get_artifact(m.job, kind == TargetKind::amdgpu ? "bc" : "obj");
     if (!blob)
       return blob.error().context(what + ", entry " + m.entry);
     blobs.push_back(blob.take());
@@ -152,7 +152,7 @@ Result<std::string> link_closure_with(storage::Records& store, const core::Closu
   } else if (kind == TargetKind::host) {
     image = link::link_host_image(blobs, names);
   } else {
-    auto root = store.get_job(closure.root_job);
+    auto root = store.jobs().get_job(closure.root_job);
     if (!root)
       return root.error().context(what);
     image = link::link_amdgpu_image(blobs, names, root->cpu, root->features, threads);
@@ -219,8 +219,8 @@ Result<std::string> fetch_or_make(storage::Records& store, const core::ClosureRe
   KILN_TRY_ASSIGN(auto image, maker.make(closure));
   KILN_TRY(core::check_image(image, closure));
   if (auto fp = maker.fingerprint(); fp)
-    (void)store.put_image(core::image_key(closure.key, maker.arch, *fp),
-                          core::image_format(core::target_kind(closure.target)), image);
+    (void)store.images().put_image(core::image_key(closure.key, maker.arch, *fp),
+                                   core::image_format(core::target_kind(closure.target)), image);
   return image;
 }
 

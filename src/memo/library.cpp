@@ -29,7 +29,7 @@ LibraryReport record_library(storage::Storage& storage, const std::string& name,
   }
   lib.closure = closure->key;
   rep.members = closure->members.size();
-  if (Status s = storage.records().put_library(*closure, lib); !s) {
+  if (Status s = storage.records().images().put_library(*closure, lib); !s) {
     rep.error = s.error().message;
     return rep;
   }

@@ -122,7 +122,7 @@ Status memo_record(storage::Records& store, const Hash128& key, const CompileRep
                    const std::vector<std::string>& toolchain_files) {
   if (!report.ok())
     return Status::ok();
-  storage::Records::Memo memo;
+  storage::Memo memo;
   for (const RootReport& r : report.roots) {
     auto k = parse_hash128(r.closure);
     if (!k)
@@ -131,18 +131,18 @@ Status memo_record(storage::Records& store, const Hash128& key, const CompileRep
   }
   for (const std::string& f : toolchain_files)
     memo.deps.push_back({f, file_stamp(f)});
-  return store.put_memo(key, memo);
+  return store.memos().put_memo(key, memo);
 }
 
-Result<std::optional<storage::Records::MemoRoot>> memo_single_root(storage::Records& store,
-                                                                const Hash128& key) {
-  using Miss = std::optional<storage::Records::MemoRoot>;
-  auto memo = store.get_memo(key);
+Result<std::optional<storage::MemoRoot>> memo_single_root(storage::Records& store,
+                                                          const Hash128& key) {
+  using Miss = std::optional<storage::MemoRoot>;
+  auto memo = store.memos().get_memo(key);
   if (!memo)
     return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
   if (memo->roots.size() != 1)
     return Miss();
-  for (const storage::Records::MemoDep& dep : memo->deps)
+  for (const storage::MemoDep& dep : memo->deps)
     if (file_stamp(dep.path) != dep.stamp)
       return Miss(); // ptxas or a device library changed
   return Miss(std::move(memo->roots.front()));
@@ -150,17 +150,17 @@ Result<std::optional<storage::Records::MemoRoot>> memo_single_root(storage::Reco
 
 Result<std::optional<MemoHit>> memo_lookup(storage::Records& store, const Hash128& key) {
   using Miss = std::optional<MemoHit>;
-  auto memo = store.get_memo(key);
+  auto memo = store.memos().get_memo(key);
   if (!memo)
     return memo.error().code == Code::not_found ? Result<Miss>(Miss()) : memo.error();
-  for (const storage::Records::MemoDep& dep : memo->deps)
+  for (const storage::MemoDep& dep : memo->deps)
     if (file_stamp(dep.path) != dep.stamp)
       return Miss(); // ptxas or a device library changed
 
   std::vector<Hash128> keys;
-  for (const storage::Records::MemoRoot& r : memo->roots)
+  for (const storage::MemoRoot& r : memo->roots)
     keys.push_back(r.closure);
-  auto batch = store.get_closures(keys);
+  auto batch = store.closures().get_closures(keys);
   if (!batch)
     return batch.error().code == Code::not_found ? Result<Miss>(Miss()) : batch.error();
   std::vector<core::ClosureRecord>& closures = batch->closures;
@@ -187,10 +187,10 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Records& store, const Hash12
       work.pop_front();
       if (!listed.insert(k.hex()).second)
         continue;
-      auto job = store.get_job(k);
+      auto job = store.jobs().get_job(k);
       if (!job)
         return job.error().code == Code::not_found ? Result<Miss>(Miss()) : job.error();
-      KILN_TRY_ASSIGN(auto refs, store.job_refs(k));
+      KILN_TRY_ASSIGN(auto refs, store.jobs().job_refs(k));
       JobReport r;
       r.key = k.hex();
       r.entry = job->entry;
@@ -304,7 +304,7 @@ Result<std::optional<CompileReport>> memo_replay(storage::Records& store, const 
   }
   storage::Counters usage;
   usage.job_hits = int64_t(rep.jobs.size());
-  (void)store.record_usage(used, int64_t(std::time(nullptr)), usage);
+  (void)store.upkeep().record_usage(used, int64_t(std::time(nullptr)), usage);
   return Result<Miss>(Miss(std::move(rep)));
 }
 

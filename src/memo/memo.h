@@ -39,8 +39,8 @@ Result<std::optional<MemoHit>> memo_lookup(storage::Records& store, const Hash12
 /// The one root a memo names, when its toolchain files are unchanged:
 /// nullopt on a miss, or when the memo names several roots. Nothing else is
 /// read: the caller loads the root's closure, whose reading checks it.
-Result<std::optional<storage::Records::MemoRoot>> memo_single_root(storage::Records& store,
-                                                                const Hash128& key);
+Result<std::optional<storage::MemoRoot>> memo_single_root(storage::Records& store,
+                                                          const Hash128& key);
 
 /// A memo hit replayed: the report the request would produce (every job
 /// cached), with its roots' names pointed at their closures, the closures

@@ -20,10 +20,10 @@ Status point_root(storage::Records& store, RootReport& rr, const Hash128& closur
   rr.unit = unit;
   // Written only when it would change; a read-only cache whose name already
   // names the closure answers as it is (the unit it records may differ).
-  if (auto now = store.read_name(rr.name, rr.target); now && *now && (*now)->first == closure &&
-                                                      ((*now)->second == unit || store.read_only()))
+  if (auto now = store.names().read_name(rr.name, rr.target);
+      now && *now && (*now)->first == closure && ((*now)->second == unit || store.read_only()))
     return Status::ok();
-  KILN_TRY_ASSIGN(auto moved, store.point_name({rr.name, rr.target, closure}, unit));
+  KILN_TRY_ASSIGN(auto moved, store.names().point_name({rr.name, rr.target, closure}, unit));
   if (moved) {
     rr.previous_closure = moved->old_closure.hex();
     rr.previous_unit = moved->old_unit;

@@ -320,7 +320,7 @@ core::JobRecord Plan::Impl::record_of(const PlannedJob& j) const {
 // Must-hit mode's refusal: the job, and why the cache's nearest one differs.
 Error Plan::Impl::must_hit_miss(storage::Records& store, const PlannedJob& j) const {
   core::JobRecord wanted = record_of(j);
-  auto cached = store.list_jobs();
+  auto cached = store.jobs().list_jobs();
   std::string why = cached ? core::describe_miss(wanted, core::explain_miss(wanted, *cached))
                            : "the cached jobs cannot be listed: " + cached.error().message;
   return make_error(Code::not_found, "must-hit: job '" + wanted.entry + "' for target " +
@@ -523,7 +523,11 @@ Result<CompileReport> Plan::run(const std::string& cache_path) {
       storage::Storage::open(cache_path, impl_->request.remote, impl_->request.remote_read_only);
   if (!opened)
     return opened.error();
-  return impl_->run(**opened);
+  auto report = impl_->run(**opened);
+  // Closing's work is an optimisation (request.cpp's plan_run_record).
+  if (Status closed = (*opened)->close(); !closed && report)
+    report->warnings.push_back(closed.error().message);
+  return report;
 }
 
 std::vector<std::string> Plan::toolchain_files() const {
@@ -620,13 +624,13 @@ private:
     std::vector<Hash128> keys;
     for (const PlannedJob& j : p.jobs)
       keys.push_back(j.key);
-    (void)store.lease_jobs(holder, keys, int64_t(std::time(nullptr)) + kLeaseSeconds);
+    (void)store.claims().lease_jobs(holder, keys, int64_t(std::time(nullptr)) + kLeaseSeconds);
     leased = true;
   }
 
   void release_leases() {
     if (leased)
-      (void)store.release_leases(holder);
+      (void)store.claims().release_leases(holder);
     leased = false;
   }
 
@@ -792,7 +796,7 @@ private:
         pr.done = true;
         continue;
       }
-      Status s = store.put_closure(rec, {});
+      Status s = store.closures().put_closure(rec, {});
       if (!s) {
         rr.error = s.error().message;
         pr.done = true;
@@ -830,14 +834,14 @@ private:
       for (auto& [target, keys] : roots_of) {
         if (incomplete.count(target))
           continue;
-        auto batch = store.get_closures(keys);
+        auto batch = store.closures().get_closures(keys);
         if (!batch)
           continue; // record_library reports it
         for (size_t i = 0; i < batch->closures.size(); ++i)
           if (batch->first_of_set[i] != i)
             batch->closures[i].members = batch->closures[batch->first_of_set[i]].members;
         auto lib = core::library_closure(batch->closures);
-        if (lib && store.put_closure(*lib, {})) {
+        if (lib && store.closures().put_closure(*lib, {})) {
           for (PendingRoot& pr : pending)
             if (pr.link && pr.rr.target == target)
               pr.library = libraries.size();
@@ -876,7 +880,7 @@ private:
       std::vector<Hash128> keys;
       for (size_t ri : ris)
         keys.push_back(pending[ri].name.closure);
-      auto batch = store.get_closures(keys);
+      auto batch = store.closures().get_closures(keys);
       if (!batch)
         continue; // each root links its own (and reports why not)
       for (size_t i = 0; i < batch->closures.size(); ++i)
@@ -932,7 +936,7 @@ private:
         record.name = kUnitImagePrefix + lib->key.hex();
         // The closure and its library row in one transaction: the row is
         // what lets a root's load find the union's image.
-        if (!store.put_library(*lib, record))
+        if (!store.images().put_library(*lib, record))
           continue;
         for (size_t i : u.roots)
           pending[ris[i]].library = libraries.size();
@@ -991,7 +995,7 @@ private:
           return;
         }
         PendingRoot& pr = pending[roots[t - libs.size()]];
-        auto stored = store.get_closure(pr.name.closure);
+        auto stored = store.closures().get_closure(pr.name.closure);
         if (!stored) {
           pr.image = Status(stored.error());
           return;
@@ -1056,7 +1060,7 @@ private:
       std::vector<core::ClosureRecord> closures;
       for (const RootReport& r : rep.roots) {
         auto k = parse_hash128(r.closure);
-        auto c = k ? store.get_closure(*k) : Result<core::ClosureRecord>(k.error());
+        auto c = k ? store.closures().get_closure(*k) : Result<core::ClosureRecord>(k.error());
         closures.push_back(c ? c.take() : core::ClosureRecord{});
       }
       rep.libraries = memo::record_libraries(cache, p.request.library, closures, rep.roots,
@@ -1072,11 +1076,11 @@ private:
       usage.job_misses += r.status == JobStatus::compiled;
     }
     cache.take_remote_counters(usage);
-    (void)store.add_counters(usage); // statistics never fail a precompile
+    (void)store.upkeep().add_counters(usage); // statistics never fail a precompile
     // The size limit, enforced after each precompile: two pragmas tell whether
     // the cache is over; only then does gc walk the least recently used.
-    auto limit = store.max_size();
-    auto live = store.live_bytes();
+    auto limit = store.upkeep().max_size();
+    auto live = store.upkeep().live_bytes();
     if (limit && live && *live > *limit) {
       storage::GcOptions gc;
       gc.max_size = *limit;
@@ -1091,7 +1095,7 @@ private:
           gc.keep.push_back(*k);
       for (const core::ClosureRecord& u : libraries) // the unit images too
         gc.keep.push_back(u.key);
-      if (auto evicted = store.gc(gc))
+      if (auto evicted = store.upkeep().gc(gc))
         rep.evicted_closures = evicted->evicted_closures.size();
     }
   }

@@ -61,6 +61,11 @@ Result<CompileReport> plan_run_record(const CompileRequest& request, const Where
   auto report = run(planned, *store);
   if (report)
     record(*store, key, planned, *report);
+  // What closing owes the file (compaction, published host images) is an
+  // optimisation: its failure leaves the cache sound, so it warns.
+  if (opened)
+    if (Status closed = opened->close(); !closed && report)
+      report->warnings.push_back(closed.error().message);
   return report;
 }
 

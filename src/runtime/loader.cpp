@@ -112,12 +112,12 @@ void kiln_cache::flush_usage() {
       // Not to grow without bound while no writer comes: this process takes
       // the log in, once in some twenty thousand loads.
       if (auto file = store())
-        (void)(*file)->records().take_in_loads();
+        (void)(*file)->records().upkeep().take_in_loads();
     return;
   }
   st->take_remote_counters(counts);
   if (counts.empty() && closures.empty())
     return;
   // Usage is advisory: a read-only or busy cache loses it, never a load.
-  (void)st->records().record_usage(closures, int64_t(std::time(nullptr)), counts);
+  (void)st->records().upkeep().record_usage(closures, int64_t(std::time(nullptr)), counts);
 }

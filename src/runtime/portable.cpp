@@ -98,9 +98,9 @@ PortabilityReport run(const std::vector<core::ClosureRecord>& closures,
 } // namespace
 
 Result<PortabilityReport> check_portable(storage::Records& store) {
-  KILN_TRY_ASSIGN(auto closures, store.list_closures());
-  KILN_TRY_ASSIGN(auto names, store.list_names());
-  KILN_TRY_ASSIGN(auto jobs, store.list_jobs());
+  KILN_TRY_ASSIGN(auto closures, store.closures().list_closures());
+  KILN_TRY_ASSIGN(auto names, store.names().list_names());
+  KILN_TRY_ASSIGN(auto jobs, store.jobs().list_jobs());
   std::map<Hash128, core::JobRecord> by_key;
   for (core::JobRecord& j : jobs)
     by_key.emplace(j.key, std::move(j));
@@ -109,7 +109,7 @@ Result<PortabilityReport> check_portable(storage::Records& store) {
                 return it == by_key.end() ? nullptr : &it->second;
               },
               [&](const Hash128& closure, const std::string& arch) {
-                return bool(store.get_image_any_linker(closure, arch));
+                return bool(store.images().get_image_any_linker(closure, arch));
               }};
   return run(closures, names, src);
 }

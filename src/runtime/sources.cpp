@@ -32,8 +32,8 @@ Result<std::string> choose_among(storage::Records& store,
       continue;
     // A build whose closure or root job cannot be read is not chosen; a
     // load naming its target reports the damage.
-    auto c = store.get_closure(n.closure);
-    auto job = c ? store.get_job(c->root_job) : Result<core::JobRecord>(c.error());
+    auto c = store.closures().get_closure(n.closure);
+    auto job = c ? store.jobs().get_job(c->root_job) : Result<core::JobRecord>(c.error());
     if (job)
       host_builds.push_back({n.target, job->features});
   }
@@ -51,11 +51,11 @@ Result<std::string> choose_among(storage::Records& store,
 // never read for one).
 Result<std::string> choose_target(storage::Records& store, std::string_view name) {
   if (is_hash128_hex(name)) {
-    if (auto c = store.get_closure(*parse_hash128(name)))
+    if (auto c = store.closures().get_closure(*parse_hash128(name)))
       return c->target;
     return choose_among(store, {});
   }
-  KILN_TRY_ASSIGN(auto names, store.names_for(std::string(name)));
+  KILN_TRY_ASSIGN(auto names, store.names().names_for(std::string(name)));
   return choose_among(store, names);
 }
 
@@ -86,7 +86,7 @@ std::string published_target(const kiln_cache& cache, std::string_view name, boo
 std::vector<std::string> member_sources(storage::Records& store, const core::ClosureRecord& c) {
   std::vector<std::string> out;
   for (const core::ClosureMember& m : c.members) {
-    auto job = store.get_job(m.job);
+    auto job = store.jobs().get_job(m.job);
     if (!job)
       return {};
     out.push_back(job->entry + '\n' + job->module_hash.hex() + '\n' + job->options + '\n' +
@@ -100,7 +100,7 @@ std::vector<std::string> member_sources(storage::Records& store, const core::Clo
 // functions, member for member (a child changed since is another source).
 bool same_source(storage::Records& store, const core::ClosureRecord& closure,
                  const Hash128& other) {
-  auto theirs = store.get_closure(other);
+  auto theirs = store.closures().get_closure(other);
   if (!theirs || theirs->members.size() != closure.members.size())
     return false;
   std::vector<std::string> a = member_sources(store, closure);
@@ -116,7 +116,7 @@ bool same_source(storage::Records& store, const core::ClosureRecord& closure,
 bool load_other_build(Load& load, storage::Records& store) {
   if (is_hash128_hex(load.request.name))
     return false;
-  auto others = store.other_builds(load.closure->root_job, 8);
+  auto others = store.closures().other_builds(load.closure->root_job, 8);
   if (!others)
     return false;
   for (const Hash128& other : *others)
@@ -149,7 +149,7 @@ Status admit(Load& load) {
     return Status::ok();
   storage::Records& store = load.storage->records();
   Result<core::JobRecord> root = load.root_job ? Result<core::JobRecord>(std::move(*load.root_job))
-                                               : store.get_job(closure.root_job);
+                                               : store.jobs().get_job(closure.root_job);
   if (!root)
     return root.error().context("loading '" + name + "'");
   // The CPU and features the check reads are the ones the job's key names:
@@ -278,7 +278,7 @@ Status serve_library(Load& load, storage::Records& store) {
   const std::string name(load.request.name);
   std::string target(load.request.target);
   if (target.empty()) {
-    KILN_TRY_ASSIGN(auto libs, store.list_libraries(name));
+    KILN_TRY_ASSIGN(auto libs, store.images().list_libraries(name));
     if (libs.empty())
       return make_error(Code::not_found,
                         "no library named '" + name + "' in cache '" + store.path() + "'");
@@ -287,7 +287,7 @@ Status serve_library(Load& load, storage::Records& store) {
       names.push_back({l.name, l.target, l.closure});
     KILN_TRY_ASSIGN(target, choose_among(store, names));
   }
-  auto lib = store.get_library(name, target);
+  auto lib = store.images().get_library(name, target);
   if (!lib)
     return lib.error().context("loading library '" + name + "'");
   std::string key = lib->closure.hex();
@@ -320,7 +320,7 @@ Status serve_store(Load& load) {
   if (backend.image_maker)
     load.maker = backend.image_maker(load.target, store);
   std::string arch = load.maker && *load.maker ? std::string() : core::image_arch(load.target);
-  auto local = store.read_root(name, load.target, arch, backend.check_job != nullptr);
+  auto local = store.closures().read_root(name, load.target, arch, backend.check_job != nullptr);
   if (!local)
     return local.error().code == Code::not_found
                ? Status::ok()

@@ -137,27 +137,27 @@ uint64_t get_le(std::string_view in, size_t off, int bytes) {
 Result<BundleData> collect_bundle(Records& store, const std::vector<Hash128>& closures) {
   BundleData data;
   std::set<std::string> seen_jobs;
-  KILN_TRY_ASSIGN(auto names, store.list_names());
+  KILN_TRY_ASSIGN(auto names, store.names().list_names());
   for (const Hash128 &key : closures) {
-    KILN_TRY_ASSIGN(auto c, store.get_closure(key));
+    KILN_TRY_ASSIGN(auto c, store.closures().get_closure(key));
     for (const ClosureMember &m : c.members) {
       if (!seen_jobs.insert(m.job.hex()).second)
         continue;
       BundleData::Job job;
-      KILN_TRY_ASSIGN(auto rec, store.get_job(m.job));
+      KILN_TRY_ASSIGN(auto rec, store.jobs().get_job(m.job));
       job.record = std::move(rec);
-      KILN_TRY_ASSIGN(auto infos, store.artifact_infos(m.job));
+      KILN_TRY_ASSIGN(auto infos, store.jobs().artifact_infos(m.job));
       for (const ArtifactInfo &info : infos) {
-        KILN_TRY_ASSIGN(auto bytes, store.get_artifact(m.job, info.format));
+        KILN_TRY_ASSIGN(auto bytes, store.jobs().get_artifact(m.job, info.format));
         job.artifacts.push_back({info.format, std::move(bytes)});
       }
-      auto refs = store.job_refs(m.job);
+      auto refs = store.jobs().job_refs(m.job);
       if (!refs)
         return refs.error();
       job.refs = refs.take();
       data.jobs.push_back(std::move(job));
     }
-    KILN_TRY_ASSIGN(auto images, store.images_of(key));
+    KILN_TRY_ASSIGN(auto images, store.images().images_of(key));
     for (ImageRecord &i : images)
       data.images.push_back(std::move(i));
     // A key-form name row (an older cache's) is not believed, nor carried.

@@ -10,8 +10,8 @@
 namespace kiln::storage {
 
 Result<Listing> list_cache(Records& store, const ListFilter& filter) {
-  KILN_TRY_ASSIGN(auto jobs, store.list_jobs());
-  auto names = store.list_names();
+  KILN_TRY_ASSIGN(auto jobs, store.jobs().list_jobs());
+  auto names = store.names().list_names();
   if (!names)
     return names.error();
   const std::string& target = filter.target;
@@ -23,7 +23,7 @@ Result<Listing> list_cache(Records& store, const ListFilter& filter) {
   std::set<std::string> in_named;
   if (!glob.empty())
     for (const NameRecord& n : *names)
-      if (auto c = store.get_closure(n.closure))
+      if (auto c = store.closures().get_closure(n.closure))
         for (const ClosureMember& m : c->members)
           in_named.insert(m.job.hex());
   std::erase_if(jobs, [&](const JobRecord& j) {
@@ -33,16 +33,16 @@ Result<Listing> list_cache(Records& store, const ListFilter& filter) {
   Listing out;
   out.names = names.take();
   for (JobRecord& j : jobs) {
-    auto arts = store.artifact_infos(j.key);
-    auto refs = store.job_refs(j.key);
+    auto arts = store.jobs().artifact_infos(j.key);
+    auto refs = store.jobs().job_refs(j.key);
     out.jobs.push_back({std::move(j), std::move(arts), std::move(refs)});
   }
   return out;
 }
 
 Result<JobDetail> job_detail(Records& store, const JobRecord& job) {
-  auto arts = store.artifact_infos(job.key);
-  auto refs = store.job_refs(job.key);
+  auto arts = store.jobs().artifact_infos(job.key);
+  auto refs = store.jobs().job_refs(job.key);
   if (!arts)
     return arts.error();
   if (!refs)
@@ -57,14 +57,14 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Records& store, const std
   // string is a name only.
   if (is_hash128_hex(what)) {
     Hash128 key = *parse_hash128(what);
-    auto job = store.get_job(key);
+    auto job = store.jobs().get_job(key);
     if (job) {
       KILN_TRY_ASSIGN(auto detail, job_detail(store, *job));
       return Found(std::move(detail));
     }
     if (job.error().code != Code::not_found)
       return job.error();
-    auto closure = store.get_closure(key);
+    auto closure = store.closures().get_closure(key);
     if (closure)
       return Found(RootDetail{"", closure->target, closure.take(), ""});
     if (closure.error().code != Code::not_found)
@@ -72,11 +72,11 @@ Result<std::variant<JobDetail, RootDetail>> find_entry(Records& store, const std
     return make_error(Code::not_found,
                       "no job or closure '" + what + "' in cache '" + store.path() + "'");
   }
-  KILN_TRY_ASSIGN(auto names, store.names_for(what));
+  KILN_TRY_ASSIGN(auto names, store.names().names_for(what));
   for (const NameRecord &n : names)
     if (target.empty() || n.target == target) {
-      KILN_TRY_ASSIGN(auto closure, store.get_closure(n.closure));
-      auto unit = store.name_unit(n.name, n.target);
+      KILN_TRY_ASSIGN(auto closure, store.closures().get_closure(n.closure));
+      auto unit = store.names().name_unit(n.name, n.target);
       return Found(RootDetail{n.name, n.target, std::move(closure), unit ? unit.take() : ""});
     }
   return make_error(Code::not_found,
@@ -87,7 +87,7 @@ Result<Hash128> resolve_closure(Records& store, const std::string& what, const s
   // A closure key names itself and is never read as a name (as the loader).
   if (is_hash128_hex(what))
     return parse_hash128(what);
-  KILN_TRY_ASSIGN(auto names, store.names_for(what));
+  KILN_TRY_ASSIGN(auto names, store.names().names_for(what));
   for (const NameRecord &n : names)
     if (target.empty() || n.target == target)
       return n.closure;
@@ -100,13 +100,13 @@ Result<Hash128> resolve_closure(Records& store, const std::string& what, const s
 Result<ClosureGraph> closure_graph(Records& store, const std::string& what,
                                    const std::string& target) {
   KILN_TRY_ASSIGN(auto key, resolve_closure(store, what, target));
-  KILN_TRY_ASSIGN(auto closure, store.get_closure(key));
+  KILN_TRY_ASSIGN(auto closure, store.closures().get_closure(key));
   ClosureGraph g{std::move(closure), {}};
   std::map<std::string, const ClosureMember *> by_symbol;
   for (const ClosureMember &m : g.closure.members)
     by_symbol[m.symbol] = &m;
   for (const ClosureMember& m : g.closure.members) {
-    KILN_TRY_ASSIGN(auto refs, store.job_refs(m.job));
+    KILN_TRY_ASSIGN(auto refs, store.jobs().job_refs(m.job));
     for (const JobRef &r : refs)
       if (auto it = by_symbol.find(r.symbol); it != by_symbol.end())
         g.edges.push_back({m.job, it->second->job, r.symbol});
@@ -117,7 +117,7 @@ Result<ClosureGraph> closure_graph(Records& store, const std::string& what,
 Result<std::string> dump_artifact(Records& store, const std::string& job_key,
                                   const std::string& format) {
   KILN_TRY_ASSIGN(auto key, parse_hash128(job_key));
-  KILN_TRY_ASSIGN(auto job, store.get_job(key));
+  KILN_TRY_ASSIGN(auto job, store.jobs().get_job(key));
   std::vector<std::string> formats;
   if (format == "ptx")
     formats = {"ptx"};
@@ -129,7 +129,7 @@ Result<std::string> dump_artifact(Records& store, const std::string& job_key,
     return make_error(Code::invalid_argument,
                       "unknown format '" + format + "'; use ptx, bitcode or object");
   for (const std::string& f : formats) {
-    auto bytes = store.get_artifact(key, f);
+    auto bytes = store.jobs().get_artifact(key, f);
     if (bytes)
       return bytes;
     if (bytes.error().code != Code::not_found)
@@ -141,8 +141,8 @@ Result<std::string> dump_artifact(Records& store, const std::string& job_key,
 
 Result<std::vector<core::KeyDifference>> explain_keys(Records& store, const Hash128& a,
                                                       const Hash128& b) {
-  KILN_TRY_ASSIGN(auto ja, store.get_job(a));
-  KILN_TRY_ASSIGN(auto jb, store.get_job(b));
+  KILN_TRY_ASSIGN(auto ja, store.jobs().get_job(a));
+  KILN_TRY_ASSIGN(auto jb, store.jobs().get_job(b));
   return core::compare_keys(ja, jb);
 }
 

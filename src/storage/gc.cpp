@@ -24,10 +24,10 @@ Result<GcPolicy> parse_gc_policy(const std::string& max_size, const std::string&
 
 Result<GcReport> collect_garbage(Records& store, GcPolicy policy) {
   if (!policy.has_limit()) {
-    KILN_TRY_ASSIGN(auto limit, store.max_size());
+    KILN_TRY_ASSIGN(auto limit, store.upkeep().max_size());
     policy.max_size = limit;
   }
-  return store.gc(policy);
+  return store.upkeep().gc(policy);
 }
 
 } // namespace kiln::storage

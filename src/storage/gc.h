@@ -5,7 +5,7 @@
 // recently used first, each with its images and names and the jobs no
 // remaining closure uses; ties in one-second recency are broken by key, so
 // every process evicts in the same order. A job a running precompile holds a
-// lease on (Records::lease_jobs), and a closure rooted at one, is never evicted.
+// lease on (Claims::lease_jobs), and a closure rooted at one, is never evicted.
 #pragma once
 
 #include "support/hash.h"
@@ -21,7 +21,7 @@ namespace kiln::storage {
 class Records;
 
 /// When gc evicts. A policy with no size target and no age limit evicts
-/// nothing through Records::gc; collect_garbage gives it the cache's limit.
+/// nothing through Upkeep::gc; collect_garbage gives it the cache's limit.
 struct GcPolicy {
   int64_t max_size = -1;   ///< evict until the live size is at most this; < 0: no size target
   int64_t older_than = -1; ///< evict closures unused for this many seconds; < 0: none
@@ -51,7 +51,7 @@ struct GcReport {
 Result<GcPolicy> parse_gc_policy(const std::string& max_size, const std::string& older_than);
 
 /// Runs gc per `policy`; a policy without limits is given the cache's own
-/// size limit (Records::max_size) first.
+/// size limit (Upkeep::max_size) first.
 Result<GcReport> collect_garbage(Records& store, GcPolicy policy);
 
 } // namespace kiln::storage

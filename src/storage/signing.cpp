@@ -210,7 +210,7 @@ Result<Signing> signing_from_env() {
 
 Result<Signing> signing_for(Records& store) {
   KILN_TRY_ASSIGN(auto signing, signing_from_env());
-  auto setting = store.setting("require_signed");
+  auto setting = store.upkeep().setting("require_signed");
   if (setting)
     signing.required = signing.required || *setting == "1";
   else if (setting.error().code != Code::not_found)
@@ -226,7 +226,7 @@ Result<SignatureRequirement> signatures_required(Records& store) {
     if (v == "1")
       return SignatureRequirement{true, "KILN_REQUIRE_SIGNED"};
   }
-  auto setting = store.setting("require_signed");
+  auto setting = store.upkeep().setting("require_signed");
   if (setting)
     return SignatureRequirement{*setting == "1", "setting"};
   if (setting.error().code != Code::not_found)

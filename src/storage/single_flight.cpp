@@ -151,7 +151,7 @@ public:
     if (beat.joinable())
       beat.join();
     if (any_claimed_)
-      (void)records_.release_claims(me_.id, {});
+      (void)records_.claims().release_claims(me_.id, {});
     if (no_thread)
       return *no_thread;
     return Status::ok();
@@ -173,7 +173,7 @@ private:
         state_[i].phase = Phase::queued;
       queue_.swap(pending_);
     }
-    leasing_ = options_.enabled && storage_.leasing();
+    leasing_ = options_.enabled && storage_.leases().available();
   }
 
   // Claims the next keys; those another process holds are waited for.
@@ -189,7 +189,7 @@ private:
       }
     if (batch.empty())
       return;
-    auto claims = records_.claim(me_, keys, {});
+    auto claims = records_.claims().claim(me_, keys, {});
     std::vector<Hash128> release;
     for (size_t n = 0; n < batch.size(); ++n) {
       size_t i = batch[n];
@@ -221,7 +221,7 @@ private:
       lease_or_wait(i);
     }
     if (!release.empty())
-      (void)records_.release_claims(me_.id, release);
+      (void)records_.claims().release_claims(me_.id, release);
     watch_cv_.notify_one();
   }
 
@@ -237,7 +237,7 @@ private:
   // Called without mu_ held (from start() or the watcher).
   void lease_or_wait(size_t i) {
     if (leasing_) {
-      std::optional<bool> taken = storage_.take_lease(keys_[i], me_.id, options_.term);
+      std::optional<bool> taken = storage_.leases().take(keys_[i], me_.id, options_.term);
       if (taken && !*taken) {
         std::lock_guard lock(mu_);
         state_[i].phase = Phase::remote_wait;
@@ -292,9 +292,9 @@ private:
       calls_.work(i);
       // The result is stored: the claim and lease go, and a waiter finds it.
       if (state_[i].claimed)
-        (void)records_.release_claims(me_.id, {keys_[i]});
+        (void)records_.claims().release_claims(me_.id, {keys_[i]});
       if (state_[i].leased)
-        storage_.release_lease(keys_[i], me_.id);
+        storage_.leases().release(keys_[i], me_.id);
       {
         std::lock_guard lock(mu_);
         state_[i].phase = Phase::done;
@@ -325,9 +325,9 @@ private:
         if (state_[i].leased)
           leased.push_back(keys_[i]);
     }
-    (void)records_.renew_claims(me_.id);
+    (void)records_.claims().renew_claims(me_.id);
     if (!leased.empty())
-      (void)storage_.renew_leases(leased, me_.id, options_.term);
+      (void)storage_.leases().renew(leased, me_.id, options_.term);
   }
 
   bool all_done() {
@@ -379,7 +379,7 @@ private:
   // Done once stored; else claimed here once its holder let go of it, died,
   // stalled or outlasted the wait limit.
   void settle_local(const std::vector<size_t>& waiting, Clock::time_point now) {
-    auto claims = records_.read_claims();
+    auto claims = records_.claims().read_claims();
     if (!claims) {
       for (size_t i : waiting)
         enqueue(i); // the claims cannot be read: work on it here
@@ -419,7 +419,7 @@ private:
     }
     if (ask.empty())
       return;
-    auto got = records_.claim(me_, ask, lapsed);
+    auto got = records_.claims().claim(me_, ask, lapsed);
     for (size_t n = 0; n < asked.size(); ++n) {
       size_t i = asked[n];
       if (!got) {
@@ -438,7 +438,7 @@ private:
       any_claimed_ = true;
       // Stored between the read and the claim: nothing to do.
       if (stored(i, now)) {
-        (void)records_.release_claims(me_.id, {keys_[i]});
+        (void)records_.claims().release_claims(me_.id, {keys_[i]});
         state_[i].claimed = false;
         continue;
       }
@@ -453,15 +453,14 @@ private:
     for (size_t i : waiting) {
       if (stored(i, now)) {
         if (state_[i].claimed)
-          (void)records_.release_claims(me_.id, {keys_[i]});
+          (void)records_.claims().release_claims(me_.id, {keys_[i]});
         std::lock_guard lock(mu_);
         state_[i].claimed = false;
         continue;
       }
-      std::optional<bool> taken =
-          now - state_[i].wait_started >= options_.wait_limit
-              ? std::optional<bool>()
-              : storage_.take_lease(keys_[i], me_.id, options_.term);
+      std::optional<bool> taken = now - state_[i].wait_started >= options_.wait_limit
+                                      ? std::optional<bool>()
+                                      : storage_.leases().take(keys_[i], me_.id, options_.term);
       if (taken && !*taken)
         continue;
       {
@@ -469,9 +468,9 @@ private:
         state_[i].leased = taken.value_or(false);
       }
       if (taken && stored(i, now)) { // published just before its lease went
-        storage_.release_lease(keys_[i], me_.id);
+        storage_.leases().release(keys_[i], me_.id);
         if (state_[i].claimed)
-          (void)records_.release_claims(me_.id, {keys_[i]});
+          (void)records_.claims().release_claims(me_.id, {keys_[i]});
         std::lock_guard lock(mu_);
         state_[i].claimed = state_[i].leased = false;
         continue;

@@ -1,7 +1,7 @@
 // Single-flight: each key's work done once across the processes that share a
 // cache file, and across machines that share a remote tier with leases.
 //
-// A process claims the keys it is about to work on (Records::claim, one
+// A process claims the keys it is about to work on (Claims::claim, one
 // transaction for all of them). Those it gets, it works on; for the others it
 // waits until their result is stored, polling the claims. A claim belongs to
 // a live holder: the holder bumps its beat every quarter of the lease term,

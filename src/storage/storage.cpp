@@ -29,11 +29,20 @@ Storage::Storage(Records& local, remote::Remote remote, Signing signing)
     : local_(&local), backend_(std::move(remote.backend)), options_(std::move(remote.options)),
       signing_(std::move(signing)) {}
 
-Storage::~Storage() {
-  if (rejected_quietly_ > 0 && backend_)
-    std::fprintf(stderr, "kiln: remote cache %s: rejected %lld more value%s (the last: %s)\n",
-                 backend_->describe().c_str(), static_cast<long long>(rejected_quietly_),
-                 rejected_quietly_ == 1 ? "" : "s", last_rejection_.c_str());
+Storage::~Storage() { (void)close(); }
+
+Status Storage::close() {
+  if (closed_)
+    return Status::ok();
+  closed_ = true;
+  {
+    std::lock_guard lock(mu_);
+    if (rejected_quietly_ > 0 && backend_)
+      std::fprintf(stderr, "kiln: remote cache %s: rejected %lld more value%s (the last: %s)\n",
+                   backend_->describe().c_str(), static_cast<long long>(rejected_quietly_),
+                   rejected_quietly_ == 1 ? "" : "s", last_rejection_.c_str());
+  }
+  return owned_ ? owned_->close() : Status::ok();
 }
 
 Result<std::unique_ptr<Storage>> Storage::open(const std::string& path,
@@ -59,7 +68,7 @@ Result<Signing> Storage::signing_of(Records& local, const remote::Remote& remote
 // --- read-through ----------------------------------------------------------
 
 Result<Found> Storage::find_job(const Hash128& key, const std::vector<std::string>& formats) {
-  KILN_TRY_ASSIGN(auto has, local_->has_job(key, formats));
+  KILN_TRY_ASSIGN(auto has, local_->jobs().has_job(key, formats));
   if (has)
     return Found::local;
   if (!backend_)
@@ -69,7 +78,7 @@ Result<Found> Storage::find_job(const Hash128& key, const std::vector<std::strin
 }
 
 Result<ClosureRecord> Storage::get_closure(const Hash128& key) {
-  auto closure = local_->get_closure(key);
+  auto closure = local_->closures().get_closure(key);
   if (closure || closure.error().code != Code::not_found || !backend_)
     return closure;
   {
@@ -77,11 +86,11 @@ Result<ClosureRecord> Storage::get_closure(const Hash128& key) {
     if (!fetch_closure(key, {}))
       return closure;
   }
-  return local_->get_closure(key);
+  return local_->closures().get_closure(key);
 }
 
 Result<Hash128> Storage::resolve_name(const std::string& name, const std::string& target) {
-  auto key = local_->resolve_name(name, target);
+  auto key = local_->names().resolve_name(name, target);
   // A key-form string names no root here or in the remote (core::check_name).
   if (key || key.error().code != Code::not_found || !backend_ || is_hash128_hex(name))
     return key;
@@ -95,7 +104,7 @@ Result<std::optional<std::string>> Storage::get_image(const ClosureRecord& closu
                                                       const std::string& arch) {
   // Same key, same content: a stored image that fails its checks is
   // damaged, and is fetched or made again like a missing one.
-  auto bytes = local_->get_image_any_linker(closure.key, arch);
+  auto bytes = local_->images().get_image_any_linker(closure.key, arch);
   if (bytes) {
     if (core::check_image(*bytes, closure))
       return std::optional<std::string>(bytes.take());
@@ -112,14 +121,14 @@ Result<std::optional<std::string>> Storage::get_image(const ClosureRecord& closu
 
 Status Storage::put_job(const JobRecord& job, const std::vector<Artifact>& artifacts,
                         const std::vector<JobRef>& refs) {
-  KILN_TRY(local_->put_job(job, artifacts, refs));
+  KILN_TRY(local_->jobs().put_job(job, artifacts, refs));
   publish_job(job.key);
   return Status::ok();
 }
 
 Status Storage::put_image(const ImageKey& key, const std::string& format,
                           const std::string& bytes) {
-  Status stored = local_->put_image(key, format, bytes);
+  Status stored = local_->images().put_image(key, format, bytes);
   if (backend_)
     publish_image({key, format, bytes});
   return stored;
@@ -131,15 +140,15 @@ void Storage::publish_job(const Hash128& key) {
     return;
   BundleData data;
   BundleData::Job j;
-  auto rec = local_->get_job(key);
-  auto infos = local_->artifact_infos(key);
-  auto refs = local_->job_refs(key);
+  auto rec = local_->jobs().get_job(key);
+  auto infos = local_->jobs().artifact_infos(key);
+  auto refs = local_->jobs().job_refs(key);
   if (!rec || !infos || !refs)
     return;
   j.record = rec.take();
   j.refs = refs.take();
   for (const ArtifactInfo& i : *infos) {
-    auto bytes = local_->get_artifact(key, i.format);
+    auto bytes = local_->jobs().get_artifact(key, i.format);
     if (!bytes)
       return;
     j.artifacts.push_back({i.format, bytes.take()});
@@ -165,7 +174,7 @@ void Storage::publish_name(const NameRecord& name) {
     return;
   BundleData data;
   data.names.push_back(name);
-  remote_put(remote_key("name", name_id(name.name, name.target)), encode(data));
+  remote_put(remote_key("name", remote_name_id(name.name, name.target)), encode(data));
 }
 
 void Storage::publish_image(const ImageRecord& image) {
@@ -196,53 +205,53 @@ std::string Storage::encode(const BundleData& data) const {
   return encode_bundle(data, signing_.key ? &*signing_.key : nullptr);
 }
 
-std::string Storage::name_id(const std::string& name, const std::string& target) {
+std::string remote_name_id(const std::string& name, const std::string& target) {
   return hash128(target + '\0' + name).hex();
 }
 
 // --- leases -------------------------------------------------------------------
 
-bool Storage::leasing() {
-  std::lock_guard lock(mu_);
-  return publishing() && backend_->has_leases();
+bool Storage::Leases::available() {
+  std::lock_guard lock(s_.mu_);
+  return s_.publishing() && s_.backend_->has_leases();
 }
 
-std::optional<bool> Storage::take_lease(const Hash128& key, const std::string& holder,
-                                        std::chrono::milliseconds term) {
-  std::lock_guard lock(mu_);
-  if (!publishing() || !backend_->has_leases())
+std::optional<bool> Storage::Leases::take(const Hash128& key, const std::string& holder,
+                                          std::chrono::milliseconds term) {
+  std::lock_guard lock(s_.mu_);
+  if (!s_.publishing() || !s_.backend_->has_leases())
     return std::nullopt;
-  auto taken = backend_->take_lease(remote_key("lease", key.hex()), holder, term);
+  auto taken = s_.backend_->take_lease(s_.remote_key("lease", key.hex()), holder, term);
   if (!taken) {
-    fail(taken.error().message);
+    s_.fail(taken.error().message);
     return std::nullopt;
   }
   return *taken;
 }
 
-std::optional<std::vector<bool>> Storage::renew_leases(const std::vector<Hash128>& keys,
-                                                       const std::string& holder,
-                                                       std::chrono::milliseconds term) {
-  std::lock_guard lock(mu_);
-  if (!publishing() || !backend_->has_leases())
+std::optional<std::vector<bool>> Storage::Leases::renew(const std::vector<Hash128>& keys,
+                                                        const std::string& holder,
+                                                        std::chrono::milliseconds term) {
+  std::lock_guard lock(s_.mu_);
+  if (!s_.publishing() || !s_.backend_->has_leases())
     return std::nullopt;
   std::vector<std::string> remote_keys;
   for (const Hash128& k : keys)
-    remote_keys.push_back(remote_key("lease", k.hex()));
-  auto held = backend_->renew_leases(remote_keys, holder, term);
+    remote_keys.push_back(s_.remote_key("lease", k.hex()));
+  auto held = s_.backend_->renew_leases(remote_keys, holder, term);
   if (!held) {
-    fail(held.error().message);
+    s_.fail(held.error().message);
     return std::nullopt;
   }
   return held.take();
 }
 
-void Storage::release_lease(const Hash128& key, const std::string& holder) {
-  std::lock_guard lock(mu_);
-  if (!publishing() || !backend_->has_leases())
+void Storage::Leases::release(const Hash128& key, const std::string& holder) {
+  std::lock_guard lock(s_.mu_);
+  if (!s_.publishing() || !s_.backend_->has_leases())
     return;
-  if (Status s = backend_->release_lease(remote_key("lease", key.hex()), holder); !s)
-    fail(s.error().message);
+  if (Status st = s_.backend_->release_lease(s_.remote_key("lease", key.hex()), holder); !st)
+    s_.fail(st.error().message);
 }
 
 // --- the remote, with mu_ held -----------------------------------------------
@@ -345,7 +354,7 @@ bool Storage::fetch_job(const Hash128& key, const std::vector<std::string>& form
       reject(what, "it lacks its " + f + " artifact");
       return false;
     }
-  if (Status s = local_->put_job(j.record, j.artifacts, j.refs); !s)
+  if (Status s = local_->jobs().put_job(j.record, j.artifacts, j.refs); !s)
     return false; // a local problem, not the remote's
   ++counters_.remote_hits;
   return true;
@@ -367,19 +376,19 @@ bool Storage::fetch_closure(const Hash128& key, const std::vector<NameRecord>& n
   for (const ClosureMember& m : c.members)
     symbols.insert(m.symbol);
   for (const ClosureMember& m : c.members) {
-    auto has = local_->has_job(m.job, {});
+    auto has = local_->jobs().has_job(m.job, {});
     if (!has)
       return false;
     if (!*has && !fetch_job(m.job, {}))
       return false; // a member nobody published: the closure is of no use yet
-    auto job = local_->get_job(m.job);
+    auto job = local_->jobs().get_job(m.job);
     if (!job)
       return false;
     if (job->symbol != m.symbol || job->target != c.target) {
       reject(what, "member " + m.job.hex() + " defines another symbol or target");
       return false;
     }
-    auto refs = local_->job_refs(m.job);
+    auto refs = local_->jobs().job_refs(m.job);
     if (!refs)
       return false;
     for (const JobRef& r : *refs)
@@ -388,7 +397,7 @@ bool Storage::fetch_closure(const Hash128& key, const std::vector<NameRecord>& n
         return false;
       }
   }
-  if (Status s = local_->put_closure(c, names); !s)
+  if (Status s = local_->closures().put_closure(c, names); !s)
     return false;
   ++counters_.remote_hits;
   return true;
@@ -396,19 +405,19 @@ bool Storage::fetch_closure(const Hash128& key, const std::vector<NameRecord>& n
 
 std::optional<Hash128> Storage::fetch_name(const std::string& name, const std::string& target) {
   std::string what = "name " + name + " (" + target + ")";
-  auto data = fetch_one("name", name_id(name, target), what, [&](const BundleData& d) {
+  auto data = fetch_one("name", remote_name_id(name, target), what, [&](const BundleData& d) {
     return d.names.size() == 1 && d.names[0].name == name && d.names[0].target == target;
   });
   if (!data)
     return std::nullopt;
   ++counters_.remote_hits;
   Hash128 key = data->names[0].closure;
-  if (auto have = local_->get_closure(key)) {
+  if (auto have = local_->closures().get_closure(key)) {
     if (have->target != target) {
       reject(what, "it points at a closure for " + have->target);
       return std::nullopt;
     }
-    if (!local_->put_closure(*have, data->names))
+    if (!local_->closures().put_closure(*have, data->names))
       return std::nullopt;
     return key;
   }
@@ -431,7 +440,8 @@ std::optional<std::string> Storage::fetch_image(const ClosureRecord& closure,
     reject(what, s.error().message);
     return std::nullopt;
   }
-  (void)local_->put_image(image.key, image.format, image.bytes); // a read-only cache still loads it
+  (void)local_->images().put_image(image.key, image.format,
+                                   image.bytes); // a read-only cache still loads it
   ++counters_.remote_hits;
   return std::move(image.bytes);
 }

@@ -74,10 +74,10 @@ public:
   /// signing_of gives them.
   static Result<std::unique_ptr<Storage>> over(Records& local, remote::Remote remote);
 
-  /// The signing for a Storage over `local` and `remote`: signing_for(local)
-  /// with a backend (a malformed $KILN_SIGNING_KEY is an error), none
-  /// without. Whoever builds a Storage with a remote passes this.
-  static Result<Signing> signing_of(Records& local, const remote::Remote& remote);
+  /// Closes the local records it owns (Records::close) and reports the
+  /// remote's rejected values; returns the records' error. Destroying it
+  /// unclosed closes it and drops the error.
+  Status close();
 
   /// The local records, for what only they hold (usage, settings, gc,
   /// memos, leases) and what is read without the remote.
@@ -118,20 +118,29 @@ public:
   void publish_name(const NameRecord& name);
   void publish_image(const ImageRecord& image);
 
-  // --- leases in the remote tier: single-flight across machines
-  // (storage/single_flight.h). Each is nullopt once the remote cannot take
-  // leases (none configured, read-only, disabled, or no leases in its
-  // backend); a failed call disables the remote, with its one notice. ------
-  /// Takes the lease on `key` for `holder` for `term`: true if taken.
-  std::optional<bool> take_lease(const Hash128& key, const std::string& holder,
-                                 std::chrono::milliseconds term);
-  /// Extends `holder`'s leases on `keys`: false for each it lost.
-  std::optional<std::vector<bool>> renew_leases(const std::vector<Hash128>& keys,
-                                                const std::string& holder,
-                                                std::chrono::milliseconds term);
-  void release_lease(const Hash128& key, const std::string& holder);
-  /// Whether leases can be asked for now.
-  bool leasing();
+  /// Leases in the remote tier: single-flight across machines
+  /// (storage/single_flight.h). Each call is nullopt once the remote cannot
+  /// take leases (none configured, read-only, disabled, or no leases in its
+  /// backend); a failed call disables the remote, with its one notice.
+  class Leases {
+  public:
+    /// Whether leases can be asked for now.
+    bool available();
+    /// Takes the lease on `key` for `holder` for `term`: true if taken.
+    std::optional<bool> take(const Hash128& key, const std::string& holder,
+                             std::chrono::milliseconds term);
+    /// Extends `holder`'s leases on `keys`: false for each it lost.
+    std::optional<std::vector<bool>> renew(const std::vector<Hash128>& keys,
+                                           const std::string& holder,
+                                           std::chrono::milliseconds term);
+    void release(const Hash128& key, const std::string& holder);
+
+  private:
+    friend class Storage;
+    explicit Leases(Storage& s) : s_(s) {}
+    Storage& s_;
+  };
+  Leases& leases() { return leases_; }
 
   /// Adds the remote counters (remote_* fields) since the last call to
   /// `into`.
@@ -139,11 +148,12 @@ public:
 
   /// The remote key of an entry: <prefix>:v<bundle version>:<kind>:<id>.
   std::string remote_key(const std::string& kind, const std::string& id) const;
-  /// The id of a name's entry: names and targets may hold ':' and arbitrary
-  /// bytes, so the key hashes them; the value carries them in clear.
-  static std::string name_id(const std::string& name, const std::string& target);
 
 private:
+  /// The signing for a Storage over `local` and `remote`: signing_for(local)
+  /// with a backend (a malformed $KILN_SIGNING_KEY is an error), none
+  /// without. Whoever builds a Storage with a remote passes this.
+  static Result<Signing> signing_of(Records& local, const remote::Remote& remote);
   // Remote calls, with mu_ held; each is a miss once the remote is disabled.
   std::optional<std::string> remote_get(const std::string& key);
   void remote_put(const std::string& key, const std::string& value);
@@ -174,6 +184,13 @@ private:
   int64_t rejected_quietly_ = 0;
   std::string last_rejection_;
   Counters counters_;
+  Leases leases_{*this};
+  bool closed_ = false;
 };
+
+/// The id of a name's entry in the remote tier: names and targets may hold
+/// ':' and arbitrary bytes, so the key hashes them; the value carries them
+/// in clear.
+std::string remote_name_id(const std::string& name, const std::string& target);
 
 } // namespace kiln::storage

@@ -20,12 +20,12 @@ Result<BundleSummary> export_bundle(Records& store, const std::string& path,
   KILN_TRY(refuse_database_file(path, store.path(), "export destination"));
   std::vector<Hash128> keys;
   if (which.empty()) {
-    KILN_TRY_ASSIGN(auto names, store.list_names());
+    KILN_TRY_ASSIGN(auto names, store.names().list_names());
     for (const NameRecord &n : names)
       keys.push_back(n.closure);
   } else {
     for (const std::string& w : which) {
-      KILN_TRY_ASSIGN(auto names, store.names_for(w));
+      KILN_TRY_ASSIGN(auto names, store.names().names_for(w));
       for (const NameRecord &n : names)
         keys.push_back(n.closure);
       if (names.empty()) {
@@ -65,7 +65,7 @@ Result<BundleSummary> import_bundle(Records& store, const std::string& path) {
     return data.error().context("'" + path + "'");
   if (Status s = core::check_bundle(*data); !s)
     return s.error().context("'" + path + "'");
-  KILN_TRY(store.put_bundle(*data));
+  KILN_TRY(store.upkeep().put_bundle(*data));
   return BundleSummary{data->closures.size(), data->jobs.size(), data->images.size(),
                        data->names.size(), 0};
 }

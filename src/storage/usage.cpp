@@ -11,19 +11,19 @@
 namespace kiln::storage {
 
 Result<SizeLimit> size_limit(Records& store) {
-  KILN_TRY_ASSIGN(auto bytes, store.max_size());
+  KILN_TRY_ASSIGN(auto bytes, store.upkeep().max_size());
   const char *env = std::getenv("KILN_CACHE_MAX_SIZE");
-  std::string source = env && *env                 ? "KILN_CACHE_MAX_SIZE"
-                       : store.setting("max_size") ? "cache setting"
-                                                   : "default";
+  std::string source = env && *env                          ? "KILN_CACHE_MAX_SIZE"
+                       : store.upkeep().setting("max_size") ? "cache setting"
+                                                            : "default";
   return SizeLimit{bytes, source};
 }
 
 Result<StatsReport> stats_report(Records& store, bool zero_first) {
   if (zero_first)
-    KILN_TRY(store.zero_counters());
-  KILN_TRY_ASSIGN(auto st, store.stats());
-  KILN_TRY_ASSIGN(auto limit, store.max_size());
+    KILN_TRY(store.upkeep().zero_counters());
+  KILN_TRY_ASSIGN(auto st, store.upkeep().stats());
+  KILN_TRY_ASSIGN(auto limit, store.upkeep().max_size());
   return StatsReport{std::move(st), limit};
 }
 

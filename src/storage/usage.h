@@ -1,7 +1,7 @@
 // How a cache is used: the counters precompiles and loads add to, what it
 // holds and how big it is (stats), and its settings, of which the size limit
 // is the one that matters (config). Recency, the other half of usage, is
-// Records::touch_closures; gc (storage/gc.h) reads both.
+// Upkeep::touch_closures; gc (storage/gc.h) reads both.
 #pragma once
 
 #include <kiln/result.hpp>
@@ -58,7 +58,7 @@ struct SizeLimit {
   std::string source; ///< "KILN_CACHE_MAX_SIZE", "cache setting" or "default"
 };
 
-/// The size limit in force (Records::max_size) and its source.
+/// The size limit in force (Upkeep::max_size) and its source.
 Result<SizeLimit> size_limit(Records& store);
 
 /// What `stats` reports: the cache's contents and counters, and its limit.

@@ -1,5 +1,5 @@
 // Verification of a whole cache above its rows: the store's own checks
-// (Records::check_rows), then every job's key recomputed from its stored
+// (Upkeep::check_rows), then every job's key recomputed from its stored
 // components, every closure's key from its members and every image checked
 // as a loader would.
 #include "storage/verify.h"
@@ -24,9 +24,9 @@ Result<VerifyReport> verify_cache(Records& store) {
     rep.problems.push_back({"cache", store.path(), e.message});
     return std::move(rep);
   };
-  if (Status rows = store.check_rows(rep.problems); !rows)
+  if (Status rows = store.upkeep().check_rows(rep.problems); !rows)
     return damaged(rows.error());
-  auto jobs = store.list_jobs();
+  auto jobs = store.jobs().list_jobs();
   if (!jobs)
     return damaged(jobs.error());
   rep.jobs = jobs->size();
@@ -38,7 +38,7 @@ Result<VerifyReport> verify_cache(Records& store) {
       rep.problems.push_back({"job", j.key.hex(), "job " + j.key.hex() + " (" + j.entry +
                                                       ") does not match its stored components"});
   }
-  auto closures = store.list_closures();
+  auto closures = store.closures().list_closures();
   if (!closures)
     return damaged(closures.error());
   rep.closures = closures->size();
@@ -52,7 +52,7 @@ Result<VerifyReport> verify_cache(Records& store) {
     if (Status s = core::check_closure_key(c); !s && !reported.count(c.key.hex()))
       rep.problems.push_back({"closure", c.key.hex(), s.error().message});
   for (const ClosureRecord& c : *closures) {
-    auto images = store.images_of(c.key);
+    auto images = store.images().images_of(c.key);
     if (!images)
       continue; // a damaged blob, already reported by its checksum
     for (const ImageRecord& i : *images)

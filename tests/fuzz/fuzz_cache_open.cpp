@@ -43,26 +43,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     kiln::storage::Store& s = **store;
     (void)s.verify();
-    (void)s.stats();
-    if (auto jobs = s.list_jobs())
+    (void)s.upkeep().stats();
+    if (auto jobs = s.jobs().list_jobs())
       for (const auto& j : *jobs) {
-        (void)s.job_refs(j.key);
-        if (auto infos = s.artifact_infos(j.key))
+        (void)s.jobs().job_refs(j.key);
+        if (auto infos = s.jobs().artifact_infos(j.key))
           for (const auto& i : *infos)
-            (void)s.get_artifact(j.key, i.format);
+            (void)s.jobs().get_artifact(j.key, i.format);
       }
-    if (auto closures = s.list_closures())
+    if (auto closures = s.closures().list_closures())
       for (const auto& c : *closures) {
-        (void)s.images_of(c.key);
-        (void)s.get_image_any_linker(c.key, "x86_64-linux");
+        (void)s.images().images_of(c.key);
+        (void)s.images().get_image_any_linker(c.key, "x86_64-linux");
       }
-    if (auto names = s.list_names())
+    if (auto names = s.names().list_names())
       for (const auto& n : *names)
-        (void)s.resolve_name(n.name, n.target);
+        (void)s.names().resolve_name(n.name, n.target);
     kiln::storage::GcOptions o;
     o.max_size = 0;
     o.dry_run = true;
-    (void)s.gc(o);
+    (void)s.upkeep().gc(o);
   }
   return 0;
 }

@@ -79,7 +79,7 @@ Result<std::optional<image::Maker>> cuda_image_maker(const std::string& target,
     std::string what = "JIT of closure " + c.key.hex() + " for " + arch;
     std::vector<std::string> ptx, names;
     for (const core::ClosureMember& m : c.members) {
-      auto p = store.get_artifact(m.job, "ptx");
+      auto p = store.jobs().get_artifact(m.job, "ptx");
       if (!p)
         return p.error().context(what);
       ptx.push_back(p.take());

@@ -115,8 +115,7 @@ Status Store::put_closure(const ClosureRecord& closure, const std::vector<NameRe
   return s;
 }
 
-Result<std::optional<Store::NameMove>> Store::point_name(const NameRecord& name,
-                                                         const std::string& unit) {
+Result<std::optional<NameMove>> Store::point_name(const NameRecord& name, const std::string& unit) {
   std::lock_guard lock(mu_);
   std::optional<NameMove> moved;
   Status s = transaction([&]() -> Status {
@@ -210,21 +209,6 @@ Store::read_name(const std::string& name, const std::string& target) {
   return None(std::pair{*key, b.col_text(1)});
 }
 
-Result<std::string> Store::name_unit(const std::string& name, const std::string& target) {
-  std::lock_guard lock(mu_);
-  KILN_TRY_ASSIGN(auto s, prepare("SELECT coalesce(u.path, '') FROM names n LEFT JOIN units u ON "
-                                  "u.id = n.unit_id WHERE n.name = ?1 AND n.target = ?2"));
-  Bound b(s);
-  b.text(1, name).text(2, target);
-  int rc = b.step();
-  if (rc == SQLITE_ROW)
-    return b.col_text(0);
-  if (rc == SQLITE_DONE)
-    return make_error(Code::not_found, "no root named '" + name + "' for target " + target +
-                                           " in cache '" + path() + "'");
-  return db_error("cannot read name " + name);
-}
-
 Result<std::optional<Hash128>> Store::read_closure_head(const Hash128& key, ClosureRecord& out) {
   out.key = key;
   KILN_TRY_ASSIGN(auto s,
@@ -279,7 +263,7 @@ Result<ClosureRecord> Store::read_closure_rows(const Hash128& key) {
   return out;
 }
 
-Result<Store::ClosureBatch> Store::get_closures(const std::vector<Hash128>& keys) {
+Result<ClosureBatch> Store::get_closures(const std::vector<Hash128>& keys) {
   std::lock_guard lock(mu_);
   Result<ClosureBatch> out = make_error(Code::internal, "unread");
   KILN_TRY(read_transaction([&]() -> Status {
@@ -326,8 +310,8 @@ Result<ClosureRecord> Store::get_closure(const Hash128& key) {
   return out;
 }
 
-Result<Store::RootRead> Store::read_root(const std::string& name, const std::string& target,
-                                         const std::string& arch, bool with_root) {
+Result<RootRead> Store::read_root(const std::string& name, const std::string& target,
+                                  const std::string& arch, bool with_root) {
   std::lock_guard lock(mu_);
   // A host load read the file: its close publishes the host images if none
   // are (Store::~Store).

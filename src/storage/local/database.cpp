@@ -962,6 +962,18 @@ void Database::end_deferral() {
 
 bool Database::wrote() const { return migrated_ || sqlite3_total_changes64(db_) > 0; }
 
+Status Database::finish(bool read_host_root, const std::function<Status(const Owed&)>& settle) {
+  Status done = Status::ok();
+  if (!read_only_) {
+    Owed owed;
+    owed.compact = wrote() && !deferred_;
+    owed.publish = wal_ && (published_stale_ || (read_host_root && !published_current(path_)));
+    done = settle(owed);
+  }
+  close_wal();
+  return done;
+}
+
 void Database::close_wal() {
   if (!db_ || read_only_ || !wal_)
     return;

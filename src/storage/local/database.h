@@ -69,9 +69,6 @@ public:
   /// connection (dictionaries) is read again.
   void on_reconnect(std::function<void()> f) { on_reconnect_ = std::move(f); }
 
-  /// Whether this connection created, migrated or changed the file.
-  bool wrote() const;
-
   /// While one lives, this connection's commits record usage alone
   /// (recency, counters, leases, memos, settings): what a load reads is
   /// unchanged, and the published images (storage/published/published.h) stay,
@@ -90,20 +87,25 @@ public:
   private:
     Database& db_;
   };
-  /// Whether a commit of this connection removed the published images (or
-  /// would have: there were none), so that they are published anew.
-  bool published_stale() const { return published_stale_; }
   /// See Store::defer_checkpoint.
   void defer_checkpoint();
   void end_deferral();
-  bool deferred() const { return deferred_; }
-  /// In WAL mode: a local file system (a network one keeps a rollback
-  /// journal, and publishes no host images: its clients may see another's
-  /// removal late).
-  bool wal() const { return wal_; }
-  /// At close: the WAL left for the next writer (a loader's), or
-  /// checkpointed and its side files removed (the last other connection).
-  void close_wal();
+  /// What closing this connection owes the file, before the WAL is closed.
+  struct Owed {
+    /// It wrote and is not a deferring loader: compact what it wrote.
+    bool compact = false;
+    /// In WAL mode (a local file system: a network one keeps a rollback
+    /// journal, and publishes no host images, since its clients may see
+    /// another's removal late), and a commit of this connection removed
+    /// the published images (or would have: there were none), or a host
+    /// load found none current: publish them anew.
+    bool publish = false;
+  };
+  /// Ends the connection's work: `settle` does what is owed (none when
+  /// read-only) and its error is returned; then the WAL is left for the
+  /// next writer (a loader's), or checkpointed and its side files removed
+  /// (the last other connection).
+  Status finish(bool read_host_root, const std::function<Status(const Owed&)>& settle);
 
   /// gc's room on a full disk: deleting rows needs WAL space, so a writer
   /// that creates the cache, and each gc, keep `<cache>-reserve` (128 KiB,
@@ -137,6 +139,8 @@ private:
   /// Stamps the published images held across this connection's
   /// bookkeeping or its close (PublishedHold) with the files' state now.
   void renew_published();
+  bool wrote() const; ///< this connection created, migrated or changed the file
+  void close_wal();
 
   std::string path_;
   /// The cache's directory, held open while connected: SQLite opens the

@@ -10,7 +10,7 @@
 
 namespace kiln::storage {
 
-Result<Store::Memo> Store::get_memo(const Hash128& key) {
+Result<Memo> Store::get_memo(const Hash128& key) {
   std::lock_guard lock(mu_);
   KILN_TRY(refresh());
   // One statement, so one snapshot: a memo being recorded again is read

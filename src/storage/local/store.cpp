@@ -21,18 +21,27 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenMode mod
 
 Store::Store(std::unique_ptr<Database> db) : db_(std::move(db)), codec_(*db_) {}
 
-Store::~Store() {
-  // An optimisation: a failure leaves plain blobs, still valid.
-  if (!db_->read_only() && db_->wrote() && !db_->deferred())
-    (void)compact();
-  // Also an optimisation: without them, host loads read this file. Written
-  // when a commit of this connection removed them, or a host load found
-  // none current (none, or stale: another tool wrote the file since); a
-  // connection that only read, or read for GPUs, takes no lock here.
-  if (!db_->read_only() && db_->wal() &&
-      (db_->published_stale() || (read_host_root_ && !published_current(path()))))
-    (void)publish_images();
-  db_->close_wal();
+Store::~Store() { (void)close(); }
+
+Status Store::close() {
+  if (closed_)
+    return Status::ok();
+  closed_ = true;
+  return db_->finish(read_host_root_, [&](const Database::Owed& owed) {
+    Status first = Status::ok();
+    // An optimisation: a failure leaves plain blobs, still valid.
+    if (owed.compact)
+      if (Status s = compact(); !s)
+        first = s.error().context("compacting cache '" + path() + "'");
+    // Also an optimisation: without them, host loads read this file. Owed
+    // when a commit of this connection removed them, or a host load found
+    // none current (none, or stale: another tool wrote the file since); a
+    // connection that only read, or read for GPUs, takes no lock here.
+    if (owed.publish)
+      if (Status s = publish_images(); !s && first)
+        first = s.error().context("publishing the host images of cache '" + path() + "'");
+    return first;
+  });
 }
 
 Error Store::read_only_error(const std::string& what) const { return db_->read_only_error(what); }

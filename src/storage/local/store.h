@@ -41,7 +41,21 @@ class Bound;
 /// call takes the store's lock. Several processes may open the same file at
 /// once. What Records says of a method holds here; what is said below is
 /// what the file adds.
-class Store final : public Records {
+///
+/// The store is one connection and one lock, so it implements every role
+/// (records.h) itself; its role methods are private, reached only through
+/// the roles (store.jobs().get_job(...)), and each role's are defined in a
+/// file of their own: jobs.cpp, closures.cpp (closures and names),
+/// images.cpp and libraries.cpp, request_memos.cpp, claims.cpp, and
+/// usage_rows.cpp, gc_rows.cpp, verify_rows.cpp and transfer (upkeep).
+class Store final : public Records,
+                    private Jobs,
+                    private Closures,
+                    private Names,
+                    private Images,
+                    private Memos,
+                    private Claims,
+                    private Upkeep {
 public:
   /// Opens or creates the cache at `path` (parent directories are created
   /// 0700, a new file 0600) and migrates it to the current schema.
@@ -91,6 +105,22 @@ public:
   /// cache closes as a writer (it compacts and checkpoints).
   void end_deferral() override;
 
+  /// Ends the connection's work: compacts what this connection wrote
+  /// (compact), writes the published images when they are stale
+  /// (publish_images) and, unless deferred, checkpoints the WAL and removes
+  /// its side files when this is the last connection. Compaction and
+  /// publication are optimisations: when one fails the file stays sound,
+  /// and its error is returned.
+  Status close() override;
+
+  Jobs& jobs() override { return *this; }
+  Closures& closures() override { return *this; }
+  Names& names() override { return *this; }
+  Images& images() override { return *this; }
+  Memos& memos() override { return *this; }
+  Claims& claims() override { return *this; }
+  Upkeep& upkeep() override { return *this; }
+
   /// Writes the published host images (storage/published/published.h) from what the
   /// file holds now, under its write lock: each host root whose closure,
   /// root job and image are stored and sound. Runs when a writable
@@ -100,8 +130,11 @@ public:
   /// Takes in the load log (storage/published/published.h): its closures marked used,
   /// its counters added. A no-op when read-only.
   Status absorb_load_log();
-  Status take_in_loads() override { return absorb_load_log(); }
 
+  /// The whole cache checked (verify_cache), its problems alone.
+  Result<std::vector<Problem>> verify();
+
+private:
   /// Trains a dictionary for each kind of blob that has none and enough
   /// plain blobs (kMinDictionarySamples, and the dictionary must pay for
   /// itself), and recompresses plain blobs with their kind's dictionary, up
@@ -147,10 +180,8 @@ public:
   /// Points (name, target) at `name.closure`, recording the unit (input file
   /// names) it came from; the closure must be stored, and the name not of
   /// key form. The previous target, when it was another closure, is returned.
-  Result<std::optional<NameMove>> point_name(const NameRecord& name, const std::string& unit) override;
-  /// The unit the name's current closure came from; not_found if no such
-  /// name, empty if unknown.
-  Result<std::string> name_unit(const std::string& name, const std::string& target) override;
+  Result<std::optional<NameMove>> point_name(const NameRecord& name,
+                                             const std::string& unit) override;
   /// The closure (name, target) names and the unit it came from, in one
   /// read; nullopt if no such name (or a key-form string).
   Result<std::optional<std::pair<Hash128, std::string>>> read_name(const std::string& name,
@@ -174,7 +205,7 @@ public:
                     int64_t expires_at) override;
   Status release_leases(const std::string& holder) override;
 
-  /// Claims (local/claims.cpp, storage/single_flight.h): Records' own.
+  /// Claims (local/claims.cpp, storage/single_flight.h).
   Result<std::vector<ClaimState>> claim(const ClaimHolder& me, const std::vector<Hash128>& keys,
                                         const std::vector<ClaimState>& lapsed) override;
   Result<std::vector<ClaimState>> read_claims() override;
@@ -203,12 +234,9 @@ public:
   /// warm path, which must not load a linker just to learn its version.
   Result<std::string> get_image_any_linker(const Hash128& closure, const std::string& arch) override;
 
-  // --- life cycle -----------------------------------------------------------
-  /// Adds to the usage counters (one small transaction).
-  Status add_counters(const Counters& delta) override;
+  // --- upkeep ---------------------------------------------------------------
   Status zero_counters() override;
-  /// Marks closures as used at `when` (one transaction for the batch).
-  Status touch_closures(const std::vector<Hash128>& closures, int64_t when) override;
+  Status take_in_loads() override { return absorb_load_log(); }
   /// Usage in one transaction: the counters added, and each closure marked
   /// used at `when` (a closure already marked then keeps its page as it is).
   Status record_usage(const std::vector<Hash128>& closures, int64_t when,
@@ -223,8 +251,6 @@ public:
   /// One gc; gc() runs it again after releasing the full disk's reserve.
   Result<GcReport> gc_once(const GcOptions& options);
   Status check_rows(std::vector<Problem>& out) override;
-  /// verify_cache(*this)'s problems (storage/verify.h).
-  Result<std::vector<Problem>> verify();
   /// Every closure, by key.
   Result<std::vector<ClosureRecord>> list_closures() override;
   /// A closure's images, each checked against its checksum.
@@ -240,7 +266,6 @@ public:
   Result<Memo> get_memo(const Hash128& key) override;
   Status put_memo(const Hash128& key, const Memo& memo) override;
 
-private:
   explicit Store(std::unique_ptr<Database> db);
   Status insert_job_rows(const JobRecord& job, const std::vector<Artifact>& artifacts,
                          const std::vector<Packed>& packed, const std::vector<JobRef>& refs);
@@ -323,6 +348,7 @@ private:
   /// Read-only: the images this connection linked.
   MemoryImages memory_images_;
   std::mutex mu_;
+  bool closed_ = false;
 };
 
 } // namespace kiln::storage

@@ -1,6 +1,6 @@
 // The cache file's half of usage: counters, recency, statistics and
 // settings in SQL. The size limit and the reports over them are
-// storage/usage.cpp's and Records::max_size's.
+// storage/usage.cpp's and Upkeep::max_size's.
 #include "storage/usage.h"
 
 #include "storage/local/statement.h"
@@ -8,16 +8,10 @@
 
 namespace kiln::storage {
 
-Status Store::add_counters(const Counters& d) { return record_usage({}, 0, d); }
-
 Status Store::zero_counters() {
   std::lock_guard lock(mu_);
   Database::Bookkeeping counters(*db_);
   return exec("DELETE FROM counters");
-}
-
-Status Store::touch_closures(const std::vector<Hash128>& closures, int64_t when) {
-  return record_usage(closures, when, {});
 }
 
 Status Store::record_usage(const std::vector<Hash128>& closures, int64_t when,

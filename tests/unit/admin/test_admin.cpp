@@ -49,7 +49,7 @@ TestCache nest_library(const std::string& prefix) {
 
 TEST_CASE("admin: list gives every job with its artifacts and references, and names as hex") {
   AdminCache a = admin_cache();
-  const AdminRecords& r = a.records;
+  const Populated& r = a.records;
   Cache cache = open_api(a.path());
 
   admin::Listing all = admin_ok(admin::list(cache));
@@ -103,7 +103,7 @@ TEST_CASE("admin: list gives every job with its artifacts and references, and na
 TEST_CASE("admin: show finds a job by key, a root by name or closure key, and names what it "
           "cannot find") {
   AdminCache a = admin_cache();
-  const AdminRecords& r = a.records;
+  const Populated& r = a.records;
   Cache cache = open_api(a.path());
 
   admin::Entry job = admin_ok(admin::show(cache, r.alpha.key.hex()));
@@ -144,7 +144,7 @@ TEST_CASE("admin: show finds a job by key, a root by name or closure key, and na
 
 TEST_CASE("admin: graph gives a root's members as nodes and its deferred references as edges") {
   AdminCache a = admin_cache();
-  const AdminRecords& r = a.records;
+  const Populated& r = a.records;
   Cache cache = open_api(a.path());
 
   admin::Graph g = admin_ok(admin::graph(cache, "alpha", "host"));
@@ -246,7 +246,7 @@ TEST_CASE("admin: export_image and export_library_image write a loadable image a
 
 TEST_CASE("admin: dump gives an artifact's stored bytes by the format a user names") {
   AdminCache a = admin_cache();
-  const AdminRecords& r = a.records;
+  const Populated& r = a.records;
   Cache cache = open_api(a.path());
 
   CHECK(admin_ok(admin::dump(cache, r.alpha.key.hex(), "object")) == "object of alpha, longer");
@@ -303,7 +303,7 @@ TEST_CASE("admin: stats counts the records, this handle's own loads, and zeroes 
 TEST_CASE("admin: verify reports counts and the schema on a healthy cache, and each problem by "
           "kind and key") {
   AdminCache a = admin_cache();
-  const AdminRecords& r = a.records;
+  const Populated& r = a.records;
   {
     Cache cache = open_api(a.path());
     admin::VerifyReport ok = admin_ok(admin::verify(cache));
@@ -327,7 +327,7 @@ TEST_CASE("admin: verify reports counts and the schema on a healthy cache, and e
 TEST_CASE("admin: gc evicts, a dry run changes nothing, and a read-only cache refuses both "
           "before reading the limits") {
   AdminCache a = admin_cache();
-  const AdminRecords& r = a.records;
+  const Populated& r = a.records;
 
   {
     Cache ro = open_api(a.path(), KILN_CACHE_READ_ONLY);
@@ -368,7 +368,7 @@ TEST_CASE("admin: gc evicts, a dry run changes nothing, and a read-only cache re
 TEST_CASE("admin: export_bundle and import_bundle carry roots to another cache; a read-only one "
           "refuses the import") {
   AdminCache a = admin_cache();
-  const AdminRecords& r = a.records;
+  const Populated& r = a.records;
   std::string bundle = a.cache.dir.path() + "/alpha.kbundle";
   {
     Cache cache = open_api(a.path());
@@ -435,9 +435,9 @@ TEST_CASE("admin: check_portable and check_bundle say which closures this machin
     REQUIRE(comps);
     odd.symbol = core::deferred_symbol(comps->identity);
     odd.key = core::job_key(*comps);
-    REQUIRE(store->put_job(odd, {{"obj", "object of odd"}}, {}));
+    REQUIRE(store->jobs().put_job(odd, {{"obj", "object of odd"}}, {}));
     core::ClosureRecord oc = closure_of(odd);
-    REQUIRE(store->put_closure(oc, {{"odd", "host", oc.key}}));
+    REQUIRE(store->closures().put_closure(oc, {{"odd", "host", oc.key}}));
   }
   Cache again = open_api(c.path());
   admin::Portability mixed = admin_ok(admin::check_portable(again));
@@ -469,8 +469,8 @@ TEST_CASE("admin: explain reads both keys before the cache and names the differi
   TestCache c = open_cache("kiln-admin-explain");
   core::JobRecord a = consistent_job("alpha", "host", "-O2");
   core::JobRecord b = consistent_job("alpha", "host", "-O3 -g");
-  REQUIRE(c.store->put_job(a, {{"obj", "a"}}, {}));
-  REQUIRE(c.store->put_job(b, {{"obj", "b"}}, {}));
+  REQUIRE(c.store->jobs().put_job(a, {{"obj", "a"}}, {}));
+  REQUIRE(c.store->jobs().put_job(b, {{"obj", "b"}}, {}));
   c.store.reset();
   Cache cache = open_api(c.path());
 

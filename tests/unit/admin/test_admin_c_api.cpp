@@ -280,7 +280,7 @@ TEST_CASE("admin C API: dump answers an artifact's bytes, NULs included, freed l
   TestCache c = open_cache("kiln-admin-c-api-dump");
   core::JobRecord j = consistent_job("bin");
   const std::string object("\x7f" "ELF\0\0\x01\xff tail", 13);
-  REQUIRE(c.store->put_job(j, {{"obj", object}}, {}));
+  REQUIRE(c.store->jobs().put_job(j, {{"obj", object}}, {}));
   c.store.reset();
   CHandle h(c.path());
 

@@ -50,9 +50,10 @@ TEST_CASE("admin json: a root name that is not UTF-8 keeps its exact bytes in na
   const std::string odd = "q\"\\\n\x01 \xc3\xa9";
   TestCache c = open_cache("kiln-admin-json");
   core::JobRecord j = consistent_job("root");
-  REQUIRE(c.store->put_job(j, {{"obj", "object"}}, {}));
+  REQUIRE(c.store->jobs().put_job(j, {{"obj", "object"}}, {}));
   core::ClosureRecord closure = closure_of(j);
-  REQUIRE(c.store->put_closure(closure, {{raw, "host", closure.key}, {odd, "host", closure.key}}));
+  REQUIRE(c.store->closures().put_closure(
+      closure, {{raw, "host", closure.key}, {odd, "host", closure.key}}));
   c.store.reset();
   Cache cache = open_api(c.path());
 

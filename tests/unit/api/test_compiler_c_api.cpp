@@ -749,9 +749,9 @@ TEST_CASE("compile_or_load: every answer leaves the root's name as a precompile 
   auto store = [&] { return kiln::storage::Store::open(path).take(); };
   auto named = [&] {
     auto st = store();
-    auto k = st->resolve_name("chg_parent", "host");
+    auto k = st->names().resolve_name("chg_parent", "host");
     REQUIRE(k);
-    return std::make_pair(k->hex(), *st->name_unit("chg_parent", "host"));
+    return std::make_pair(k->hex(), *st->names().name_unit("chg_parent", "host"));
   };
   for (int way = 0; way < 3; ++way) {
     CAPTURE(way);
@@ -832,7 +832,7 @@ TEST_CASE("compile: a read-only cache answers a memo hit whose name came from an
   CHECK(again->roots[0].image);
   auto st = kiln::storage::Store::open(path, kiln::storage::OpenMode::read_only);
   REQUIRE(st);
-  CHECK(*(*st)->name_unit("nest_a", "host") == "first.ll");
+  CHECK(*(*st)->names().name_unit("nest_a", "host") == "first.ll");
 }
 
 TEST_CASE("compile: a cache handle is compiled into through its own connection, read-only "

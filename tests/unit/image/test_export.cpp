@@ -30,9 +30,9 @@ TestCache compiled() {
 
 TEST_CASE("export_image links a closure that has no image, stores it, and writes it") {
   TestCache f = compiled();
-  auto key = f.store->resolve_name("nest_a", "host");
+  auto key = f.store->names().resolve_name("nest_a", "host");
   REQUIRE(key);
-  auto before = f.store->images_of(*key);
+  auto before = f.store->images().images_of(*key);
   REQUIRE(before);
   REQUIRE(before->empty());
 
@@ -50,7 +50,7 @@ TEST_CASE("export_image links a closure that has no image, stores it, and writes
   CHECK(core::check_image(*bytes, out->closure));
 
   // Stored for next time, the same bytes as written.
-  auto stored = f.store->images_of(*key);
+  auto stored = f.store->images().images_of(*key);
   REQUIRE(stored);
   REQUIRE(stored->size() == 1);
   CHECK((*stored)[0].key.arch == core::image_arch("host"));
@@ -59,9 +59,9 @@ TEST_CASE("export_image links a closure that has no image, stores it, and writes
 
 TEST_CASE("export_image writes the stored image as it is, by name or by closure key") {
   TestCache f = compiled();
-  auto key = f.store->resolve_name("nest_a", "host");
+  auto key = f.store->names().resolve_name("nest_a", "host");
   REQUIRE(key);
-  auto closure = f.store->get_closure(*key);
+  auto closure = f.store->closures().get_closure(*key);
   REQUIRE(closure);
   storage::Storage storage(*f.store);
   auto linked = image::fetch_or_link(storage, *closure);
@@ -77,7 +77,7 @@ TEST_CASE("export_image writes the stored image as it is, by name or by closure 
   CHECK(*read_file(by_key) == *linked);
   CHECK(a->bytes == linked->size());
   // Nothing was linked a second time.
-  auto stored = f.store->images_of(*key);
+  auto stored = f.store->images().images_of(*key);
   REQUIRE(stored);
   CHECK(stored->size() == 1);
 

@@ -37,14 +37,14 @@ Fixture compiled() {
 
 TEST_CASE("fetch_or_link links once, stores the image, and serves it from the cache after") {
   Fixture f = compiled();
-  CHECK(f.storage->records().images_of(f.closure.key)->empty());
+  CHECK(f.storage->records().images().images_of(f.closure.key)->empty());
   bool linked = false;
   auto first = image::fetch_or_link(*f.storage, f.closure, &linked);
   INFO((first ? std::string() : first.error().message));
   REQUIRE(first);
   CHECK(linked);
   CHECK(core::check_image(*first, f.closure));
-  auto stored = f.storage->records().images_of(f.closure.key);
+  auto stored = f.storage->records().images().images_of(f.closure.key);
   REQUIRE(stored);
   REQUIRE(stored->size() == 1);
   CHECK((*stored)[0].key.arch == core::image_arch("host"));
@@ -63,8 +63,8 @@ TEST_CASE("a stored image that fails its checks is linked again, not loaded") {
   auto fp = image::linker_fingerprint("host");
   REQUIRE(fp);
   // Sound checksum, wrong content: what a bad disk or a bad writer leaves.
-  REQUIRE(f.storage->records().put_image(core::image_key(f.closure.key, core::image_arch("host"), *fp),
-                                       "so", "not an ELF file"));
+  REQUIRE(f.storage->records().images().put_image(
+      core::image_key(f.closure.key, core::image_arch("host"), *fp), "so", "not an ELF file"));
   bool linked = false;
   auto image = image::fetch_or_link(*f.storage, f.closure, &linked);
   REQUIRE(image);

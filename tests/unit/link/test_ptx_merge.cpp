@@ -172,15 +172,15 @@ std::vector<std::string> closure_ptx(const TempDir& dir, const std::string& file
   std::vector<std::string> out;
   for (const RootReport& r : report.roots) {
     REQUIRE_MESSAGE(r.error.empty(), r.error);
-    auto key = store->resolve_name(r.name, r.target);
+    auto key = store->names().resolve_name(r.name, r.target);
     REQUIRE(key);
-    auto closure = store->get_closure(*key);
+    auto closure = store->closures().get_closure(*key);
     REQUIRE(closure);
     for (const core::ClosureMember& m : closure->members) {
       symbols.insert(m.symbol);
       if (!seen.insert(m.job.hex()).second)
         continue;
-      auto ptx = store->get_artifact(m.job, "ptx");
+      auto ptx = store->jobs().get_artifact(m.job, "ptx");
       REQUIRE(ptx);
       out.push_back(ptx.take());
     }

@@ -47,9 +47,9 @@ std::map<std::string, ElfInfo> images_of(const TestCache& c) {
   storage::Storage storage(*store);
   std::map<std::string, ElfInfo> out;
   for (const RootReport& r : c.report.roots) {
-    auto key = store->resolve_name(r.name, r.target);
+    auto key = store->names().resolve_name(r.name, r.target);
     REQUIRE(key);
-    auto closure = store->get_closure(*key);
+    auto closure = store->closures().get_closure(*key);
     REQUIRE(closure);
     auto image = image::fetch_or_link(storage, *closure);
     INFO((image ? std::string() : image.error().message));
@@ -156,13 +156,13 @@ TEST_CASE("device graph control: cudaGraphSetConditional stays undefined for the
     const JobReport& j = c.report.jobs[i];
     CAPTURE(j.entry);
     std::string in = dir.path() + "/job" + std::to_string(i) + ".o";
-    auto cubin = store->get_artifact(*parse_hash128(j.key), "cubin");
+    auto cubin = store->jobs().get_artifact(*parse_hash128(j.key), "cubin");
     if (cubin) {
       REQUIRE(write_file_atomic(in, *cubin));
     } else {
       // Jobs keep PTX only where nvJitLink assembles at the link: the
       // toolkit's ptxas makes the relocatable cubin nvlink takes.
-      auto ptx = store->get_artifact(*parse_hash128(j.key), "ptx");
+      auto ptx = store->jobs().get_artifact(*parse_hash128(j.key), "ptx");
       REQUIRE(ptx);
       std::string src = dir.path() + "/job" + std::to_string(i) + ".ptx";
       REQUIRE(write_file_atomic(src, *ptx));
@@ -259,9 +259,9 @@ TEST_CASE("partial success: a kernel that cannot be built fails alone; the unit'
       CHECK((j.status == JobStatus::failed) == (j.entry == "_Z10while_bodyPcy"));
   }
   c.open();
-  auto named = c.store->resolve_name("_Z12if_conditionPKcy", "sm_90");
+  auto named = c.store->names().resolve_name("_Z12if_conditionPKcy", "sm_90");
   CHECK(named);
-  auto failed = c.store->resolve_name("_Z10while_bodyPcy", "sm_90");
+  auto failed = c.store->names().resolve_name("_Z10while_bodyPcy", "sm_90");
   CHECK_FALSE(failed);
 }
 

@@ -182,13 +182,13 @@ TEST_CASE("Plan::run compiles into a cache; a second run finds every job cached"
 
   // The cache holds the jobs once each, and the root's name resolves.
   auto st = open_store(cache);
-  auto jobs = st->list_jobs();
+  auto jobs = st->jobs().list_jobs();
   REQUIRE(jobs);
   CHECK(jobs->size() == 3);
-  auto named = st->resolve_name("nest_a", "host");
+  auto named = st->names().resolve_name("nest_a", "host");
   REQUIRE(named);
   CHECK(named->hex() == r1->roots[0].closure);
-  auto closure = st->get_closure(*named);
+  auto closure = st->closures().get_closure(*named);
   REQUIRE(closure);
   CHECK(closure->members.size() == 3);
 }
@@ -422,15 +422,15 @@ TEST_CASE("driver over in-memory records: a deferred graph is recorded, and a se
   REQUIRE(r1.jobs.size() == 3);
   CHECK(mem.calls("put_job") == 3);
   CHECK(mem.calls("put_closure") == 1);
-  auto named = mem.resolve_name("nest_a", "host");
+  auto named = mem.names().resolve_name("nest_a", "host");
   REQUIRE(named);
   CHECK(named->hex() == r1.roots[0].closure);
-  auto closure = mem.get_closure(*named);
+  auto closure = mem.closures().get_closure(*named);
   REQUIRE(closure);
   CHECK(closure->members.size() == 3);
   // The driver linked the closure's image and stored it (a load needs no
   // linker then).
-  auto image = mem.get_image_any_linker(*named, core::image_arch(closure->target));
+  auto image = mem.images().get_image_any_linker(*named, core::image_arch(closure->target));
   INFO((image ? std::string() : image.error().message));
   CHECK(image);
 
@@ -441,7 +441,7 @@ TEST_CASE("driver over in-memory records: a deferred graph is recorded, and a se
     CHECK(j.status == JobStatus::cached);
   CHECK(mem.calls("put_job") == 3); // nothing compiled, nothing stored again
   std::vector<storage::Problem> problems;
-  REQUIRE(mem.check_rows(problems));
+  REQUIRE(mem.upkeep().check_rows(problems));
   CHECK(problems.empty());
 }
 
@@ -461,10 +461,10 @@ TEST_CASE("driver over in-memory records: a job that cannot be stored fails alon
   CHECK(failed == 2); // the failing call and every later one
   REQUIRE(r.roots.size() == 1);
   CHECK_FALSE(r.roots[0].error.empty());
-  auto named = mem.resolve_name("nest_a", "host");
+  auto named = mem.names().resolve_name("nest_a", "host");
   REQUIRE_FALSE(named);
   CHECK(named.error().code == Code::not_found);
-  auto jobs = mem.list_jobs();
+  auto jobs = mem.jobs().list_jobs();
   REQUIRE(jobs);
   CHECK(jobs->size() == 1);
   // Healed, the next run compiles what is missing and names the root.
@@ -472,7 +472,7 @@ TEST_CASE("driver over in-memory records: a job that cannot be stored fails alon
   Plan again = must_plan(request_for("nested.ll", data_file("nested.ll"), {"nest_a"}));
   CompileReport r2 = run_ok(again, mem);
   CHECK(r2.ok());
-  CHECK(mem.resolve_name("nest_a", "host"));
+  CHECK(mem.names().resolve_name("nest_a", "host"));
 }
 
 TEST_CASE("driver over in-memory records: a closure that cannot be recorded is its root's "
@@ -481,7 +481,7 @@ TEST_CASE("driver over in-memory records: a closure that cannot be recorded is i
   Plan v1 = must_plan(request_for("change.ll", data_file("change_v1.ll"), {"chg_parent"}));
   CompileReport r1 = run_ok(v1, mem);
   REQUIRE(r1.ok());
-  auto before = mem.resolve_name("chg_parent", "host");
+  auto before = mem.names().resolve_name("chg_parent", "host");
   REQUIRE(before);
 
   mem.fail("put_closure", injected("the closure table is full"));
@@ -490,7 +490,7 @@ TEST_CASE("driver over in-memory records: a closure that cannot be recorded is i
   CHECK_FALSE(r2.ok());
   REQUIRE(r2.roots.size() == 1);
   CHECK(r2.roots[0].error.find("the closure table is full (injected)") != std::string::npos);
-  auto after = mem.resolve_name("chg_parent", "host");
+  auto after = mem.names().resolve_name("chg_parent", "host");
   REQUIRE(after);
   CHECK(*after == *before);
 
@@ -501,7 +501,7 @@ TEST_CASE("driver over in-memory records: a closure that cannot be recorded is i
   CompileReport r3 = run_ok(v2b, mem);
   CHECK_FALSE(r3.ok());
   CHECK(r3.roots[0].error.find("the name cannot move (injected)") != std::string::npos);
-  after = mem.resolve_name("chg_parent", "host");
+  after = mem.names().resolve_name("chg_parent", "host");
   REQUIRE(after);
   CHECK(*after == *before);
 
@@ -509,7 +509,7 @@ TEST_CASE("driver over in-memory records: a closure that cannot be recorded is i
   Plan v2c = must_plan(request_for("change.ll", data_file("change_v2.ll"), {"chg_parent"}));
   CompileReport r4 = run_ok(v2c, mem);
   CHECK(r4.ok());
-  after = mem.resolve_name("chg_parent", "host");
+  after = mem.names().resolve_name("chg_parent", "host");
   REQUIRE(after);
   CHECK(*after != *before);
   CHECK(after->hex() == r4.roots[0].closure);

@@ -41,7 +41,7 @@ std::string fixture_for(const std::string& target) {
 
 // The libraries of unit images in the cache (named "kiln-unit-<closure key>").
 std::vector<core::LibraryRecord> unit_images(storage::Store& store) {
-  auto libs = store.list_libraries();
+  auto libs = store.images().list_libraries();
   INFO((libs ? std::string() : libs.error().message));
   REQUIRE(libs);
   std::vector<core::LibraryRecord> out;
@@ -63,11 +63,11 @@ void each_root_finds(TestCache& c, const std::string& target,
     if (!r.error.empty())
       continue;
     CAPTURE(r.name);
-    auto key = c.store->resolve_name(r.name, target);
+    auto key = c.store->names().resolve_name(r.name, target);
     REQUIRE(key);
-    auto closure = c.store->get_closure(*key);
+    auto closure = c.store->closures().get_closure(*key);
     REQUIRE(closure);
-    CHECK(c.store->get_image_any_linker(*key, target)); // found, not linked
+    CHECK(c.store->images().get_image_any_linker(*key, target)); // found, not linked
     bool linked = false;
     auto image = image::fetch_or_link(storage, *closure, &linked);
     INFO((image ? std::string() : image.error().message));
@@ -182,7 +182,7 @@ TEST_CASE("no unit image with --no-link or with --library") {
   c.open();
   CHECK(stats_ok(*c.store).images == 1);
   CHECK(unit_images(*c.store).empty());
-  CHECK(c.store->get_library("mine", "gfx942"));
+  CHECK(c.store->images().get_library("mine", "gfx942"));
   // A library may not take a unit image's name.
   req.library = "kiln-unit-" + std::string(32, 'a');
   auto refused = Plan::create(req);

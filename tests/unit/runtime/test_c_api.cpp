@@ -294,7 +294,7 @@ TEST_CASE("c_api: an unknown root or function is not_found, naming it") {
   CHECK(contains(last_error(), c.root_closure()));
   // Deferred symbols are the image's own business, not entries.
   auto store = open_store(c.path());
-  auto closure = store->get_closure(*parse_hash128(c.root_closure()));
+  auto closure = store->closures().get_closure(*parse_hash128(c.root_closure()));
   REQUIRE(closure);
   CHECK(kiln_image_lookup(img, closure->members[0].symbol.c_str(), &fn) == KILN_NOT_FOUND);
 

@@ -89,7 +89,7 @@ TEST_CASE("library: the roots load as one image and every root is found by its n
 
   // The store lists it with its roots; verify finds nothing wrong.
   c.open();
-  auto libs = c.store->list_libraries();
+  auto libs = c.store->images().list_libraries();
   REQUIRE(libs);
   REQUIRE(libs->size() == 1);
   CHECK((*libs)[0].roots == std::vector<std::string>{"nest_a", "nest_b", "nest_c"});
@@ -113,7 +113,7 @@ TEST_CASE("library: the same roots give the same closure in any order and by the
   CHECK(more.libraries[0].closure != first.libraries[0].closure);
   // The name now holds the newer roots.
   c.open();
-  auto lib = c.store->get_library("nest", "host");
+  auto lib = c.store->images().get_library("nest", "host");
   REQUIRE(lib);
   CHECK(lib->closure.hex() == more.libraries[0].closure);
   CHECK(lib->roots.size() == 3);
@@ -138,10 +138,10 @@ TEST_CASE("library: roots named with a newline round-trip as written and each lo
   CHECK(r->libraries[0].image);
 
   c.open();
-  auto lib = c.store->get_library("odd", "host");
+  auto lib = c.store->images().get_library("odd", "host");
   REQUIRE(lib);
   CHECK(lib->roots == std::vector<std::string>{"x\ny", "z"});
-  auto listed = c.store->list_libraries("odd");
+  auto listed = c.store->images().list_libraries("odd");
   REQUIRE(listed);
   REQUIRE(listed->size() == 1);
   CHECK((*listed)[0].roots == lib->roots);
@@ -164,7 +164,7 @@ TEST_CASE("library: roots named with a newline round-trip as written and each lo
   // A damaged closure key is corrupt, naming the library.
   CHECK(raw_exec(c.path(), "UPDATE libraries SET closure_key = x'0011'") == 1);
   c.open();
-  auto bad = c.store->get_library("odd", "host");
+  auto bad = c.store->images().get_library("odd", "host");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == Code::corrupt);
   CHECK(bad.error().message.find("'odd'") != std::string::npos);
@@ -203,10 +203,10 @@ TEST_CASE("library: an NVIDIA library is one cubin holding every kernel under it
     return;
   }
   c.open();
-  auto lib = c.store->get_library("kernels", "sm_90");
+  auto lib = c.store->images().get_library("kernels", "sm_90");
   REQUIRE(lib);
   CHECK(lib->roots.size() == 3);
-  auto images = c.store->images_of(lib->closure);
+  auto images = c.store->images().images_of(lib->closure);
   REQUIRE(images);
   REQUIRE(images->size() == 1);
   auto elf = read_elf((*images)[0].bytes);
@@ -223,11 +223,11 @@ TEST_CASE("library: gc removes a library with its closure") {
   TestCache c = empty_cache("kiln-library");
   compile_library(c.path(), {"nest_b"});
   c.open();
-  REQUIRE(c.store->list_libraries()->size() == 1);
+  REQUIRE(c.store->images().list_libraries()->size() == 1);
   storage::GcOptions gc;
   gc.max_size = 0;
-  REQUIRE(c.store->gc(gc));
-  CHECK(c.store->list_libraries()->empty());
+  REQUIRE(c.store->upkeep().gc(gc));
+  CHECK(c.store->images().list_libraries()->empty());
   auto problems = c.store->verify();
   REQUIRE(problems);
   CHECK(problems->empty());
@@ -251,7 +251,7 @@ int root_value(const std::string& path, const char* root, int x, int64_t* linked
   kiln_cache_close(cache);
   if (linked) {
     auto store = open_store(path);
-    auto s = store->stats();
+    auto s = store->upkeep().stats();
     REQUIRE(s);
     *linked = s->counters.image_misses;
   }
@@ -260,7 +260,7 @@ int root_value(const std::string& path, const char* root, int x, int64_t* linked
 
 int64_t image_rows(const std::string& path) {
   auto store = open_store(path);
-  auto s = store->stats();
+  auto s = store->upkeep().stats();
   REQUIRE(s);
   return s->images;
 }
@@ -327,7 +327,7 @@ TEST_CASE("library: a library serves only closures whose every member it holds")
   auto k = parse_hash128(r1->roots[1].closure);
   REQUIRE(k);
   auto store = open_store(c.path());
-  auto served = store->get_image_any_linker(*k, core::image_arch("host"));
+  auto served = store->images().get_image_any_linker(*k, core::image_arch("host"));
   CHECK_FALSE(served);
 }
 

@@ -42,12 +42,12 @@ struct OneRoot {
     job.options = "-O2";
     job.module_hash = hash128("module");
     job.toolchain = "test";
-    REQUIRE(local.put_job(job, {{"ptx", "// no code"}}, {}));
+    REQUIRE(local.jobs().put_job(job, {{"ptx", "// no code"}}, {}));
     closure.key = hash128("loader-test closure " + target);
     closure.root_job = job.key;
     closure.target = target;
     closure.members = {{job.symbol, job.key, {}}};
-    REQUIRE(local.put_closure(closure, {{"k", target, closure.key}}));
+    REQUIRE(local.closures().put_closure(closure, {{"k", target, closure.key}}));
   }
 };
 
@@ -113,16 +113,16 @@ std::pair<Hash128, Hash128> built_here_and_elsewhere(TestCache& c, const std::st
   auto here = parse_hash128(rep.roots[0].closure);
   REQUIRE(here);
   c.open();
-  auto mine = c.store->get_closure(*here);
+  auto mine = c.store->closures().get_closure(*here);
   REQUIRE(mine);
   REQUIRE(mine->members.size() == want_members);
   core::ClosureRecord theirs;
   theirs.target = "host";
   core::ClosureMap members;
   for (const core::ClosureMember& m : mine->members) {
-    auto job = c.store->get_job(m.job);
+    auto job = c.store->jobs().get_job(m.job);
     REQUIRE(job);
-    auto obj = c.store->get_artifact(job->key, "obj");
+    auto obj = c.store->jobs().get_artifact(job->key, "obj");
     REQUIRE(obj);
     core::JobRecord other = *job;
     other.cpu = "othercpu";
@@ -135,13 +135,13 @@ std::pair<Hash128, Hash128> built_here_and_elsewhere(TestCache& c, const std::st
     other.key = *key;
     if (m.job == mine->root_job)
       theirs.root_job = other.key;
-    REQUIRE(c.store->put_job(other, {{"obj", *obj}}, {}));
+    REQUIRE(c.store->jobs().put_job(other, {{"obj", *obj}}, {}));
     theirs.members.push_back({m.symbol, other.key, {}});
     members.emplace_back(m.symbol, other.key);
   }
   theirs.key = core::closure_key(theirs.root_job, members);
-  REQUIRE(c.store->put_closure(theirs, {}));
-  REQUIRE(c.store->point_name({root, "host", theirs.key}, "elsewhere"));
+  REQUIRE(c.store->closures().put_closure(theirs, {}));
+  REQUIRE(c.store->names().point_name({root, "host", theirs.key}, "elsewhere"));
   c.store.reset();
   return {*here, theirs.key};
 }
@@ -275,16 +275,18 @@ TEST_CASE("loader over in-memory records: a read that fails is the load's error,
 TEST_CASE("loader over in-memory records: a stored image that is not the closure's is "
           "refused and the closure linked again") {
   MemoryCache m;
-  auto key = m.mem->resolve_name("nest_a", "host");
+  auto key = m.mem->names().resolve_name("nest_a", "host");
   REQUIRE(key);
-  auto closure = m.mem->get_closure(*key);
+  auto closure = m.mem->closures().get_closure(*key);
   REQUIRE(closure);
-  auto good = m.mem->get_image_any_linker(*key, core::image_arch(closure->target));
+  auto good = m.mem->images().get_image_any_linker(*key, core::image_arch(closure->target));
   REQUIRE(good);
   // A newer image under another linker's name: a loader takes the newest,
   // and must check it against the closure before it runs.
   core::ImageKey bad{*key, core::image_arch(closure->target), "zz-other-linker"};
-  REQUIRE(m.mem->put_image(bad, "so", "\x7f" "ELF not really an image"));
+  REQUIRE(m.mem->images().put_image(bad, "so",
+                                    "\x7f"
+                                    "ELF not really an image"));
   int links = m.mem->calls("put_image");
   CHECK(m.call(1) == 333);
   CHECK(m.mem->calls("put_image") == links + 1); // relinked and stored

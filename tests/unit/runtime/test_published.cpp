@@ -210,7 +210,7 @@ TEST_CASE("published images: a commit removes them before it is visible; a handl
   {
     auto st = open_store(c.path());
     core::NameRecord back{"chg_parent", "host", *parse_hash128(v1.roots[0].closure)};
-    REQUIRE(st->point_name(back, "by hand"));
+    REQUIRE(st->names().point_name(back, "by hand"));
     CHECK(!fs::exists(storage::published_path(c.path())));
   }
   CHECK(served_alone(c.path(), "chg_parent", 5, 12));
@@ -222,7 +222,7 @@ TEST_CASE("published images: a commit removes them before it is visible; a handl
     auto st = open_store(c.path());
     storage::Counters one;
     one.job_hits = 1;
-    REQUIRE(st->add_counters(one));
+    REQUIRE(st->upkeep().add_counters(one));
     CHECK(fs::exists(storage::published_path(c.path())));
     CHECK(storage::published_current(c.path()));
   }
@@ -551,7 +551,10 @@ TEST_CASE("published images: a cache with no host root publishes none; a connect
   // root leaves it absent; one that loads one publishes it again.
   TestCache n = nested_roots("kiln-published-reread");
   REQUIRE(fs::remove(storage::published_path(n.path())));
-  { auto st = open_store(n.path()); REQUIRE(st->list_names()); }
+  {
+    auto st = open_store(n.path());
+    REQUIRE(st->names().list_names());
+  }
   CHECK(!fs::exists(storage::published_path(n.path())));
   kiln_cache* loader = open_ok(n.path());
   CHECK(call_once(loader, "nest_b", 0) == 30);

@@ -34,9 +34,9 @@ TEST_CASE("only NVIDIA code may need images the linkers do not make") {
 TEST_CASE("the host backend's load hands back its sealed file, which loads the image again") {
   TestCache c = nested_cache("kiln-sources-kept");
   auto store = open_store(c.path());
-  auto closure = store->get_closure(*parse_hash128(c.report.roots[0].closure));
+  auto closure = store->closures().get_closure(*parse_hash128(c.report.roots[0].closure));
   REQUIRE(closure);
-  auto bytes = store->get_image_any_linker(closure->key, core::image_arch("host"));
+  auto bytes = store->images().get_image_any_linker(closure->key, core::image_arch("host"));
   REQUIRE(bytes);
   const Backend& host = backend_for(core::TargetKind::host);
 

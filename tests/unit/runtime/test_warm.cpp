@@ -131,7 +131,7 @@ TEST_CASE("warm images: the handle's own write sends the next load to the cache"
   core::NameRecord back{"chg_parent", "host", *parse_hash128(v1.roots[0].closure)};
   auto opened = cache->store();
   REQUIRE(opened);
-  REQUIRE((*opened)->records().point_name(back, "by hand"));
+  REQUIRE((*opened)->records().names().point_name(back, "by hand"));
   CHECK(call_once(cache, "chg_parent", 5) == 12);
   CHECK(cache->warm.hits() == 1);
   kiln_cache_close(cache);
@@ -163,9 +163,9 @@ TEST_CASE("warm images: at most kMaxImages memory files, all closed with the han
   {
     // Any host image: nest_a's, exported through a load's own bytes.
     auto store = open_store(c.path());
-    auto closure = (*store).get_closure(*parse_hash128(c.report.roots[0].closure));
+    auto closure = (*store).closures().get_closure(*parse_hash128(c.report.roots[0].closure));
     REQUIRE(closure);
-    auto bytes = (*store).get_image_any_linker(closure->key, core::image_arch("host"));
+    auto bytes = (*store).images().get_image_any_linker(closure->key, core::image_arch("host"));
     REQUIRE(bytes);
     elf = *bytes;
   }
@@ -208,9 +208,9 @@ TEST_CASE("warm images: a kept memory file is sealed") {
   CHECK(call_once(cache, "nest_a", 1) == 333);
   kiln_cache_close(cache);
   auto store = open_store(c.path());
-  auto closure = (*store).get_closure(*parse_hash128(c.report.roots[0].closure));
+  auto closure = (*store).closures().get_closure(*parse_hash128(c.report.roots[0].closure));
   REQUIRE(closure);
-  auto bytes = (*store).get_image_any_linker(closure->key, core::image_arch("host"));
+  auto bytes = (*store).images().get_image_any_linker(closure->key, core::image_arch("host"));
   REQUIRE(bytes);
   auto file = runtime::HostImageFile::make(*bytes, "test image");
   REQUIRE(file);
@@ -261,10 +261,10 @@ TEST_CASE("warm images: a kept file's next load finds each member where the firs
   TestCache c = empty_cache("kiln-warm-offsets");
   c.report = precompile(data_request("nested.ll", {"nest_a"}), c.path());
   auto store = open_store(c.path());
-  auto closure = store->get_closure(*parse_hash128(c.report.roots[0].closure));
+  auto closure = store->closures().get_closure(*parse_hash128(c.report.roots[0].closure));
   REQUIRE(closure);
   REQUIRE(closure->members.size() == 3);
-  auto bytes = store->get_image_any_linker(closure->key, core::image_arch("host"));
+  auto bytes = store->images().get_image_any_linker(closure->key, core::image_arch("host"));
   REQUIRE(bytes);
   std::shared_ptr<runtime::HostImageFile> file;
   runtime::SymbolMap first;

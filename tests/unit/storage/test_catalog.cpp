@@ -6,6 +6,7 @@
 #include "storage/catalog.h"
 
 #include "fixtures/cache.hpp"
+#include "fixtures/populated.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,38 +19,6 @@ using namespace kiln::storage;
 using namespace kiln::test;
 
 namespace {
-
-/// Roots "alpha" (host: alpha → beta; and sm_90), "gamma" (host) and a
-/// job no closure holds.
-struct Populated {
-  JobRecord alpha, beta, gamma, alpha_gpu, orphan;
-  ClosureRecord alpha_closure, gamma_closure, gpu_closure;
-};
-
-Populated populate(Store& store) {
-  Populated p{consistent_job("alpha"),
-              consistent_job("beta"),
-              consistent_job("gamma"),
-              consistent_job("alpha", "sm_90"),
-              consistent_job("orphan"),
-              {},
-              {},
-              {}};
-  REQUIRE(store.put_job(p.beta, {{"obj", "object of beta"}}, {}));
-  REQUIRE(store.put_job(p.alpha, {{"obj", "object of alpha, longer"}},
-                        {{p.beta.symbol, "beta"}}));
-  REQUIRE(store.put_job(p.gamma, {{"obj", "object of gamma"}}, {}));
-  REQUIRE(store.put_job(p.alpha_gpu, {{"ptx", "// ptx of alpha"}, {"cubin", "cubin of alpha"}},
-                        {}));
-  REQUIRE(store.put_job(p.orphan, {{"obj", "object of orphan"}}, {}));
-  p.alpha_closure = closure_of(p.alpha, {p.beta});
-  p.gamma_closure = closure_of(p.gamma);
-  p.gpu_closure = closure_of(p.alpha_gpu);
-  REQUIRE(store.put_closure(p.alpha_closure, {{"alpha", "host", p.alpha_closure.key}}));
-  REQUIRE(store.put_closure(p.gamma_closure, {{"gamma", "host", p.gamma_closure.key}}));
-  REQUIRE(store.put_closure(p.gpu_closure, {{"alpha", "sm_90", p.gpu_closure.key}}));
-  return p;
-}
 
 std::set<std::string> job_keys(const Listing& l) {
   std::set<std::string> out;
@@ -297,8 +266,8 @@ TEST_CASE("catalog: closure_graph of a real precompile follows its deferred chai
   CHECK(g->closure.members.size() == 3);
   std::set<std::string> edges;
   for (const ClosureGraph::Edge& e : g->edges) {
-    auto from = c.store->get_job(e.from);
-    auto to = c.store->get_job(e.to);
+    auto from = c.store->jobs().get_job(e.from);
+    auto to = c.store->jobs().get_job(e.to);
     REQUIRE(from);
     REQUIRE(to);
     CHECK(e.symbol == to->symbol);
@@ -321,7 +290,7 @@ TEST_CASE("catalog: dump_artifact by format name: ptx, bitcode, object (obj or c
   TestCache c = open_cache();
   Populated p = populate(*c.store);
   JobRecord amd = consistent_job("alpha", "gfx942");
-  REQUIRE(c.store->put_job(amd, {{"bc", "BC bitcode of alpha"}}, {}));
+  REQUIRE(c.store->jobs().put_job(amd, {{"bc", "BC bitcode of alpha"}}, {}));
 
   auto obj = dump_artifact(*c.store, p.alpha.key.hex(), "object");
   REQUIRE(obj);
@@ -360,8 +329,8 @@ TEST_CASE("catalog: explain_keys names the components two stored jobs differ in"
   TestCache c = open_cache();
   JobRecord a = consistent_job("alpha", "host", "-O2");
   JobRecord b = consistent_job("alpha", "host", "-O3 -g");
-  REQUIRE(c.store->put_job(a, {{"obj", "a"}}, {}));
-  REQUIRE(c.store->put_job(b, {{"obj", "b"}}, {}));
+  REQUIRE(c.store->jobs().put_job(a, {{"obj", "a"}}, {}));
+  REQUIRE(c.store->jobs().put_job(b, {{"obj", "b"}}, {}));
 
   auto diff = explain_keys(*c.store, a.key, b.key);
   REQUIRE(diff);

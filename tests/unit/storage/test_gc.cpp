@@ -56,7 +56,7 @@ JobRecord job(const std::string& entry) {
 }
 
 void put_job(Store& store, const JobRecord& j, size_t size = 64) {
-  REQUIRE(store.put_job(j, {{"obj", incompressible(size, hash128(j.entry).lo)}}, {}));
+  REQUIRE(store.jobs().put_job(j, {{"obj", incompressible(size, hash128(j.entry).lo)}}, {}));
 }
 
 /// A root named `name` whose closure holds its own job and `shared`.
@@ -90,26 +90,26 @@ ClosureRecord put_root(Store& store, const std::string& name, size_t size = 64,
   for (const ClosureMember& m : c.members)
     map.emplace_back(m.symbol, m.job);
   c.key = kiln::core::closure_key(root.key, map); // as the driver keys it
-  REQUIRE(store.put_closure(c, {{name, "host", c.key}}));
+  REQUIRE(store.closures().put_closure(c, {{name, "host", c.key}}));
   return c;
 }
 
 bool has_closure(Store& store, const Hash128& key) {
-  auto c = store.get_closure(key);
+  auto c = store.closures().get_closure(key);
   if (!c)
     CHECK(c.error().code == Code::not_found);
   return bool(c);
 }
 
 bool has_job(Store& store, const std::string& entry) {
-  auto j = store.get_job(job(entry).key);
+  auto j = store.jobs().get_job(job(entry).key);
   if (!j)
     CHECK(j.error().code == Code::not_found);
   return bool(j);
 }
 
 GcReport gc_ok(Store& store, const GcPolicy& policy) {
-  auto rep = store.gc(policy);
+  auto rep = store.upkeep().gc(policy);
   INFO((rep ? std::string() : rep.error().message));
   REQUIRE(rep);
   return rep.take();
@@ -158,11 +158,11 @@ TEST_CASE("gc: least recently used closures go first, ties broken by key") {
   ClosureRecord a = put_root(*c.store, "a"), b = put_root(*c.store, "b"),
                 d = put_root(*c.store, "d"), e = put_root(*c.store, "e");
   int64_t t = now();
-  REQUIRE(c.store->touch_closures({a.key}, t + 200));
-  REQUIRE(c.store->touch_closures({b.key}, t + 100));
-  REQUIRE(c.store->touch_closures({d.key, e.key}, t + 300));
+  REQUIRE(c.store->upkeep().touch_closures({a.key}, t + 200));
+  REQUIRE(c.store->upkeep().touch_closures({b.key}, t + 100));
+  REQUIRE(c.store->upkeep().touch_closures({d.key, e.key}, t + 300));
   // Recency only moves forward: an older touch does not make b older.
-  REQUIRE(c.store->touch_closures({b.key}, t + 10));
+  REQUIRE(c.store->upkeep().touch_closures({b.key}, t + 10));
 
   GcPolicy all;
   all.max_size = 0;
@@ -174,10 +174,10 @@ TEST_CASE("gc: least recently used closures go first, ties broken by key") {
   CHECK(rep.evicted_images == 0);
   for (const ClosureRecord& k : {a, b, d, e})
     CHECK_FALSE(has_closure(*c.store, k.key));
-  auto names = c.store->list_names();
+  auto names = c.store->names().list_names();
   REQUIRE(names);
   CHECK(names->empty());
-  auto st = c.store->stats();
+  auto st = c.store->upkeep().stats();
   REQUIRE(st);
   CHECK(st->jobs == 0);
   CHECK(st->closures == 0);
@@ -187,8 +187,9 @@ TEST_CASE("gc: jobs no closure uses go first, and a closure's images go with it"
   TestCache c = open_cache();
   ClosureRecord a = put_root(*c.store, "a");
   put_job(*c.store, job("orphan"));
-  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
-  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 23"}, "so", "other image bytes"));
+  REQUIRE(c.store->images().put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
+  REQUIRE(
+      c.store->images().put_image({a.key, "x86_64-linux", "lld 23"}, "so", "other image bytes"));
 
   // A far-off age limit: no closure is old enough, the orphan still goes.
   GcPolicy old;
@@ -205,7 +206,7 @@ TEST_CASE("gc: jobs no closure uses go first, and a closure's images go with it"
   CHECK(gone.evicted_closures == std::vector<Hash128>{a.key});
   CHECK(gone.evicted_images == 2);
   CHECK(gone.evicted_jobs == 1);
-  auto images = c.store->images_of(a.key);
+  auto images = c.store->images().images_of(a.key);
   REQUIRE(images);
   CHECK(images->empty());
 }
@@ -228,7 +229,7 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
       cl.members.push_back({j.symbol, j.key, ""});
     std::sort(cl.members.begin(), cl.members.end(),
               [](const ClosureMember& a, const ClosureMember& b) { return a.symbol < b.symbol; });
-    REQUIRE(st.put_closure(cl, {{root.entry, "host", cl.key}}));
+    REQUIRE(st.closures().put_closure(cl, {{root.entry, "host", cl.key}}));
     closures.push_back(cl);
   }
   // A lone root (its one member is its root job): no set at all.
@@ -239,7 +240,7 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
   CHECK(rows("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
   CHECK(rows("SELECT count(*) FROM closure_members") == 3 * 3 + 1);
   for (const ClosureRecord& cl : closures) {
-    auto back = st.get_closure(cl.key);
+    auto back = st.closures().get_closure(cl.key);
     REQUIRE(back);
     CHECK(back->root_job == cl.root_job);
     CHECK(back->members.size() == 3);
@@ -264,7 +265,8 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
   // Read together, the set is read once: the first closure of it holds the
   // members and the others point at it.
   {
-    auto batch = st.get_closures({closures[2].key, alone.key, closures[0].key, closures[1].key});
+    auto batch =
+        st.closures().get_closures({closures[2].key, alone.key, closures[0].key, closures[1].key});
     REQUIRE(batch);
     CHECK(batch->first_of_set == std::vector<size_t>{0, 1, 0, 0});
     CHECK(batch->closures[0].members.size() == 3);
@@ -274,28 +276,28 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
     CHECK(batch->closures[2].root_job == closures[0].root_job);
     CHECK(batch->closures[3].key == closures[1].key);
     CHECK(batch->closures[3].target == "host");
-    auto missing = st.get_closures({closures[0].key, hash128("no such closure")});
+    auto missing = st.closures().get_closures({closures[0].key, hash128("no such closure")});
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == Code::not_found);
   }
 
   // One image, stored for the first root, serves all three; not the other.
   const std::string arch = "x86_64-linux", linker = "lld 22";
-  REQUIRE(st.put_image({closures[0].key, arch, linker}, "so", "cycle image"));
+  REQUIRE(st.images().put_image({closures[0].key, arch, linker}, "so", "cycle image"));
   for (const ClosureRecord& cl : closures) {
-    CHECK(*st.get_image({cl.key, arch, linker}) == "cycle image");
-    CHECK(*st.get_image_any_linker(cl.key, arch) == "cycle image");
-    auto images = st.images_of(cl.key);
+    CHECK(*st.images().get_image({cl.key, arch, linker}) == "cycle image");
+    CHECK(*st.images().get_image_any_linker(cl.key, arch) == "cycle image");
+    auto images = st.images().images_of(cl.key);
     REQUIRE(images);
     REQUIRE(images->size() == 1);
     CHECK(images->front().key.closure == cl.key);
   }
-  CHECK(st.get_image({alone.key, arch, linker}).error().code == Code::not_found);
+  CHECK(st.images().get_image({alone.key, arch, linker}).error().code == Code::not_found);
   // A closure's own image comes first.
-  REQUIRE(st.put_image({closures[2].key, arch, linker}, "so", "own image"));
-  CHECK(*st.get_image({closures[2].key, arch, linker}) == "own image");
-  CHECK(*st.get_image({closures[1].key, arch, linker}) == "cycle image");
-  auto listed = st.images_of(closures[2].key);
+  REQUIRE(st.images().put_image({closures[2].key, arch, linker}, "so", "own image"));
+  CHECK(*st.images().get_image({closures[2].key, arch, linker}) == "own image");
+  CHECK(*st.images().get_image({closures[1].key, arch, linker}) == "cycle image");
+  auto listed = st.images().images_of(closures[2].key);
   REQUIRE(listed);
   REQUIRE(listed->size() == 1);
   CHECK(listed->front().bytes == "own image");
@@ -306,7 +308,7 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
   GcOptions first;
   first.max_size = 0;
   first.keep = {closures[1].key, closures[2].key};
-  auto rep = st.gc(first);
+  auto rep = st.upkeep().gc(first);
   REQUIRE(rep);
   CHECK(std::count(rep->evicted_closures.begin(), rep->evicted_closures.end(),
                    closures[0].key) == 1);
@@ -315,7 +317,7 @@ TEST_CASE("member sets: closures with the same members share one set and one ima
     CHECK(has_job(st, j.entry));
   CHECK_FALSE(has_job(st, "alone"));
   // The first root's image went with it; the third's own still serves the second.
-  CHECK(*st.get_image({closures[1].key, arch, linker}) == "own image");
+  CHECK(*st.images().get_image({closures[1].key, arch, linker}) == "own image");
   GcReport all = gc_ok(st, some);
   CHECK(all.evicted_closures.size() == 2);
   CHECK(rows("SELECT count(*) FROM member_sets") == 0);
@@ -334,12 +336,12 @@ TEST_CASE("member sets: a one-member closure keyed otherwise keeps its set; gc t
   odd.root_job = j.key;
   odd.target = "host";
   odd.members = {{j.symbol, j.key, ""}};
-  REQUIRE(st.put_closure(odd, {{"other", "host", odd.key}}));
+  REQUIRE(st.closures().put_closure(odd, {{"other", "host", odd.key}}));
   auto count = [&](const std::string& sql) { return scalar_in(c.path(), sql); };
   CHECK(count("SELECT count(*) FROM closures WHERE member_set IS NULL") == 1);
   CHECK(count("SELECT count(*) FROM member_sets") == 1);
   for (const ClosureRecord& cl : {lone, odd}) {
-    auto back = st.get_closure(cl.key);
+    auto back = st.closures().get_closure(cl.key);
     REQUIRE(back);
     REQUIRE(back->members.size() == 1);
     CHECK(back->members[0].job == cl.root_job);
@@ -360,7 +362,7 @@ TEST_CASE("member sets: a one-member closure keyed otherwise keeps its set; gc t
   GcOptions all;
   all.max_size = 0;
   all.keep = {hash128("planted")};
-  auto rep = c.store->gc(all);
+  auto rep = c.store->upkeep().gc(all);
   REQUIRE_MESSAGE(rep, (rep ? std::string() : rep.error().message));
   CHECK(rep->evicted_closures.size() == 2);
   CHECK(count("SELECT count(*) FROM member_sets") == 0);
@@ -384,9 +386,9 @@ TEST_CASE("gc: the keep list is never evicted") {
   ClosureRecord a = put_root(*c.store, "a"), b = put_root(*c.store, "b"),
                 d = put_root(*c.store, "d");
   int64_t t = now();
-  REQUIRE(c.store->touch_closures({a.key}, t + 100));
-  REQUIRE(c.store->touch_closures({b.key}, t + 200));
-  REQUIRE(c.store->touch_closures({d.key}, t + 300));
+  REQUIRE(c.store->upkeep().touch_closures({a.key}, t + 100));
+  REQUIRE(c.store->upkeep().touch_closures({b.key}, t + 200));
+  REQUIRE(c.store->upkeep().touch_closures({d.key}, t + 300));
   GcPolicy policy;
   policy.max_size = 0;
   policy.keep = {a.key};
@@ -394,7 +396,7 @@ TEST_CASE("gc: the keep list is never evicted") {
   CHECK(rep.evicted_closures == std::vector<Hash128>{b.key, d.key});
   CHECK(has_closure(*c.store, a.key));
   CHECK(has_job(*c.store, "a"));
-  auto name = c.store->resolve_name("a", "host");
+  auto name = c.store->names().resolve_name("a", "host");
   REQUIRE(name);
   CHECK(*name == a.key);
   CHECK_FALSE(has_closure(*c.store, b.key));
@@ -405,9 +407,9 @@ TEST_CASE("gc: a dry run reports what it would evict and changes nothing") {
   TestCache c = open_cache();
   ClosureRecord a = put_root(*c.store, "a", 16384), b = put_root(*c.store, "b", 16384);
   put_job(*c.store, job("orphan"));
-  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
-  REQUIRE(c.store->touch_closures({b.key}, now() + 100));
-  auto before = c.store->stats();
+  REQUIRE(c.store->images().put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
+  REQUIRE(c.store->upkeep().touch_closures({b.key}, now() + 100));
+  auto before = c.store->upkeep().stats();
   REQUIRE(before);
 
   GcPolicy policy;
@@ -419,7 +421,7 @@ TEST_CASE("gc: a dry run reports what it would evict and changes nothing") {
   CHECK(dry.evicted_images == 1);
   CHECK(dry.bytes_after < dry.bytes_before);
 
-  auto after = c.store->stats();
+  auto after = c.store->upkeep().stats();
   REQUIRE(after);
   CHECK(after->jobs == before->jobs);
   CHECK(after->closures == before->closures);
@@ -443,7 +445,7 @@ TEST_CASE("gc: a job that a surviving closure shares is kept with it") {
   put_job(*c.store, shared);
   ClosureRecord x = put_root(*c.store, "x", 64, {shared});
   ClosureRecord y = put_root(*c.store, "y", 64, {shared});
-  REQUIRE(c.store->touch_closures({y.key}, now() + 100));
+  REQUIRE(c.store->upkeep().touch_closures({y.key}, now() + 100));
 
   GcPolicy policy;
   policy.max_size = 0;
@@ -454,10 +456,10 @@ TEST_CASE("gc: a job that a surviving closure shares is kept with it") {
   CHECK_FALSE(has_job(*c.store, "x"));
   CHECK(has_job(*c.store, "shared"));
   CHECK(has_job(*c.store, "y"));
-  auto survivor = c.store->get_closure(y.key);
+  auto survivor = c.store->closures().get_closure(y.key);
   REQUIRE(survivor);
   CHECK(survivor->members.size() == 2);
-  auto art = c.store->get_artifact(shared.key, "obj");
+  auto art = c.store->jobs().get_artifact(shared.key, "obj");
   CHECK(art);
 
   // Once no closure holds it, it goes with the last one.
@@ -474,10 +476,10 @@ TEST_CASE("gc: a size target evicts least recently used closures only until it i
   ClosureRecord a = put_root(*c.store, "a", kJob), b = put_root(*c.store, "b", kJob),
                 d = put_root(*c.store, "d", kJob);
   int64_t t = now();
-  REQUIRE(c.store->touch_closures({a.key}, t + 300));
-  REQUIRE(c.store->touch_closures({b.key}, t + 100));
-  REQUIRE(c.store->touch_closures({d.key}, t + 200));
-  auto live = c.store->live_bytes();
+  REQUIRE(c.store->upkeep().touch_closures({a.key}, t + 300));
+  REQUIRE(c.store->upkeep().touch_closures({b.key}, t + 100));
+  REQUIRE(c.store->upkeep().touch_closures({d.key}, t + 200));
+  auto live = c.store->upkeep().live_bytes();
   REQUIRE(live);
   REQUIRE(*live > int64_t(3 * kJob));
 
@@ -500,7 +502,7 @@ TEST_CASE("gc: a size target evicts least recently used closures only until it i
   CHECK(none.evicted_jobs == 0);
 
   // Room for about one job: the two least recently used go, in order.
-  auto now_live = c.store->live_bytes();
+  auto now_live = c.store->upkeep().live_bytes();
   REQUIRE(now_live);
   GcPolicy two;
   two.max_size = *now_live - int64_t(kJob) - int64_t(kJob / 4);
@@ -512,7 +514,7 @@ TEST_CASE("gc: a size target evicts least recently used closures only until it i
 TEST_CASE("gc: an age limit evicts the closures unused for longer, whatever their size") {
   TestCache c = open_cache();
   ClosureRecord stale = put_root(*c.store, "stale"), fresh = put_root(*c.store, "fresh");
-  REQUIRE(c.store->touch_closures({fresh.key}, now() + 1000));
+  REQUIRE(c.store->upkeep().touch_closures({fresh.key}, now() + 1000));
   // Recency has one-second resolution: let "stale" fall behind the cutoff.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   GcPolicy policy;
@@ -535,7 +537,7 @@ TEST_CASE("gc: collect_garbage gives a policy without limits the cache's own lim
   CHECK(has_closure(*c.store, a.key));
 
   // A one-byte limit in the cache's settings: everything goes.
-  REQUIRE(c.store->set_setting("max_size", "1"));
+  REQUIRE(c.store->upkeep().set_setting("max_size", "1"));
   auto rep = collect_garbage(*c.store, GcPolicy{});
   REQUIRE(rep);
   CHECK(rep->evicted_closures == std::vector<Hash128>{a.key});
@@ -563,8 +565,8 @@ TEST_CASE("gc: leased jobs, and closures rooted at them, survive until the lease
   ClosureRecord a = put_root(*c.store, "a");
   put_job(*c.store, job("stored"));
   // A lease may name a job nobody has stored yet.
-  REQUIRE(c.store->lease_jobs("run1", {job("stored").key, job("a").key, job("later").key},
-                              now() + 3600));
+  REQUIRE(c.store->claims().lease_jobs("run1", {job("stored").key, job("a").key, job("later").key},
+                                       now() + 3600));
   put_job(*c.store, job("later"));
   GcPolicy policy;
   policy.max_size = 0;
@@ -575,7 +577,7 @@ TEST_CASE("gc: leased jobs, and closures rooted at them, survive until the lease
   CHECK(has_job(*c.store, "later"));
   CHECK(has_closure(*c.store, a.key));
 
-  REQUIRE(c.store->release_leases("run1"));
+  REQUIRE(c.store->claims().release_leases("run1"));
   GcReport freed = gc_ok(*c.store, policy);
   CHECK(freed.evicted_closures == std::vector<Hash128>{a.key});
   CHECK(freed.evicted_jobs == 3);
@@ -585,7 +587,7 @@ TEST_CASE("gc: leased jobs, and closures rooted at them, survive until the lease
 TEST_CASE("gc: a lapsed lease (a crashed precompile) protects nothing") {
   TestCache c = open_cache();
   put_job(*c.store, job("orphan"));
-  REQUIRE(c.store->lease_jobs("crashed", {job("orphan").key}, now() - 1));
+  REQUIRE(c.store->claims().lease_jobs("crashed", {job("orphan").key}, now() - 1));
   GcPolicy policy;
   policy.max_size = 0;
   CHECK(gc_ok(*c.store, policy).evicted_jobs == 1);
@@ -601,65 +603,65 @@ TEST_CASE("gc: put_closure over an evicted member job names the job") {
   cl.root_job = root.key;
   cl.target = "host";
   cl.members = {{root.symbol, root.key, ""}, {gone.symbol, gone.key, ""}};
-  Status s = c.store->put_closure(cl, {{"root", "host", cl.key}});
+  Status s = c.store->closures().put_closure(cl, {{"root", "host", cl.key}});
   REQUIRE_FALSE(s);
   CHECK(s.error().code == Code::not_found);
   CHECK(s.error().message.find(gone.key.hex()) != std::string::npos);
   CHECK(s.error().message.find("no longer in cache") != std::string::npos);
   CHECK(s.error().message.find("FOREIGN KEY") == std::string::npos);
   CHECK_FALSE(has_closure(*c.store, cl.key));
-  CHECK_FALSE(c.store->resolve_name("root", "host"));
+  CHECK_FALSE(c.store->names().resolve_name("root", "host"));
 }
 
 TEST_CASE("names: point_name records the unit and reports a move to another closure") {
   TestCache c = open_cache();
   ClosureRecord a = put_root(*c.store, "a"), b = put_root(*c.store, "b");
   // put_root named "a" without a unit.
-  auto unknown = c.store->name_unit("a", "host");
+  auto unknown = c.store->names().name_unit("a", "host");
   REQUIRE(unknown);
   CHECK(unknown->empty());
-  auto same = c.store->point_name({"a", "host", a.key}, "a.ll");
+  auto same = c.store->names().point_name({"a", "host", a.key}, "a.ll");
   REQUIRE(same);
   CHECK_FALSE(same->has_value()); // the same closure: not a move
-  CHECK(*c.store->name_unit("a", "host") == "a.ll");
+  CHECK(*c.store->names().name_unit("a", "host") == "a.ll");
 
-  auto moved = c.store->point_name({"a", "host", b.key}, "b.ll, c.ll");
+  auto moved = c.store->names().point_name({"a", "host", b.key}, "b.ll, c.ll");
   REQUIRE(moved);
   REQUIRE(moved->has_value());
-  const Store::NameMove& m = **moved;
+  const NameMove& m = **moved;
   CHECK(m.name == "a");
   CHECK(m.target == "host");
   CHECK(m.old_closure == a.key);
   CHECK(m.old_unit == "a.ll");
   CHECK(m.new_closure == b.key);
   CHECK(m.new_unit == "b.ll, c.ll");
-  CHECK(*c.store->resolve_name("a", "host") == b.key);
-  CHECK(*c.store->name_unit("a", "host") == "b.ll, c.ll");
+  CHECK(*c.store->names().resolve_name("a", "host") == b.key);
+  CHECK(*c.store->names().name_unit("a", "host") == "b.ll, c.ll");
 
-  auto fresh = c.store->point_name({"new", "host", b.key}, "n.ll");
+  auto fresh = c.store->names().point_name({"new", "host", b.key}, "n.ll");
   REQUIRE(fresh);
   CHECK_FALSE(fresh->has_value()); // a new name moves nothing
-  CHECK(c.store->name_unit("missing", "host").error().code == Code::not_found);
+  CHECK(c.store->names().name_unit("missing", "host").error().code == Code::not_found);
 
   // A closure gc took is named clearly, and the name stays where it was.
-  auto gone = c.store->point_name({"a", "host", hash128("no such closure")}, "x.ll");
+  auto gone = c.store->names().point_name({"a", "host", hash128("no such closure")}, "x.ll");
   REQUIRE_FALSE(gone);
   CHECK(gone.error().code == Code::not_found);
-  CHECK(*c.store->resolve_name("a", "host") == b.key);
+  CHECK(*c.store->names().resolve_name("a", "host") == b.key);
 
   // put_closure re-pointing a name (an import) forgets the unit; keeping its
   // closure keeps it.
-  REQUIRE(c.store->put_closure(b, {{"new", "host", b.key}}));
-  CHECK(*c.store->name_unit("new", "host") == "n.ll");
-  REQUIRE(c.store->put_closure(a, {{"new", "host", a.key}}));
-  CHECK(c.store->name_unit("new", "host")->empty());
+  REQUIRE(c.store->closures().put_closure(b, {{"new", "host", b.key}}));
+  CHECK(*c.store->names().name_unit("new", "host") == "n.ll");
+  REQUIRE(c.store->closures().put_closure(a, {{"new", "host", a.key}}));
+  CHECK(c.store->names().name_unit("new", "host")->empty());
 }
 
 TEST_CASE("names: read_root reads name, closure, members and image together") {
   TestCache c = open_cache();
   ClosureRecord a = put_root(*c.store, "a");
-  REQUIRE(c.store->put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
-  auto r = c.store->read_root("a", "host", "x86_64-linux");
+  REQUIRE(c.store->images().put_image({a.key, "x86_64-linux", "lld 22"}, "so", "image bytes"));
+  auto r = c.store->closures().read_root("a", "host", "x86_64-linux");
   REQUIRE(r);
   CHECK(r->closure.key == a.key);
   REQUIRE(r->closure.members.size() == 1);
@@ -667,15 +669,16 @@ TEST_CASE("names: read_root reads name, closure, members and image together") {
   REQUIRE(r->image.has_value());
   CHECK(*r->image == "image bytes");
 
-  auto no_arch = c.store->read_root("a", "host", "");
+  auto no_arch = c.store->closures().read_root("a", "host", "");
   REQUIRE(no_arch);
   CHECK_FALSE(no_arch->image.has_value());
-  auto by_key = c.store->read_root(a.key.hex(), "host", "sm_90");
+  auto by_key = c.store->closures().read_root(a.key.hex(), "host", "sm_90");
   REQUIRE(by_key);
   CHECK(by_key->closure.key == a.key);
   CHECK_FALSE(by_key->image.has_value());
 
-  CHECK(c.store->read_root("a", "sm_90", "").error().code == Code::not_found);
-  CHECK(c.store->read_root("nobody", "host", "").error().code == Code::not_found);
-  CHECK(c.store->read_root(hash128("x").hex(), "host", "").error().code == Code::not_found);
+  CHECK(c.store->closures().read_root("a", "sm_90", "").error().code == Code::not_found);
+  CHECK(c.store->closures().read_root("nobody", "host", "").error().code == Code::not_found);
+  CHECK(c.store->closures().read_root(hash128("x").hex(), "host", "").error().code ==
+        Code::not_found);
 }

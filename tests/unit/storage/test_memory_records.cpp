@@ -131,14 +131,14 @@ void conform(const Scenario& scenario, const Scenario& fill = nullptr, bool read
 
 /// Stores a job with an object.
 void put(Records& r, const JobRecord& j, std::vector<JobRef> refs = {}) {
-  Status s = r.put_job(j, {{"obj", "object of " + j.entry}}, refs);
+  Status s = r.jobs().put_job(j, {{"obj", "object of " + j.entry}}, refs);
   INFO(said(s));
   REQUIRE(s);
 }
 
 /// Records a closure, with names; REQUIREs that it is recorded.
 void record(Records& r, const ClosureRecord& c, const std::vector<NameRecord>& names = {}) {
-  Status s = r.put_closure(c, names);
+  Status s = r.closures().put_closure(c, names);
   INFO(said(s));
   REQUIRE(s);
 }
@@ -161,15 +161,15 @@ TEST_CASE("records: a job is stored once (the first write wins), its artifacts b
     JobRecord a = consistent_job("a");
     a.compile_ms = 2.5;
     std::string bytes("obj\0with a nul", 14);
-    REQUIRE(r.put_job(a, {{"obj", bytes}}, {{"sym_b", "b"}}));
+    REQUIRE(r.jobs().put_job(a, {{"obj", bytes}}, {{"sym_b", "b"}}));
     // Same key, other content: the stored row, artifact and reference stay;
     // what is new (a format, a reference) is added.
     JobRecord other = a;
     other.compile_ms = 99;
     other.entry = "changed";
-    REQUIRE(r.put_job(other, {{"obj", "other bytes"}, {"asm", "asm of a"}},
-                      {{"sym_b", "other"}, {"sym_c", "c"}}));
-    auto got = r.get_job(a.key);
+    REQUIRE(r.jobs().put_job(other, {{"obj", "other bytes"}, {"asm", "asm of a"}},
+                             {{"sym_b", "other"}, {"sym_c", "c"}}));
+    auto got = r.jobs().get_job(a.key);
     REQUIRE(got);
     CHECK(got->compile_ms == 2.5);
     CHECK(got->entry == "a");
@@ -182,42 +182,42 @@ TEST_CASE("records: a job is stored once (the first write wins), its artifacts b
     CHECK(got->toolchain == a.toolchain);
     CHECK(got->created_at > 0); // stamped when stored
     s.say("job " + got->entry + " " + got->target + " " + std::to_string(got->compile_ms));
-    auto obj = r.get_artifact(a.key, "obj");
+    auto obj = r.jobs().get_artifact(a.key, "obj");
     REQUIRE(obj);
     CHECK(*obj == bytes);
-    auto asm_ = r.get_artifact(a.key, "asm");
+    auto asm_ = r.jobs().get_artifact(a.key, "asm");
     REQUIRE(asm_);
     CHECK(*asm_ == "asm of a");
     s.say("obj " + *obj + ", asm " + *asm_);
-    auto refs = r.job_refs(a.key);
+    auto refs = r.jobs().job_refs(a.key);
     REQUIRE(refs);
     REQUIRE(refs->size() == 2);
     CHECK((*refs)[0].symbol == "sym_b");
     CHECK((*refs)[0].entry == "b");
     CHECK((*refs)[1].symbol == "sym_c");
-    auto infos = r.artifact_infos(a.key);
+    auto infos = r.jobs().artifact_infos(a.key);
     REQUIRE(infos);
     REQUIRE(infos->size() == 2);
     CHECK((*infos)[0].format == "asm");
     CHECK((*infos)[1].format == "obj");
     CHECK((*infos)[1].raw_size == int64_t(bytes.size()));
     CHECK((*infos)[1].stored_size > 0);
-    CHECK(*r.has_job(a.key, {}));
-    CHECK(*r.has_job(a.key, {"obj", "asm"}));
-    CHECK_FALSE(*r.has_job(a.key, {"obj", "ptx"}));
-    CHECK_FALSE(*r.has_job(hash128("no such job"), {}));
-    auto missing = r.get_job(hash128("no such job"));
+    CHECK(*r.jobs().has_job(a.key, {}));
+    CHECK(*r.jobs().has_job(a.key, {"obj", "asm"}));
+    CHECK_FALSE(*r.jobs().has_job(a.key, {"obj", "ptx"}));
+    CHECK_FALSE(*r.jobs().has_job(hash128("no such job"), {}));
+    auto missing = r.jobs().get_job(hash128("no such job"));
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == Code::not_found);
     s.say(said(missing));
-    auto no_ptx = r.get_artifact(a.key, "ptx");
+    auto no_ptx = r.jobs().get_artifact(a.key, "ptx");
     REQUIRE_FALSE(no_ptx);
     CHECK(no_ptx.error().code == Code::not_found);
     s.say(said(no_ptx));
     // Listed by target, then entry.
     put(r, consistent_job("c"));
     put(r, consistent_job("b", "sm_90"));
-    auto all = r.list_jobs();
+    auto all = r.jobs().list_jobs();
     REQUIRE(all);
     std::string order;
     for (const JobRecord& j : *all)
@@ -236,36 +236,37 @@ TEST_CASE("records: a closure is recorded whole or not at all: a missing member 
     put(r, a);
     put(r, b);
     ClosureRecord abc = closure_of(a, {b, c});
-    Status no_member = r.put_closure(abc, {{"a", "host", abc.key}});
+    Status no_member = r.closures().put_closure(abc, {{"a", "host", abc.key}});
     REQUIRE_FALSE(no_member);
     CHECK(no_member.error().code == Code::not_found);
     CHECK(no_member.error().message.find(c.key.hex()) != std::string::npos);
     s.say(said(no_member));
     ClosureRecord da = closure_of(d, {a});
-    Status no_root = r.put_closure(da, {});
+    Status no_root = r.closures().put_closure(da, {});
     REQUIRE_FALSE(no_root);
     CHECK(no_root.error().code == Code::not_found);
     CHECK(no_root.error().message.find(d.key.hex()) != std::string::npos);
     s.say(said(no_root));
     // A key-form name refuses the whole closure, the good name with it.
     ClosureRecord ab = closure_of(a, {b});
-    Status key_form = r.put_closure(ab, {{"a", "host", ab.key}, {kKeyForm, "host", ab.key}});
+    Status key_form =
+        r.closures().put_closure(ab, {{"a", "host", ab.key}, {kKeyForm, "host", ab.key}});
     REQUIRE_FALSE(key_form);
     CHECK(key_form.error().code == Code::invalid_argument);
     s.say(said(key_form));
     for (const ClosureRecord& refused : {abc, da, ab}) {
-      auto got = r.get_closure(refused.key);
+      auto got = r.closures().get_closure(refused.key);
       REQUIRE_FALSE(got);
       CHECK(got.error().code == Code::not_found);
       s.say(said(got));
     }
-    CHECK(r.list_names()->empty());
-    CHECK(r.list_closures()->empty());
-    CHECK(r.resolve_name("a", "host").error().code == Code::not_found);
+    CHECK(r.names().list_names()->empty());
+    CHECK(r.closures().list_closures()->empty());
+    CHECK(r.names().resolve_name("a", "host").error().code == Code::not_found);
     // Recorded, then again (idempotent).
     record(r, ab, {{"a", "host", ab.key}});
     record(r, ab, {{"a", "host", ab.key}});
-    auto got = r.get_closure(ab.key);
+    auto got = r.closures().get_closure(ab.key);
     REQUIRE(got);
     REQUIRE(got->members.size() == 2);
     CHECK(got->root_job == a.key);
@@ -273,15 +274,15 @@ TEST_CASE("records: a closure is recorded whole or not at all: a missing member 
       CHECK(m.entry == (m.job == a.key ? "a" : "b")); // entries filled on read
     CHECK(got->members[0].symbol < got->members[1].symbol);
     s.say(str(*got));
-    auto closures = r.list_closures();
+    auto closures = r.closures().list_closures();
     REQUIRE(closures);
     REQUIRE(closures->size() == 1);
     CHECK(str((*closures)[0]) == str(*got));
     // Once c is stored, the closure that lacked it is recorded.
     put(r, c);
     record(r, abc, {{"a", "sm_90", abc.key}});
-    s.say(str(*r.get_closure(abc.key)));
-    s.say(str(*r.list_names()));
+    s.say(str(*r.closures().get_closure(abc.key)));
+    s.say(str(*r.names().list_names()));
   });
 }
 
@@ -295,35 +296,35 @@ TEST_CASE("records: names and closure keys: resolve_name, read_name and read_roo
     ClosureRecord ab = closure_of(a, {b}), lone = closure_of(b);
     record(r, ab, {{"a", "host", ab.key}});
     record(r, lone, {{"b", "host", lone.key}, {"b", "sm_90", lone.key}});
-    auto by_name = r.resolve_name("a", "host");
+    auto by_name = r.names().resolve_name("a", "host");
     REQUIRE(by_name);
     CHECK(*by_name == ab.key);
     for (auto [name, target] : {std::pair<std::string, std::string>{"a", "sm_90"},
                                 {"nothing", "host"},
                                 {ab.key.hex(), "host"}}) {
-      auto miss = r.resolve_name(name, target);
+      auto miss = r.names().resolve_name(name, target);
       REQUIRE_FALSE(miss);
       CHECK(miss.error().code == Code::not_found);
       s.say(said(miss));
     }
-    auto rn = r.read_name("a", "host");
+    auto rn = r.names().read_name("a", "host");
     REQUIRE(rn);
     REQUIRE(*rn);
     CHECK((*rn)->first == ab.key);
     CHECK((*rn)->second.empty());
-    CHECK_FALSE(*r.read_name(ab.key.hex(), "host"));
-    CHECK_FALSE(*r.read_name("nothing", "host"));
-    auto targets = r.names_for("b");
+    CHECK_FALSE(*r.names().read_name(ab.key.hex(), "host"));
+    CHECK_FALSE(*r.names().read_name("nothing", "host"));
+    auto targets = r.names().names_for("b");
     REQUIRE(targets);
     CHECK(str(*targets) == "b/host=" + lone.key.hex() + " b/sm_90=" + lone.key.hex() + " ");
-    CHECK(r.names_for(lone.key.hex())->empty());
-    s.say(str(*r.list_names()));
+    CHECK(r.names().names_for(lone.key.hex())->empty());
+    s.say(str(*r.names().list_names()));
     std::string upper = ab.key.hex();
     std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
     REQUIRE(upper != ab.key.hex());
     for (const std::string& name : {std::string("a"), ab.key.hex(), upper}) {
       CAPTURE(name);
-      auto root = r.read_root(name, "host", "", true);
+      auto root = r.closures().read_root(name, "host", "", true);
       REQUIRE(root);
       CHECK(root->closure.key == ab.key);
       CHECK(root->closure.members.size() == 2);
@@ -333,7 +334,7 @@ TEST_CASE("records: names and closure keys: resolve_name, read_name and read_roo
       CHECK(root->root->entry == "a");
       s.say(str(root->closure));
     }
-    auto without_root = r.read_root("b", "sm_90", "");
+    auto without_root = r.closures().read_root("b", "sm_90", "");
     REQUIRE(without_root);
     CHECK(without_root->closure.key == lone.key);
     CHECK_FALSE(without_root->root);
@@ -341,7 +342,7 @@ TEST_CASE("records: names and closure keys: resolve_name, read_name and read_roo
     CHECK(without_root->closure.members[0].symbol == b.symbol);
     // Not here: a name, a closure key (any target: a key is no name).
     for (const std::string& name : {std::string("nothing"), hash128("none").hex(), kKeyForm}) {
-      auto miss = r.read_root(name, "host", "x86-64");
+      auto miss = r.closures().read_root(name, "host", "x86-64");
       REQUIRE_FALSE(miss);
       CHECK(miss.error().code == Code::not_found);
       s.say(said(miss));
@@ -358,8 +359,8 @@ TEST_CASE("records: point_name moves a name and says from where; units kept and 
     ClosureRecord one = closure_of(a), two = closure_of(a, {b});
     record(r, one, {{"k", "host", one.key}});
     record(r, two, {});
-    CHECK(*r.name_unit("k", "host") == "");
-    auto moved = r.point_name({"k", "host", two.key}, "unit1.ll");
+    CHECK(*r.names().name_unit("k", "host") == "");
+    auto moved = r.names().point_name({"k", "host", two.key}, "unit1.ll");
     REQUIRE(moved);
     REQUIRE(*moved);
     CHECK((*moved)->name == "k");
@@ -368,45 +369,45 @@ TEST_CASE("records: point_name moves a name and says from where; units kept and 
     CHECK((*moved)->old_unit == "");
     CHECK((*moved)->new_closure == two.key);
     CHECK((*moved)->new_unit == "unit1.ll");
-    CHECK(*r.resolve_name("k", "host") == two.key);
-    CHECK(*r.name_unit("k", "host") == "unit1.ll");
+    CHECK(*r.names().resolve_name("k", "host") == two.key);
+    CHECK(*r.names().name_unit("k", "host") == "unit1.ll");
     // Pointed again at its closure: no move, the unit as given.
-    auto same = r.point_name({"k", "host", two.key}, "unit2.ll");
+    auto same = r.names().point_name({"k", "host", two.key}, "unit2.ll");
     REQUIRE(same);
     CHECK_FALSE(*same);
-    CHECK(*r.name_unit("k", "host") == "unit2.ll");
-    auto back = r.point_name({"k", "host", one.key}, "unit3.ll");
+    CHECK(*r.names().name_unit("k", "host") == "unit2.ll");
+    auto back = r.names().point_name({"k", "host", one.key}, "unit3.ll");
     REQUIRE(back);
     REQUIRE(*back);
     CHECK((*back)->old_unit == "unit2.ll");
-    auto rn = r.read_name("k", "host");
+    auto rn = r.names().read_name("k", "host");
     REQUIRE(rn);
     REQUIRE(*rn);
     CHECK((*rn)->second == "unit3.ll");
     // A new name moves nothing.
-    auto fresh = r.point_name({"new", "host", one.key}, "");
+    auto fresh = r.names().point_name({"new", "host", one.key}, "");
     REQUIRE(fresh);
     CHECK_FALSE(*fresh);
     // put_closure keeps the unit of a name that stays, forgets one that moves.
     record(r, one, {{"k", "host", one.key}});
-    CHECK(*r.name_unit("k", "host") == "unit3.ll");
+    CHECK(*r.names().name_unit("k", "host") == "unit3.ll");
     record(r, two, {{"k", "host", two.key}});
-    CHECK(*r.name_unit("k", "host") == "");
+    CHECK(*r.names().name_unit("k", "host") == "");
     // Refused: a key-form name, a closure not here, a name not here.
-    auto key_form = r.point_name({kKeyForm, "host", one.key}, "");
+    auto key_form = r.names().point_name({kKeyForm, "host", one.key}, "");
     REQUIRE_FALSE(key_form);
     CHECK(key_form.error().code == Code::invalid_argument);
     s.say(said(key_form));
-    auto gone = r.point_name({"k", "host", hash128("gone")}, "");
+    auto gone = r.names().point_name({"k", "host", hash128("gone")}, "");
     REQUIRE_FALSE(gone);
     CHECK(gone.error().code == Code::not_found);
     s.say(said(gone));
-    CHECK(*r.resolve_name("k", "host") == two.key);
-    auto no_unit = r.name_unit("nothing", "host");
+    CHECK(*r.names().resolve_name("k", "host") == two.key);
+    auto no_unit = r.names().name_unit("nothing", "host");
     REQUIRE_FALSE(no_unit);
     CHECK(no_unit.error().code == Code::not_found);
     s.say(said(no_unit));
-    s.say(str(*r.list_names()));
+    s.say(str(*r.names().list_names()));
   });
 }
 
@@ -423,7 +424,7 @@ TEST_CASE("records: get_closures reads a member set once, for the first closure 
     record(r, ca);
     record(r, cb);
     record(r, cx);
-    auto batch = r.get_closures({cb.key, cx.key, ca.key, cb.key});
+    auto batch = r.closures().get_closures({cb.key, cx.key, ca.key, cb.key});
     REQUIRE(batch);
     CHECK(batch->first_of_set == std::vector<size_t>{0, 1, 0, 0});
     REQUIRE(batch->closures.size() == 4);
@@ -437,12 +438,12 @@ TEST_CASE("records: get_closures reads a member set once, for the first closure 
     CHECK(batch->closures[2].root_job == a.key);
     for (const ClosureRecord& c : batch->closures)
       s.say(str(c));
-    auto missing = r.get_closures({ca.key, hash128("none")});
+    auto missing = r.closures().get_closures({ca.key, hash128("none")});
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == Code::not_found);
     CHECK(missing.error().message.find(hash128("none").hex()) != std::string::npos);
     s.say(said(missing));
-    auto none = r.get_closures({});
+    auto none = r.closures().get_closures({});
     REQUIRE(none);
     CHECK(none->closures.empty());
   });
@@ -459,41 +460,41 @@ TEST_CASE("records: images by key, by any linker (the newest), a member set sibl
     ClosureRecord ca = closure_of(a, {b}), cb = closure_of(b, {a});
     record(r, ca);
     record(r, cb);
-    REQUIRE(r.put_image({ca.key, "x86-64", "ld"}, "elf", "image ld"));
-    CHECK(*r.get_image({ca.key, "x86-64", "ld"}) == "image ld");
-    CHECK(*r.get_image({cb.key, "x86-64", "ld"}) == "image ld"); // its sibling's
-    auto other_linker = r.get_image({ca.key, "x86-64", "lld"});
+    REQUIRE(r.images().put_image({ca.key, "x86-64", "ld"}, "elf", "image ld"));
+    CHECK(*r.images().get_image({ca.key, "x86-64", "ld"}) == "image ld");
+    CHECK(*r.images().get_image({cb.key, "x86-64", "ld"}) == "image ld"); // its sibling's
+    auto other_linker = r.images().get_image({ca.key, "x86-64", "lld"});
     REQUIRE_FALSE(other_linker);
     CHECK(other_linker.error().code == Code::not_found);
     s.say(said(other_linker));
-    CHECK(*r.get_image_any_linker(cb.key, "x86-64") == "image ld");
-    auto sibling = r.read_root(cb.key.hex(), "host", "x86-64");
+    CHECK(*r.images().get_image_any_linker(cb.key, "x86-64") == "image ld");
+    auto sibling = r.closures().read_root(cb.key.hex(), "host", "x86-64");
     REQUIRE(sibling);
     CHECK(sibling->image == std::optional<std::string>("image ld"));
     CHECK(sibling->image_of == std::optional<Hash128>(ca.key));
-    auto no_arch = r.read_root(cb.key.hex(), "host", "znver4");
+    auto no_arch = r.closures().read_root(cb.key.hex(), "host", "znver4");
     REQUIRE(no_arch);
     CHECK_FALSE(no_arch->image);
-    auto no_image = r.get_image_any_linker(ca.key, "znver4");
+    auto no_image = r.images().get_image_any_linker(ca.key, "znver4");
     REQUIRE_FALSE(no_image);
     CHECK(no_image.error().code == Code::not_found);
     s.say(said(no_image));
     // Newer or, in the same second, a greater linker: "zz" either way.
-    REQUIRE(r.put_image({ca.key, "x86-64", "zz"}, "elf", "image zz"));
-    CHECK(*r.get_image_any_linker(ca.key, "x86-64") == "image zz");
-    CHECK(*r.get_image_any_linker(cb.key, "x86-64") == "image zz");
+    REQUIRE(r.images().put_image({ca.key, "x86-64", "zz"}, "elf", "image zz"));
+    CHECK(*r.images().get_image_any_linker(ca.key, "x86-64") == "image zz");
+    CHECK(*r.images().get_image_any_linker(cb.key, "x86-64") == "image zz");
     // Put again: replaced.
-    REQUIRE(r.put_image({ca.key, "x86-64", "ld"}, "elf", "image ld 2"));
-    CHECK(*r.get_image({ca.key, "x86-64", "ld"}) == "image ld 2");
+    REQUIRE(r.images().put_image({ca.key, "x86-64", "ld"}, "elf", "image ld 2"));
+    CHECK(*r.images().get_image({ca.key, "x86-64", "ld"}) == "image ld 2");
     next_second();
-    REQUIRE(r.put_image({ca.key, "x86-64", "aa"}, "elf", "image aa"));
-    CHECK(*r.get_image_any_linker(ca.key, "x86-64") == "image aa"); // the newest
-    auto root = r.read_root(ca.key.hex(), "host", "x86-64");
+    REQUIRE(r.images().put_image({ca.key, "x86-64", "aa"}, "elf", "image aa"));
+    CHECK(*r.images().get_image_any_linker(ca.key, "x86-64") == "image aa"); // the newest
+    auto root = r.closures().read_root(ca.key.hex(), "host", "x86-64");
     REQUIRE(root);
     CHECK(root->image == std::optional<std::string>("image aa"));
     CHECK(root->image_of == std::optional<Hash128>(ca.key));
     // One per (arch, linker), under the closure asked for.
-    auto images = r.images_of(cb.key);
+    auto images = r.images().images_of(cb.key);
     REQUIRE(images);
     std::string listed;
     for (const ImageRecord& i : *images) {
@@ -502,23 +503,24 @@ TEST_CASE("records: images by key, by any linker (the newest), a member set sibl
     }
     CHECK(listed == "x86-64/aa/elf=image aa x86-64/ld/elf=image ld 2 x86-64/zz/elf=image zz ");
     s.say(listed);
-    CHECK(r.images_of(hash128("none"))->empty());
+    CHECK(r.images().images_of(hash128("none"))->empty());
     // A closure not here takes no image.
-    Status orphan = r.put_image({hash128("none"), "x86-64", "ld"}, "elf", "x");
+    Status orphan = r.images().put_image({hash128("none"), "x86-64", "ld"}, "elf", "x");
     CHECK_FALSE(orphan);
     s.say(code(orphan));
     // A lone root a kernel library holds is served by the library's image.
     ClosureRecord lib = closure_of(a, {b, c}), cc = closure_of(c);
-    REQUIRE(r.put_library(lib, {"kernels", "host", lib.key, {"a", "c"}}));
-    REQUIRE(r.put_image({lib.key, "x86-64", "ld"}, "elf", "library image"));
+    REQUIRE(r.images().put_library(lib, {"kernels", "host", lib.key, {"a", "c"}}));
+    REQUIRE(r.images().put_image({lib.key, "x86-64", "ld"}, "elf", "library image"));
     record(r, cc);
-    auto held = r.read_root(cc.key.hex(), "host", "x86-64");
+    auto held = r.closures().read_root(cc.key.hex(), "host", "x86-64");
     REQUIRE(held);
     CHECK(held->image == std::optional<std::string>("library image"));
     CHECK(held->image_of == std::optional<Hash128>(lib.key));
-    CHECK(*r.get_image_any_linker(cc.key, "x86-64") == "library image");
-    CHECK_FALSE(r.get_image({cc.key, "x86-64", "ld"})); // by key: its own or a sibling's only
-    auto stats = r.stats();
+    CHECK(*r.images().get_image_any_linker(cc.key, "x86-64") == "library image");
+    CHECK_FALSE(
+        r.images().get_image({cc.key, "x86-64", "ld"})); // by key: its own or a sibling's only
+    auto stats = r.upkeep().stats();
     REQUIRE(stats);
     CHECK(stats->images == 4);
   });
@@ -532,41 +534,41 @@ TEST_CASE("records: kernel libraries put, got and listed; refused whole like clo
     put(r, b);
     ClosureRecord lib = closure_of(a, {b, c});
     LibraryRecord rec{"kernels", "host", lib.key, {"a", "c"}};
-    Status missing = r.put_library(lib, rec);
+    Status missing = r.images().put_library(lib, rec);
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == Code::not_found);
     CHECK(missing.error().message.find(c.key.hex()) != std::string::npos);
     s.say(said(missing));
-    CHECK(r.get_closure(lib.key).error().code == Code::not_found);
+    CHECK(r.closures().get_closure(lib.key).error().code == Code::not_found);
     put(r, c);
-    Status key_form = r.put_library(lib, {kKeyForm, "host", lib.key, {"a"}});
+    Status key_form = r.images().put_library(lib, {kKeyForm, "host", lib.key, {"a"}});
     REQUIRE_FALSE(key_form);
     CHECK(key_form.error().code == Code::invalid_argument);
     s.say(said(key_form));
-    CHECK(r.list_libraries()->empty());
-    REQUIRE(r.put_library(lib, rec));
-    auto got = r.get_library("kernels", "host");
+    CHECK(r.images().list_libraries()->empty());
+    REQUIRE(r.images().put_library(lib, rec));
+    auto got = r.images().get_library("kernels", "host");
     REQUIRE(got);
     CHECK(str(*got) == str(rec));
-    CHECK(r.get_closure(lib.key)->members.size() == 3);
+    CHECK(r.closures().get_closure(lib.key)->members.size() == 3);
     ClosureRecord small = closure_of(b, {c});
-    REQUIRE(r.put_library(small, {"alpha", "sm_90", small.key, {"b"}}));
+    REQUIRE(r.images().put_library(small, {"alpha", "sm_90", small.key, {"b"}}));
     // Recorded again: the closure and roots replaced.
-    REQUIRE(r.put_library(small, {"kernels", "host", small.key, {"b", "c"}}));
+    REQUIRE(r.images().put_library(small, {"kernels", "host", small.key, {"b", "c"}}));
     for (const std::string& name :
          {std::string(""), std::string("kernels"), std::string("none"), kKeyForm}) {
-      auto listed = r.list_libraries(name);
+      auto listed = r.images().list_libraries(name);
       REQUIRE(listed);
       std::string line = "[" + name + "]";
       for (const LibraryRecord& l : *listed)
         line += " " + str(l);
       s.say(line);
     }
-    CHECK(r.list_libraries("")->size() == 2);
-    CHECK(r.get_library("kernels", "host")->closure == small.key);
+    CHECK(r.images().list_libraries("")->size() == 2);
+    CHECK(r.images().get_library("kernels", "host")->closure == small.key);
     for (auto [name, target] :
          {std::pair<std::string, std::string>{"kernels", "sm_90"}, {kKeyForm, "host"}}) {
-      auto miss = r.get_library(name, target);
+      auto miss = r.images().get_library(name, target);
       REQUIRE_FALSE(miss);
       CHECK(miss.error().code == Code::not_found);
       s.say(said(miss));
@@ -578,29 +580,29 @@ TEST_CASE("records: memos round trip, are replaced, and one without roots is nev
   conform([](Subject& s) {
     Records& r = s.r;
     Hash128 key = hash128("request");
-    auto none = r.get_memo(key);
+    auto none = r.memos().get_memo(key);
     REQUIRE_FALSE(none);
     CHECK(none.error().code == Code::not_found);
     s.say(said(none));
-    Records::Memo memo{{{"a", "host", hash128("ca")}, {"b", "sm_90", hash128("cb")}},
+    storage::Memo memo{{{"a", "host", hash128("ca")}, {"b", "sm_90", hash128("cb")}},
                        {{"/usr/bin/ptxas", "stamp 1"}, {"/lib/libdevice.bc", "stamp 2"}}};
-    REQUIRE(r.put_memo(key, memo));
-    auto got = r.get_memo(key);
+    REQUIRE(r.memos().put_memo(key, memo));
+    auto got = r.memos().get_memo(key);
     REQUIRE(got);
     REQUIRE(got->roots.size() == 2);
     CHECK(got->roots[1].name == "b");
     CHECK(got->roots[1].target == "sm_90");
     CHECK(got->roots[1].closure == hash128("cb"));
     CHECK(got->deps == memo.deps);
-    Records::Memo again{{{"c", "host", hash128("cc")}}, {}};
-    REQUIRE(r.put_memo(key, again));
-    got = r.get_memo(key);
+    storage::Memo again{{{"c", "host", hash128("cc")}}, {}};
+    REQUIRE(r.memos().put_memo(key, again));
+    got = r.memos().get_memo(key);
     REQUIRE(got);
     REQUIRE(got->roots.size() == 1);
     CHECK(got->roots[0].name == "c");
     CHECK(got->deps.empty());
-    REQUIRE(r.put_memo(hash128("empty"), {{}, {{"/x", "y"}}}));
-    CHECK(r.get_memo(hash128("empty")).error().code == Code::not_found);
+    REQUIRE(r.memos().put_memo(hash128("empty"), {{}, {{"/x", "y"}}}));
+    CHECK(r.memos().get_memo(hash128("empty")).error().code == Code::not_found);
   });
 }
 
@@ -613,13 +615,13 @@ TEST_CASE("records: counters, stats, recency and settings; the size limit's sour
     put(r, b);
     ClosureRecord ca = closure_of(a);
     record(r, ca, {{"a", "host", ca.key}});
-    REQUIRE(r.put_image({ca.key, "x86-64", "ld"}, "elf", "image"));
-    REQUIRE(r.add_counters(Counters{.job_hits = 2, .loads = 1}));
-    REQUIRE(r.record_usage({ca.key}, 2000000000, Counters{.image_hits = 3}));
-    REQUIRE(r.touch_closures({ca.key, hash128("none")}, 2000000001));
-    REQUIRE(r.add_counters({}));
-    REQUIRE(r.record_usage({}, 0, {}));
-    auto st = r.stats();
+    REQUIRE(r.images().put_image({ca.key, "x86-64", "ld"}, "elf", "image"));
+    REQUIRE(r.upkeep().add_counters(Counters{.job_hits = 2, .loads = 1}));
+    REQUIRE(r.upkeep().record_usage({ca.key}, 2000000000, Counters{.image_hits = 3}));
+    REQUIRE(r.upkeep().touch_closures({ca.key, hash128("none")}, 2000000001));
+    REQUIRE(r.upkeep().add_counters({}));
+    REQUIRE(r.upkeep().record_usage({}, 0, {}));
+    auto st = r.upkeep().stats();
     REQUIRE(st);
     CHECK(st->jobs == 2);
     CHECK(st->closures == 1);
@@ -628,7 +630,7 @@ TEST_CASE("records: counters, stats, recency and settings; the size limit's sour
     CHECK(st->raw_bytes > 0);
     CHECK(st->stored_bytes > 0);
     CHECK(st->live_bytes > 0);
-    CHECK(*r.live_bytes() > 0);
+    CHECK(*r.upkeep().live_bytes() > 0);
     CHECK(st->counters.job_hits == 2);
     CHECK(st->counters.loads == 1);
     CHECK(st->counters.image_hits == 3);
@@ -636,60 +638,60 @@ TEST_CASE("records: counters, stats, recency and settings; the size limit's sour
     REQUIRE(st->jobs_per_target.size() == 2);
     CHECK(st->jobs_per_target[0] == std::pair<std::string, int64_t>{"host", 1});
     CHECK(st->jobs_per_target[1] == std::pair<std::string, int64_t>{"sm_90", 1});
-    REQUIRE(r.zero_counters());
-    CHECK(r.stats()->counters.empty());
-    REQUIRE(r.lease_jobs("holder", {a.key, hash128("not yet")}, 4000000000));
-    REQUIRE(r.release_leases("holder"));
+    REQUIRE(r.upkeep().zero_counters());
+    CHECK(r.upkeep().stats()->counters.empty());
+    REQUIRE(r.claims().lease_jobs("holder", {a.key, hash128("not yet")}, 4000000000));
+    REQUIRE(r.claims().release_leases("holder"));
     // Settings, and the size limit: the environment, else the setting, else
     // the default.
-    auto unset = r.setting("max_size");
+    auto unset = r.upkeep().setting("max_size");
     REQUIRE_FALSE(unset);
     CHECK(unset.error().code == Code::not_found);
     s.say(said(unset));
-    CHECK(*r.max_size() == kDefaultMaxSize);
-    REQUIRE(r.set_setting("max_size", "1048576"));
-    CHECK(*r.setting("max_size") == "1048576");
-    CHECK(*r.max_size() == 1048576);
-    REQUIRE(r.set_setting("max_size", "2048"));
-    CHECK(*r.max_size() == 2048);
+    CHECK(*r.upkeep().max_size() == kDefaultMaxSize);
+    REQUIRE(r.upkeep().set_setting("max_size", "1048576"));
+    CHECK(*r.upkeep().setting("max_size") == "1048576");
+    CHECK(*r.upkeep().max_size() == 1048576);
+    REQUIRE(r.upkeep().set_setting("max_size", "2048"));
+    CHECK(*r.upkeep().max_size() == 2048);
     {
       EnvVar limit("KILN_CACHE_MAX_SIZE", "3M");
-      CHECK(*r.max_size() == 3 * 1048576);
+      CHECK(*r.upkeep().max_size() == 3 * 1048576);
     }
     {
       EnvVar limit("KILN_CACHE_MAX_SIZE", "lots");
-      auto bad = r.max_size();
+      auto bad = r.upkeep().max_size();
       REQUIRE_FALSE(bad);
       CHECK(bad.error().code == Code::invalid_argument);
       s.say(said(bad));
     }
-    REQUIRE(r.set_setting("max_size", "huge"));
-    CHECK_FALSE(r.max_size());
-    s.say(said(r.max_size()));
+    REQUIRE(r.upkeep().set_setting("max_size", "huge"));
+    CHECK_FALSE(r.upkeep().max_size());
+    s.say(said(r.upkeep().max_size()));
   });
 }
 
 TEST_CASE("records: a bundle is written at once; one that fails records nothing") {
   conform([](Subject& s) {
     Records& r = s.r;
-    REQUIRE(r.put_bundle(consistent_bundle()));
-    auto root = r.read_root("root", "host", "");
+    REQUIRE(r.upkeep().put_bundle(consistent_bundle()));
+    auto root = r.closures().read_root("root", "host", "");
     REQUIRE(root);
     s.say(str(root->closure));
-    CHECK(*r.get_artifact(root->closure.root_job, "obj") == "object bytes");
+    CHECK(*r.jobs().get_artifact(root->closure.root_job, "obj") == "object bytes");
     BundleData bad;
     JobRecord j1 = consistent_job("j1"), j2 = consistent_job("j2");
     bad.jobs.push_back({j1, {{"obj", "j1"}}, {}});
     ClosureRecord c = closure_of(j1, {j2});
     bad.closures.push_back(c);
     bad.names.push_back({"j1", "host", c.key});
-    Status failed = r.put_bundle(bad);
+    Status failed = r.upkeep().put_bundle(bad);
     REQUIRE_FALSE(failed);
     CHECK(failed.error().code == Code::not_found);
     s.say(said(failed));
-    CHECK_FALSE(*r.has_job(j1.key, {}));
-    CHECK(r.resolve_name("j1", "host").error().code == Code::not_found);
-    CHECK(r.stats()->jobs == 1);
+    CHECK_FALSE(*r.jobs().has_job(j1.key, {}));
+    CHECK(r.names().resolve_name("j1", "host").error().code == Code::not_found);
+    CHECK(r.upkeep().stats()->jobs == 1);
   });
 }
 
@@ -705,13 +707,13 @@ TEST_CASE("records: other builds of a root's source, newest first") {
     record(r, closure_of(a));
     record(r, closure_of(znver));
     record(r, closure_of(other));
-    auto builds = r.other_builds(a.key, 10);
+    auto builds = r.closures().other_builds(a.key, 10);
     REQUIRE(builds);
     CHECK(*builds == std::vector<Hash128>{closure_of(znver).key});
-    CHECK(*r.other_builds(znver.key, 10) == std::vector<Hash128>{closure_of(a).key});
-    CHECK(r.other_builds(a.key, 0)->empty());
-    CHECK(r.other_builds(other.key, 10)->empty());
-    CHECK(r.other_builds(hash128("none"), 10)->empty());
+    CHECK(*r.closures().other_builds(znver.key, 10) == std::vector<Hash128>{closure_of(a).key});
+    CHECK(r.closures().other_builds(a.key, 0)->empty());
+    CHECK(r.closures().other_builds(other.key, 10)->empty());
+    CHECK(r.closures().other_builds(hash128("none"), 10)->empty());
     s.say("other builds " + (*builds)[0].hex());
   });
 }
@@ -722,8 +724,8 @@ TEST_CASE("records: the data stamp holds across reads and moves with a write") {
     put(r, consistent_job("a"));
     auto before = r.data_stamp();
     REQUIRE(before);
-    (void)r.get_job(consistent_job("a").key);
-    (void)r.list_names();
+    (void)r.jobs().get_job(consistent_job("a").key);
+    (void)r.names().list_names();
     CHECK(*r.data_stamp() == *before);
     put(r, consistent_job("a")); // nothing new
     CHECK(*r.data_stamp() == *before);
@@ -742,7 +744,7 @@ TEST_CASE("records: check_rows finds members, roots and names whose records are 
     put(r, b);
     put(r, x);
     put(r, open, {{"__kiln_unresolved", "elsewhere"}});
-    REQUIRE(r.put_job(y, {}, {})); // no artifacts
+    REQUIRE(r.jobs().put_job(y, {}, {})); // no artifacts
     ClosureRecord ab = closure_of(a, {b}), cx = closure_of(x), copen = closure_of(open);
     ClosureRecord weird{
         core::closure_key(a.key, {{"weird", a.key}}), a.key, "host", {{"weird", a.key, ""}}};
@@ -751,18 +753,18 @@ TEST_CASE("records: check_rows finds members, roots and names whose records are 
     record(r, copen);
     record(r, weird);
     std::vector<Problem> before;
-    REQUIRE(r.check_rows(before));
+    REQUIRE(r.upkeep().check_rows(before));
     s.drop_job(b.key);
     s.drop_job(x.key);
-    auto partial = r.get_closure(ab.key);
+    auto partial = r.closures().get_closure(ab.key);
     REQUIRE(partial);
     CHECK(partial->members.size() == 1); // the member whose job is here
-    auto empty = r.get_closure(cx.key);
+    auto empty = r.closures().get_closure(cx.key);
     REQUIRE_FALSE(empty);
     CHECK(empty.error().code == Code::corrupt);
     s.say(said(empty));
     std::vector<Problem> problems;
-    REQUIRE(r.check_rows(problems));
+    REQUIRE(r.upkeep().check_rows(problems));
     CHECK(problems.size() > before.size());
     std::vector<std::string> lines;
     for (const Problem& p : problems)
@@ -794,8 +796,9 @@ TEST_CASE("records: read-only records refuse every write as unavailable, and sti
     put(r, b);
     ClosureRecord ca = closure_of(a);
     record(r, ca, {{"a", "host", ca.key}});
-    REQUIRE(r.put_library(closure_of(a, {b}), {"lib", "host", closure_of(a, {b}).key, {"a"}}));
-    REQUIRE(r.set_setting("max_size", "4096"));
+    REQUIRE(
+        r.images().put_library(closure_of(a, {b}), {"lib", "host", closure_of(a, {b}).key, {"a"}}));
+    REQUIRE(r.upkeep().set_setting("max_size", "4096"));
   };
   conform(
       [](Subject& s) {
@@ -806,9 +809,9 @@ TEST_CASE("records: read-only records refuse every write as unavailable, and sti
         CHECK(r.read_only_reason() == "opened read-only");
         s.say(said(r.read_only_error("do this")));
         // Reads.
-        CHECK(*r.resolve_name("a", "host") == ca.key);
-        CHECK(*r.get_artifact(a.key, "obj") == "object of a");
-        CHECK(*r.setting("max_size") == "4096");
+        CHECK(*r.names().resolve_name("a", "host") == ca.key);
+        CHECK(*r.jobs().get_artifact(a.key, "obj") == "object of a");
+        CHECK(*r.upkeep().setting("max_size") == "4096");
         // Writes.
         auto refused = [&](const auto& st, bool whole_message = true) {
           CHECK_FALSE(st);
@@ -816,39 +819,41 @@ TEST_CASE("records: read-only records refuse every write as unavailable, and sti
             CHECK(st.error().code == Code::unavailable);
           s.say(whole_message ? said(st) : code(st));
         };
-        refused(r.put_job(c, {{"obj", "c"}}, {}));
-        CHECK_FALSE(*r.has_job(c.key, {}));
-        refused(r.put_closure(ca, {{"a", "host", ca.key}}));
-        refused(r.put_closure(closure_of(b), {}));
-        CHECK(r.get_closure(closure_of(b).key).error().code == Code::not_found);
-        refused(r.point_name({"a2", "host", ca.key}, "unit"));
-        refused(r.put_library(closure_of(a, {b}), {"lib", "host", closure_of(a, {b}).key, {"b"}}));
-        refused(r.put_library(ca, {"other", "host", ca.key, {"a"}}));
-        refused(r.set_setting("max_size", "1"), false);
-        CHECK(*r.setting("max_size") == "4096");
-        refused(r.add_counters(Counters{.loads = 1}));
-        refused(r.touch_closures({ca.key}, 2000000000));
-        refused(r.record_usage({ca.key}, 2000000000, Counters{.loads = 1}));
-        refused(r.zero_counters(), false);
-        refused(r.put_memo(hash128("memo"), {{{"a", "host", ca.key}}, {}}));
-        refused(r.lease_jobs("holder", {a.key}, 4000000000));
-        refused(r.release_leases("holder"), false);
-        refused(r.put_bundle(consistent_bundle()));
-        auto gc = r.gc(GcOptions{.max_size = 0});
+        refused(r.jobs().put_job(c, {{"obj", "c"}}, {}));
+        CHECK_FALSE(*r.jobs().has_job(c.key, {}));
+        refused(r.closures().put_closure(ca, {{"a", "host", ca.key}}));
+        refused(r.closures().put_closure(closure_of(b), {}));
+        CHECK(r.closures().get_closure(closure_of(b).key).error().code == Code::not_found);
+        refused(r.names().point_name({"a2", "host", ca.key}, "unit"));
+        refused(r.images().put_library(closure_of(a, {b}),
+                                       {"lib", "host", closure_of(a, {b}).key, {"b"}}));
+        refused(r.images().put_library(ca, {"other", "host", ca.key, {"a"}}));
+        refused(r.upkeep().set_setting("max_size", "1"), false);
+        CHECK(*r.upkeep().setting("max_size") == "4096");
+        refused(r.upkeep().add_counters(Counters{.loads = 1}));
+        refused(r.upkeep().touch_closures({ca.key}, 2000000000));
+        refused(r.upkeep().record_usage({ca.key}, 2000000000, Counters{.loads = 1}));
+        refused(r.upkeep().zero_counters(), false);
+        refused(r.memos().put_memo(hash128("memo"), {{{"a", "host", ca.key}}, {}}));
+        refused(r.claims().lease_jobs("holder", {a.key}, 4000000000));
+        refused(r.claims().release_leases("holder"), false);
+        refused(r.upkeep().put_bundle(consistent_bundle()));
+        auto gc = r.upkeep().gc(GcOptions{.max_size = 0});
         CHECK_FALSE(gc);
         s.say(said(gc));
         // What writes nothing succeeds: an unchanged library, nothing to
         // record, a memo without roots.
-        CHECK(r.put_library(closure_of(a, {b}), {"lib", "host", closure_of(a, {b}).key, {"a"}}));
-        CHECK(r.record_usage({}, 0, {}));
-        CHECK(r.put_memo(hash128("memo"), {}));
+        CHECK(r.images().put_library(closure_of(a, {b}),
+                                     {"lib", "host", closure_of(a, {b}).key, {"a"}}));
+        CHECK(r.upkeep().record_usage({}, 0, {}));
+        CHECK(r.memos().put_memo(hash128("memo"), {}));
         // An image linked now is kept for this connection's loads only.
-        REQUIRE(r.put_image({ca.key, "x86-64", "ld"}, "elf", "kept"));
-        CHECK(*r.get_image({ca.key, "x86-64", "ld"}) == "kept");
-        CHECK(*r.get_image_any_linker(ca.key, "x86-64") == "kept");
-        CHECK(r.images_of(ca.key)->empty());
-        CHECK(r.stats()->images == 0);
-        auto st = r.stats();
+        REQUIRE(r.images().put_image({ca.key, "x86-64", "ld"}, "elf", "kept"));
+        CHECK(*r.images().get_image({ca.key, "x86-64", "ld"}) == "kept");
+        CHECK(*r.images().get_image_any_linker(ca.key, "x86-64") == "kept");
+        CHECK(r.images().images_of(ca.key)->empty());
+        CHECK(r.upkeep().stats()->images == 0);
+        auto st = r.upkeep().stats();
         REQUIRE(st);
         CHECK(st->jobs == 2);
         CHECK(st->counters.loads == 0);
@@ -869,40 +874,40 @@ TEST_CASE("records: an injected failure returns its error and changes nothing; c
   CHECK(mem.calls("put_closure") == 0);
   record(mem, ca, {{"a", "host", ca.key}}); // the one call let through
   for (int i = 0; i < 2; ++i) {
-    Status s = mem.put_closure(cb, {{"b", "host", cb.key}});
+    Status s = mem.closures().put_closure(cb, {{"b", "host", cb.key}});
     REQUIRE_FALSE(s);
     CHECK(s.error().code == Code::unavailable);
     CHECK(s.error().message == "disk full");
   }
-  CHECK(mem.get_closure(cb.key).error().code == Code::not_found);
-  CHECK(mem.resolve_name("b", "host").error().code == Code::not_found);
-  CHECK(mem.stats()->closures == 1);
+  CHECK(mem.closures().get_closure(cb.key).error().code == Code::not_found);
+  CHECK(mem.names().resolve_name("b", "host").error().code == Code::not_found);
+  CHECK(mem.upkeep().stats()->closures == 1);
   CHECK(mem.calls("put_closure") == 3);
   CHECK(mem.calls("put_job") == 2);
   CHECK(mem.calls("resolve_name") == 1);
   CHECK(mem.calls("put_image") == 0);
   mem.heal("put_closure");
   record(mem, cb, {{"b", "host", cb.key}});
-  CHECK(*mem.resolve_name("b", "host") == cb.key);
+  CHECK(*mem.names().resolve_name("b", "host") == cb.key);
   CHECK(mem.calls("put_closure") == 4);
 
   // A Result method, failing from its first call on; the others unaffected.
   mem.fail("get_job", make_error(Code::corrupt, "bad row"));
-  auto job = mem.get_job(a.key);
+  auto job = mem.jobs().get_job(a.key);
   REQUIRE_FALSE(job);
   CHECK(job.error().code == Code::corrupt);
-  CHECK(*mem.has_job(a.key, {"obj"}));
+  CHECK(*mem.jobs().has_job(a.key, {"obj"}));
   mem.fail("put_job", make_error(Code::internal, "no space"));
   JobRecord c = consistent_job("c");
-  CHECK(mem.put_job(c, {{"obj", "c"}}, {}).error().message == "no space");
-  CHECK_FALSE(*mem.has_job(c.key, {}));
+  CHECK(mem.jobs().put_job(c, {{"obj", "c"}}, {}).error().message == "no space");
+  CHECK_FALSE(*mem.jobs().has_job(c.key, {}));
   mem.fail("put_bundle", make_error(Code::unavailable, "busy"));
-  CHECK_FALSE(mem.put_bundle(consistent_bundle()));
-  CHECK(mem.resolve_name("root", "host").error().code == Code::not_found);
+  CHECK_FALSE(mem.upkeep().put_bundle(consistent_bundle()));
+  CHECK(mem.names().resolve_name("root", "host").error().code == Code::not_found);
   mem.heal();
-  CHECK(mem.get_job(a.key));
-  CHECK(mem.put_bundle(consistent_bundle()));
-  CHECK(mem.resolve_name("root", "host"));
+  CHECK(mem.jobs().get_job(a.key));
+  CHECK(mem.upkeep().put_bundle(consistent_bundle()));
+  CHECK(mem.names().resolve_name("root", "host"));
 
   // Names that are no method are refused, not ignored.
   CHECK_THROWS_AS(mem.fail("put_closur", make_error(Code::internal, "x")), std::invalid_argument);
@@ -928,25 +933,25 @@ TEST_CASE("records: the in-memory records' own parts: path, read-only switch, dr
   CHECK(stamp->version == 0);
   CHECK(stamp->reconnects == 0);
   mem.drop_job(a.key);
-  CHECK_FALSE(*mem.has_job(a.key, {}));
+  CHECK_FALSE(*mem.jobs().has_job(a.key, {}));
   auto after = mem.data_stamp();
   CHECK(after->version == 1);
   CHECK(after->changes == stamp->changes);
-  REQUIRE(mem.lease_jobs("h1", {a.key}, 4000000000));
-  REQUIRE(mem.lease_jobs("h2", {a.key}, 1)); // lapsed
+  REQUIRE(mem.claims().lease_jobs("h1", {a.key}, 4000000000));
+  REQUIRE(mem.claims().lease_jobs("h2", {a.key}, 1)); // lapsed
   CHECK(mem.lease_holders(a.key) == std::vector<std::string>{"h1"});
-  REQUIRE(mem.release_leases("h1"));
+  REQUIRE(mem.claims().release_leases("h1"));
   CHECK(mem.lease_holders(a.key).empty());
-  auto gc = mem.gc(GcOptions{.max_size = 0});
+  auto gc = mem.upkeep().gc(GcOptions{.max_size = 0});
   REQUIRE_FALSE(gc);
   CHECK(gc.error().code == Code::unavailable);
   mem.set_read_only(true, "a test said so");
   CHECK(mem.read_only());
-  Status refused = mem.put_job(a, {}, {});
+  Status refused = mem.jobs().put_job(a, {}, {});
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("a test said so") != std::string::npos);
   mem.set_read_only(false);
-  CHECK(mem.put_job(a, {{"obj", "a"}}, {}));
+  CHECK(mem.jobs().put_job(a, {{"obj", "a"}}, {}));
 
   // Threads: every job and closure recorded once, every call counted.
   MemoryRecords shared;
@@ -960,14 +965,14 @@ TEST_CASE("records: the in-memory records' own parts: path, read-only switch, dr
     threads.emplace_back([&shared, &mine = jobs[size_t(t)]] {
       for (const JobRecord& j : mine) {
         ClosureRecord c = closure_of(j);
-        (void)shared.put_job(j, {{"obj", j.entry}}, {});
-        (void)shared.put_closure(c, {{j.entry, "host", c.key}});
-        (void)shared.read_root(j.entry, "host", "x86-64");
+        (void)shared.jobs().put_job(j, {{"obj", j.entry}}, {});
+        (void)shared.closures().put_closure(c, {{j.entry, "host", c.key}});
+        (void)shared.closures().read_root(j.entry, "host", "x86-64");
       }
     });
   for (std::thread& t : threads)
     t.join();
-  auto st = shared.stats();
+  auto st = shared.upkeep().stats();
   REQUIRE(st);
   CHECK(st->jobs == kThreads * kEach);
   CHECK(st->closures == kThreads * kEach);
@@ -975,6 +980,6 @@ TEST_CASE("records: the in-memory records' own parts: path, read-only switch, dr
   CHECK(shared.calls("put_closure") == kThreads * kEach);
   CHECK(shared.calls("read_root") == kThreads * kEach);
   std::vector<Problem> problems;
-  REQUIRE(shared.check_rows(problems));
+  REQUIRE(shared.upkeep().check_rows(problems));
   CHECK(problems.empty());
 }

@@ -231,8 +231,8 @@ TEST_CASE("Storage over Redis: publishes under the prefix with the TTL; fails op
   REQUIRE(s.has_remote());
   NameRecord name{"root", "host", hash128("closure")};
   s.publish_name(name);
-  std::string key = "team:v1:name:" + Storage::name_id("root", "host");
-  CHECK(s.remote_key("name", Storage::name_id("root", "host")) == key);
+  std::string key = "team:v1:name:" + storage::remote_name_id("root", "host");
+  CHECK(s.remote_key("name", storage::remote_name_id("root", "host")) == key);
   RedisBackend reader(config_for(server.port()));
   auto value = reader.get(key);
   REQUIRE(value);

@@ -15,21 +15,21 @@ using namespace kiln::test;
 
 namespace {
 
-Store::Memo memo_of(std::vector<Store::MemoRoot> roots, std::vector<Store::MemoDep> deps) {
-  Store::Memo m;
+Memo memo_of(std::vector<MemoRoot> roots, std::vector<MemoDep> deps) {
+  Memo m;
   m.roots = std::move(roots);
   m.deps = std::move(deps);
   return m;
 }
 
-Store::Memo get_ok(Store& store, const Hash128& key) {
-  auto m = store.get_memo(key);
+Memo get_ok(Store& store, const Hash128& key) {
+  auto m = store.memos().get_memo(key);
   INFO((m ? std::string() : m.error().message));
   REQUIRE(m);
   return m.take();
 }
 
-void check_same(const Store::Memo& got, const Store::Memo& want) {
+void check_same(const Memo& got, const Memo& want) {
   REQUIRE(got.roots.size() == want.roots.size());
   for (size_t i = 0; i < got.roots.size(); ++i) {
     CAPTURE(i);
@@ -41,7 +41,7 @@ void check_same(const Store::Memo& got, const Store::Memo& want) {
 }
 
 void check_absent(Store& store, const Hash128& key) {
-  auto m = store.get_memo(key);
+  auto m = store.memos().get_memo(key);
   REQUIRE_FALSE(m);
   CHECK(m.error().code == Code::not_found);
   CHECK(m.error().message.find(key.hex()) != std::string::npos);
@@ -54,11 +54,11 @@ TEST_CASE("request memos: put then get round trips roots and deps; absent is not
   Hash128 key = hash128("request 1");
   check_absent(*c.store, key);
 
-  Store::Memo m = memo_of({{"saxpy", "sm_90", hash128("closure a")},
-                           {"saxpy", "host", hash128("closure b")},
-                           {"nest_a", "gfx942:xnack-", hash128("closure c")}},
-                          {{"/opt/cuda/bin/ptxas", "123 456789"}, {"/opt/rocm/lib/ocml.bc", "missing"}});
-  REQUIRE(c.store->put_memo(key, m));
+  Memo m = memo_of({{"saxpy", "sm_90", hash128("closure a")},
+                    {"saxpy", "host", hash128("closure b")},
+                    {"nest_a", "gfx942:xnack-", hash128("closure c")}},
+                   {{"/opt/cuda/bin/ptxas", "123 456789"}, {"/opt/rocm/lib/ocml.bc", "missing"}});
+  REQUIRE(c.store->memos().put_memo(key, m));
   check_same(get_ok(*c.store, key), m);
   // Another key is still a miss.
   check_absent(*c.store, hash128("request 2"));
@@ -66,7 +66,7 @@ TEST_CASE("request memos: put then get round trips roots and deps; absent is not
   // A memo is its rows: one with no roots is not recorded (a request that
   // found nothing plans again).
   Hash128 empty_key = hash128("empty request");
-  REQUIRE(c.store->put_memo(empty_key, Store::Memo{}));
+  REQUIRE(c.store->memos().put_memo(empty_key, Memo{}));
   check_absent(*c.store, empty_key);
 
   // It is in the file, not only in this connection.
@@ -77,11 +77,11 @@ TEST_CASE("request memos: put then get round trips roots and deps; absent is not
 TEST_CASE("request memos: a later memo under the same key replaces the earlier one") {
   TestCache c = open_cache();
   Hash128 key = hash128("request");
-  REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("old closure")},
-                                          {"g", "host", hash128("old g")}},
-                                         {{"dep", "1 2"}})));
-  Store::Memo newer = memo_of({{"f", "host", hash128("new closure")}}, {});
-  REQUIRE(c.store->put_memo(key, newer));
+  REQUIRE(c.store->memos().put_memo(
+      key, memo_of({{"f", "host", hash128("old closure")}, {"g", "host", hash128("old g")}},
+                   {{"dep", "1 2"}})));
+  Memo newer = memo_of({{"f", "host", hash128("new closure")}}, {});
+  REQUIRE(c.store->memos().put_memo(key, newer));
   check_same(get_ok(*c.store, key), newer);
 }
 
@@ -90,16 +90,16 @@ TEST_CASE("request memos: names, targets and paths with tabs, newlines and NULs 
   TestCache c = open_cache();
   Hash128 key = hash128("odd names");
   using namespace std::string_literals;
-  Store::Memo m = memo_of({{"a\tb", "host", hash128("c1")},
-                           {"c\nd", "host", hash128("c2")},
-                           {"x\ny", "sm_90", hash128("c3")},
-                           {"nul\0inside"s, "host\tsm_90\n", hash128("c4")},
-                           {"", "host", hash128("c5")},
-                           {"3:ab,", "1:", hash128("c6")}},
-                          {{"/opt/a\tb/ptxas\n", "1 2"}, {"/x\0y"s, "missing"}});
-  REQUIRE(c.store->put_memo(key, m));
+  Memo m = memo_of({{"a\tb", "host", hash128("c1")},
+                    {"c\nd", "host", hash128("c2")},
+                    {"x\ny", "sm_90", hash128("c3")},
+                    {"nul\0inside"s, "host\tsm_90\n", hash128("c4")},
+                    {"", "host", hash128("c5")},
+                    {"3:ab,", "1:", hash128("c6")}},
+                   {{"/opt/a\tb/ptxas\n", "1 2"}, {"/x\0y"s, "missing"}});
+  REQUIRE(c.store->memos().put_memo(key, m));
   c.open();
-  Store::Memo got = get_ok(*c.store, key);
+  Memo got = get_ok(*c.store, key);
   check_same(got, m);
   CHECK(got.roots[3].name.size() == 10); // the NUL is kept
 }
@@ -107,8 +107,8 @@ TEST_CASE("request memos: names, targets and paths with tabs, newlines and NULs 
 TEST_CASE("request memos: a malformed closure key is corrupt, naming the memo") {
   TestCache c = open_cache();
   Hash128 key = hash128("request");
-  REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("c")}, {"g", "host", hash128("d")}},
-                                         {})));
+  REQUIRE(c.store->memos().put_memo(
+      key, memo_of({{"f", "host", hash128("c")}, {"g", "host", hash128("d")}}, {})));
   c.store.reset();
   // Fifteen bytes, seventeen, the old hex text, and NULL's neighbour, text.
   for (const std::string& bad : std::vector<std::string>{
@@ -119,7 +119,7 @@ TEST_CASE("request memos: a malformed closure key is corrupt, naming the memo") 
                                  " WHERE memo = (SELECT id FROM memos WHERE key = x'" + key.hex() +
                                  "') AND kind = 0 AND position = 1") == 1);
     auto s = open_store(c.path());
-    auto m = s->get_memo(key);
+    auto m = s->memos().get_memo(key);
     REQUIRE_FALSE(m);
     CHECK(m.error().code == Code::corrupt);
     CHECK(m.error().message.find(key.hex()) != std::string::npos);
@@ -131,17 +131,18 @@ TEST_CASE("request memos: recorded again, a memo is replaced whole; one without 
           "recorded") {
   TestCache c = open_cache();
   Hash128 key = hash128("request");
-  REQUIRE(c.store->put_memo(key, memo_of({{"f", "host", hash128("c")}, {"g", "host", hash128("d")}},
-                                         {{"/a", "1"}, {"/b", "2"}})));
-  REQUIRE(c.store->put_memo(key, memo_of({{"h", "sm_90", hash128("e")}}, {{"/c", "3"}})));
-  Store::Memo got = get_ok(*c.store, key);
+  REQUIRE(c.store->memos().put_memo(
+      key, memo_of({{"f", "host", hash128("c")}, {"g", "host", hash128("d")}},
+                   {{"/a", "1"}, {"/b", "2"}})));
+  REQUIRE(c.store->memos().put_memo(key, memo_of({{"h", "sm_90", hash128("e")}}, {{"/c", "3"}})));
+  Memo got = get_ok(*c.store, key);
   REQUIRE(got.roots.size() == 1);
   CHECK(got.roots[0].name == "h");
   REQUIRE(got.deps.size() == 1);
   CHECK(got.deps[0].path == "/c");
   Hash128 empty = hash128("nothing");
-  REQUIRE(c.store->put_memo(empty, memo_of({}, {{"/a", "1"}})));
-  auto none = c.store->get_memo(empty);
+  REQUIRE(c.store->memos().put_memo(empty, memo_of({}, {{"/a", "1"}})));
+  auto none = c.store->memos().get_memo(empty);
   REQUIRE_FALSE(none);
   CHECK(none.error().code == Code::not_found);
 }

@@ -205,7 +205,7 @@ TEST_CASE("signing: the environment and the cache's require_signed setting") {
   CHECK_FALSE(parse_setting("require_signed", "2"));
   auto v = parse_setting("require_signed", "1");
   REQUIRE(v);
-  REQUIRE(store->set_setting("require_signed", *v));
+  REQUIRE(store->upkeep().set_setting("require_signed", *v));
   {
     EnvVar k("KILN_SIGNING_KEY", nullptr);
     EnvVar r("KILN_REQUIRE_SIGNED", nullptr);
@@ -213,7 +213,7 @@ TEST_CASE("signing: the environment and the cache's require_signed setting") {
     REQUIRE(s);
     CHECK(s->required);
   }
-  REQUIRE(store->set_setting("require_signed", "0"));
+  REQUIRE(store->upkeep().set_setting("require_signed", "0"));
   {
     EnvVar r("KILN_REQUIRE_SIGNED", nullptr);
     auto s = signing_for(*store);

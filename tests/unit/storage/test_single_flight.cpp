@@ -113,7 +113,7 @@ TEST_CASE("single-flight: alone, every key is worked once and no claim is left")
   REQUIRE(single_flight(storage, keys, calls_for(out, stored, mu), quick()));
   CHECK(out.worked.size() == 20);
   CHECK(out.theirs.empty());
-  auto left = c.store->read_claims();
+  auto left = c.store->claims().read_claims();
   REQUIRE(left);
   CHECK(left->empty());
 }
@@ -125,7 +125,7 @@ TEST_CASE("single-flight: a key another live holder claims is waited for and fou
   auto keys = some_keys(6);
   ClaimHolder them = other();
   // They hold keys 0 and 1, and beat while they work.
-  REQUIRE(c.store->claim(them, {keys[0], keys[1]}, {}));
+  REQUIRE(c.store->claims().claim(them, {keys[0], keys[1]}, {}));
   Outcome out;
   std::set<size_t> stored;
   std::mutex mu;
@@ -133,7 +133,7 @@ TEST_CASE("single-flight: a key another live holder claims is waited for and fou
   std::thread holder([&] {
     auto start = Clock::now();
     while (!stop && seconds_since(start) < 0.8) {
-      (void)c.store->renew_claims(them.id);
+      (void)c.store->claims().renew_claims(them.id);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     // Done: stored, then released.
@@ -142,7 +142,7 @@ TEST_CASE("single-flight: a key another live holder claims is waited for and fou
       stored.insert(0);
       stored.insert(1);
     }
-    (void)c.store->release_claims(them.id, {});
+    (void)c.store->claims().release_claims(them.id, {});
   });
   auto start = Clock::now();
   Status s = single_flight(storage, keys, calls_for(out, stored, mu), quick());
@@ -171,10 +171,10 @@ TEST_CASE("single-flight: a holder whose process is gone (on this machine) loses
   CHECK(holder_gone(dead));
   CHECK_FALSE(holder_gone(this_holder()));
   CHECK_FALSE(holder_gone(other(false, child))); // another machine's: never known gone
-  REQUIRE(c.store->claim(dead, {keys[0]}, {}));
+  REQUIRE(c.store->claims().claim(dead, {keys[0]}, {}));
   // A holder elsewhere that stopped beating.
   ClaimHolder stalled = other();
-  REQUIRE(c.store->claim(stalled, {keys[1]}, {}));
+  REQUIRE(c.store->claims().claim(stalled, {keys[1]}, {}));
 
   Outcome out;
   std::set<size_t> stored;
@@ -195,7 +195,7 @@ TEST_CASE("single-flight: a holder whose process is gone (on this machine) loses
   CHECK(first_worked.load() < 0.3); // the dead holder's key: no term to wait out
   CHECK(took >= 0.35);              // the stalled one's: a whole term without a beat
   CHECK(took < 0.4 + 2.0);
-  auto left = c.store->read_claims();
+  auto left = c.store->claims().read_claims();
   REQUIRE(left);
   CHECK(left->empty());
 }
@@ -206,11 +206,11 @@ TEST_CASE("single-flight: a holder that beats but never finishes is outwaited at
   Storage storage(*c.store);
   auto keys = some_keys(1, "hung");
   ClaimHolder them = other();
-  REQUIRE(c.store->claim(them, keys, {}));
+  REQUIRE(c.store->claims().claim(them, keys, {}));
   std::atomic<bool> stop{false};
   std::thread beating([&] {
     while (!stop) {
-      (void)c.store->renew_claims(them.id);
+      (void)c.store->claims().renew_claims(them.id);
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
   });
@@ -319,16 +319,16 @@ TEST_CASE("claims: a takeover succeeds only at the beat the waiter saw") {
   TestCache c = open_cache();
   auto keys = some_keys(1, "cas");
   ClaimHolder them = other(), me = this_holder();
-  auto first = c.store->claim(them, keys, {});
+  auto first = c.store->claims().claim(them, keys, {});
   REQUIRE(first);
   REQUIRE(first->at(0).holder.id == them.id);
   ClaimState seen = first->at(0);
-  REQUIRE(c.store->renew_claims(them.id)); // they beat after we looked
-  auto late = c.store->claim(me, keys, {seen});
+  REQUIRE(c.store->claims().renew_claims(them.id)); // they beat after we looked
+  auto late = c.store->claims().claim(me, keys, {seen});
   REQUIRE(late);
   CHECK(late->at(0).holder.id == them.id); // still theirs
   CHECK(late->at(0).beat == seen.beat + 1);
-  auto now = c.store->claim(me, keys, {late->at(0)});
+  auto now = c.store->claims().claim(me, keys, {late->at(0)});
   REQUIRE(now);
   CHECK(now->at(0).holder.id == me.id);
   CHECK(now->at(0).holder.pid == ::getpid());

@@ -144,9 +144,10 @@ TEST_CASE("Storage: remote keys are <prefix>:v<bundle version>:<kind>:<id>; name
   Storage plain(open_store(e.path()), memory_remote(shared));
   CHECK(plain.remote_key("job", "00ff") == "kiln:v1:job:00ff");
   // The name id of existing remote contents: hash128(target '\0' name).
-  CHECK(Storage::name_id("nest_a", "host") == hash128(std::string("host") + '\0' + "nest_a").hex());
-  CHECK(Storage::name_id("nest_a", "host") == "bf92cb08bb5165986bd76da711306b9c");
-  CHECK(Storage::name_id("a:b", "host") != Storage::name_id("a", "b:host"));
+  CHECK(storage::remote_name_id("nest_a", "host") ==
+        hash128(std::string("host") + '\0' + "nest_a").hex());
+  CHECK(storage::remote_name_id("nest_a", "host") == "bf92cb08bb5165986bd76da711306b9c");
+  CHECK(storage::remote_name_id("a:b", "host") != storage::remote_name_id("a", "b:host"));
 
   remote::Options team;
   team.prefix = "team";
@@ -160,7 +161,7 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   for (const Hash128& j : source().jobs)
     CHECK(shared->values.count("kiln:v1:job:" + j.hex()));
   CHECK(shared->values.count("kiln:v1:closure:" + source().closure.hex()));
-  CHECK(shared->values.count("kiln:v1:name:" + Storage::name_id("nest_a", "host")));
+  CHECK(shared->values.count("kiln:v1:name:" + storage::remote_name_id("nest_a", "host")));
   CHECK(shared->values.count("kiln:v1:image:" + source().closure.hex() + ":" + kArch));
 
   TestCache e = empty_cache();
@@ -171,16 +172,16 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   INFO((key ? std::string() : key.error().message));
   REQUIRE(key);
   CHECK(*key == source().closure);
-  auto local_name = b.records().resolve_name("nest_a", "host");
+  auto local_name = b.records().names().resolve_name("nest_a", "host");
   REQUIRE(local_name);
   CHECK(*local_name == source().closure);
   auto src = open_store(source().cache.path());
   for (const Hash128& j : source().jobs) {
-    auto has = b.records().has_job(j, {"obj"});
+    auto has = b.records().jobs().has_job(j, {"obj"});
     REQUIRE(has);
     CHECK(*has);
-    auto mine = b.records().get_artifact(j, "obj");
-    auto theirs = src->get_artifact(j, "obj");
+    auto mine = b.records().jobs().get_artifact(j, "obj");
+    auto theirs = src->jobs().get_artifact(j, "obj");
     REQUIRE(mine);
     REQUIRE(theirs);
     CHECK(*mine == *theirs);
@@ -192,7 +193,7 @@ TEST_CASE("Storage: what one cache publishes, an empty one reads through") {
   auto image = b.get_image(*closure, kArch);
   REQUIRE(image);
   REQUIRE(*image);
-  CHECK(b.records().get_image_any_linker(*key, kArch));
+  CHECK(b.records().images().get_image_any_linker(*key, kArch));
   Counters c = counters_of(b);
   CHECK(c.remote_hits == 6); // name, closure, three jobs, image
   CHECK(c.remote_misses == 0);
@@ -213,7 +214,7 @@ TEST_CASE("Storage: a string of key form is never asked of the remote as a name"
     Storage a(open_store(source().cache.path()), memory_remote(shared));
     a.publish_name({victim, "host", source().closure});
   }
-  REQUIRE(shared->values.count("kiln:v1:name:" + Storage::name_id(victim, "host")));
+  REQUIRE(shared->values.count("kiln:v1:name:" + storage::remote_name_id(victim, "host")));
   TestCache e = empty_cache();
   Storage b(open_store(e.path()), memory_remote(shared));
   int gets = shared->gets;
@@ -225,7 +226,7 @@ TEST_CASE("Storage: a string of key form is never asked of the remote as a name"
   auto closure = b.get_closure(source().closure);
   REQUIRE(closure);
   CHECK(closure->key == source().closure);
-  auto names = b.records().list_names();
+  auto names = b.records().names().list_names();
   REQUIRE(names);
   CHECK(names->empty());
 }
@@ -269,7 +270,7 @@ TEST_CASE("Storage: a job that lacks a needed artifact is rejected, not stored")
   CHECK(*found == Found::nowhere);
   CHECK(err == "kiln: remote cache memory://test: rejected job " + job.hex() +
                    ": it lacks its cubin artifact" + kMore);
-  auto has = b.records().has_job(job, {});
+  auto has = b.records().jobs().has_job(job, {});
   REQUIRE(has);
   CHECK_FALSE(*has);
   CHECK(counters_of(b).remote_errors == 1);
@@ -289,14 +290,14 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     std::string err = stderr_of([&] { CHECK(*b.find_job(victim, {}) == Found::nowhere); });
     CHECK(err.rfind("kiln: remote cache memory://test: rejected job " + victim.hex() + ": ", 0) ==
           0);
-    CHECK_FALSE(*b.records().has_job(victim, {}));
+    CHECK_FALSE(*b.records().jobs().has_job(victim, {}));
   }
   SUBCASE("another job's value under this key") {
     value = shared->values.at(b.remote_key("job", other.hex()));
     std::string err = stderr_of([&] { CHECK(*b.find_job(victim, {}) == Found::nowhere); });
     CHECK(err == "kiln: remote cache memory://test: rejected job " + victim.hex() +
                      ": the value holds something else" + kMore);
-    CHECK_FALSE(*b.records().has_job(victim, {}));
+    CHECK_FALSE(*b.records().jobs().has_job(victim, {}));
   }
   SUBCASE("a job whose record does not match its key") {
     auto data = decode_bundle(value);
@@ -306,7 +307,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     std::string err = stderr_of([&] { CHECK(*b.find_job(victim, {}) == Found::nowhere); });
     CHECK_MESSAGE(err.find("rejected job " + victim.hex() + ": bundle: ") != std::string::npos,
                   err);
-    CHECK_FALSE(*b.records().has_job(victim, {}));
+    CHECK_FALSE(*b.records().jobs().has_job(victim, {}));
   }
   SUBCASE("a closure that is not a bundle") {
     shared->values.at(b.remote_key("closure", source().closure.hex())) = "garbage";
@@ -316,7 +317,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
       CHECK(c.error().code == Code::not_found);
     });
     CHECK(count(err, "rejected closure " + source().closure.hex()) == 1);
-    CHECK(b.records().get_closure(source().closure).error().code == Code::not_found);
+    CHECK(b.records().closures().get_closure(source().closure).error().code == Code::not_found);
   }
   SUBCASE("a closure that does not match its key") {
     std::string& cv = shared->values.at(b.remote_key("closure", source().closure.hex()));
@@ -327,10 +328,10 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     std::string err = stderr_of([&] { CHECK_FALSE(b.get_closure(source().closure)); });
     CHECK_MESSAGE(err.find("rejected closure " + source().closure.hex()) != std::string::npos,
                   err);
-    CHECK(b.records().get_closure(source().closure).error().code == Code::not_found);
+    CHECK(b.records().closures().get_closure(source().closure).error().code == Code::not_found);
   }
   SUBCASE("an image that fails its checks") {
-    auto closure = open_store(source().cache.path())->get_closure(source().closure);
+    auto closure = open_store(source().cache.path())->closures().get_closure(source().closure);
     REQUIRE(closure);
     BundleData data;
     data.images.push_back({core::image_key(source().closure, kArch, "lld test"), "so",
@@ -344,14 +345,14 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     });
     CHECK(err.find("rejected image of closure " + source().closure.hex() + " for " + kArch) !=
           std::string::npos);
-    CHECK(b.records().get_image_any_linker(source().closure, kArch).error().code ==
+    CHECK(b.records().images().get_image_any_linker(source().closure, kArch).error().code ==
           Code::not_found);
   }
   SUBCASE("a name pointing at a closure for another target") {
     REQUIRE(b.resolve_name("nest_a", "host"));
     BundleData data;
     data.names.push_back({"nest_a", "sm_90", source().closure});
-    shared->values[b.remote_key("name", Storage::name_id("nest_a", "sm_90"))] =
+    shared->values[b.remote_key("name", storage::remote_name_id("nest_a", "sm_90"))] =
         encode_bundle(data);
     std::string err = stderr_of([&] {
       auto key = b.resolve_name("nest_a", "sm_90");
@@ -361,7 +362,7 @@ TEST_CASE("Storage: damaged or misplaced remote values are rejected and never st
     CHECK(err == "kiln: remote cache memory://test: rejected name nest_a (sm_90): it points at a "
                  "closure for host" +
                      kMore);
-    CHECK_FALSE(b.records().resolve_name("nest_a", "sm_90"));
+    CHECK_FALSE(b.records().names().resolve_name("nest_a", "sm_90"));
   }
   Counters c = counters_of(b);
   CHECK(c.remote_errors == 1);
@@ -375,8 +376,8 @@ TEST_CASE("Storage: a closure whose member jobs nobody published is not stored")
   auto key = b.resolve_name("nest_a", "host");
   REQUIRE_FALSE(key);
   CHECK(key.error().code == Code::not_found);
-  CHECK_FALSE(b.records().resolve_name("nest_a", "host"));
-  CHECK(b.records().get_closure(source().closure).error().code == Code::not_found);
+  CHECK_FALSE(b.records().names().resolve_name("nest_a", "host"));
+  CHECK(b.records().closures().get_closure(source().closure).error().code == Code::not_found);
   Counters c = counters_of(b);
   CHECK(c.remote_errors == 0); // missing is not wrong
   CHECK(c.remote_misses == 1);
@@ -391,9 +392,9 @@ TEST_CASE("Storage: a closure whose member jobs nobody published is not stored")
 TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishes nothing") {
   auto src = open_store(source().cache.path());
   const Hash128& job = source().jobs[0];
-  auto rec = src->get_job(job);
-  auto refs = src->job_refs(job);
-  auto obj = src->get_artifact(job, "obj");
+  auto rec = src->jobs().get_job(job);
+  auto refs = src->jobs().job_refs(job);
+  auto obj = src->jobs().get_artifact(job, "obj");
   REQUIRE(rec);
   REQUIRE(refs);
   REQUIRE(obj);
@@ -406,7 +407,7 @@ TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishe
     TestCache e = empty_cache();
     Storage a(open_store(e.path()), memory_remote(shared, o));
     REQUIRE(a.put_job(*rec, {{"obj", *obj}}, *refs));
-    CHECK(*a.records().has_job(job, {"obj"}));
+    CHECK(*a.records().jobs().has_job(job, {"obj"}));
     std::string jkey = a.remote_key("job", job.hex());
     REQUIRE(shared->values.count(jkey));
     CHECK(shared->ttls.at(jkey) == std::chrono::seconds(3600));
@@ -430,7 +431,7 @@ TEST_CASE("Storage: write-back publishes what is stored; read-only mode publishe
     TestCache e = empty_cache();
     Storage a(open_store(e.path()), memory_remote(shared, o));
     REQUIRE(a.put_job(*rec, {{"obj", *obj}}, *refs));
-    CHECK(*a.records().has_job(job, {"obj"})); // stored locally all the same
+    CHECK(*a.records().jobs().has_job(job, {"obj"})); // stored locally all the same
     a.publish_name({"other", "host", source().closure});
     (void)a.put_image(ikey, "so", "image bytes");
     // It still fetches what others published.

@@ -129,15 +129,16 @@ std::string object_bytes(int i) {
 }
 
 Status put_simple(Store& st, int i, double compile_ms = 1.5) {
-  return st.put_job(make_job(i, compile_ms), {{"obj", object_bytes(i)}},
-                    {{"__kiln_deferred_child" + std::to_string(i), "child_" + std::to_string(i)}});
+  return st.jobs().put_job(
+      make_job(i, compile_ms), {{"obj", object_bytes(i)}},
+      {{"__kiln_deferred_child" + std::to_string(i), "child_" + std::to_string(i)}});
 }
 
 // What concurrent writers of jobs 0 .. distinct - 1 must leave: each job
 // once, with its artifact intact.
 void check_each_job_once(const std::string& path, int distinct) {
   auto st = open_store(path);
-  auto jobs = st->list_jobs();
+  auto jobs = st->jobs().list_jobs();
   REQUIRE(jobs);
   CHECK(int(jobs->size()) == distinct);
   std::set<Hash128> keys;
@@ -146,7 +147,7 @@ void check_each_job_once(const std::string& path, int distinct) {
   CHECK(int(keys.size()) == int(jobs->size()));
   CHECK(int(keys.size()) == distinct);
   for (int i = 0; i < distinct; ++i) {
-    auto art = st->get_artifact(make_job(i).key, "obj");
+    auto art = st->jobs().get_artifact(make_job(i).key, "obj");
     REQUIRE(art);
     CHECK(*art == object_bytes(i));
   }
@@ -203,10 +204,10 @@ TEST_CASE("Store reopens an existing cache and keeps its contents") {
   }
   {
     auto st = open_store(path);
-    auto has = st->has_job(make_job(1).key, {"obj"});
+    auto has = st->jobs().has_job(make_job(1).key, {"obj"});
     REQUIRE(has);
     CHECK(*has);
-    auto jobs = st->list_jobs();
+    auto jobs = st->jobs().list_jobs();
     REQUIRE(jobs);
     CHECK(jobs->size() == 1);
   }
@@ -214,7 +215,7 @@ TEST_CASE("Store reopens an existing cache and keeps its contents") {
   auto a = open_store(path);
   auto b = open_store(path);
   REQUIRE(put_simple(*a, 2));
-  auto has = b->has_job(make_job(2).key, {"obj"});
+  auto has = b->jobs().has_job(make_job(2).key, {"obj"});
   REQUIRE(has);
   CHECK(*has);
   RawDb raw(path);
@@ -227,29 +228,29 @@ TEST_CASE("put_job, has_job, get_job, job_refs and get_artifact round trip") {
   JobRecord j = make_job(7, 12.25);
   std::string obj = object_bytes(7);
   std::string empty_art;
-  REQUIRE(st->put_job(j, {{"obj", obj}, {"bc", empty_art}},
-                      {{"__kiln_deferred_b", "child_b"}, {"__kiln_deferred_a", "child_a"}}));
+  REQUIRE(st->jobs().put_job(j, {{"obj", obj}, {"bc", empty_art}},
+                             {{"__kiln_deferred_b", "child_b"}, {"__kiln_deferred_a", "child_a"}}));
 
-  auto has = st->has_job(j.key, {"obj"});
+  auto has = st->jobs().has_job(j.key, {"obj"});
   REQUIRE(has);
   CHECK(*has);
-  has = st->has_job(j.key, {"obj", "bc"});
+  has = st->jobs().has_job(j.key, {"obj", "bc"});
   REQUIRE(has);
   CHECK(*has);
-  has = st->has_job(j.key, {});
+  has = st->jobs().has_job(j.key, {});
   REQUIRE(has);
   CHECK(*has);
-  has = st->has_job(j.key, {"obj", "ptx"});
+  has = st->jobs().has_job(j.key, {"obj", "ptx"});
   REQUIRE(has);
   CHECK_FALSE(*has);
-  has = st->has_job(make_job(8).key, {"obj"});
+  has = st->jobs().has_job(make_job(8).key, {"obj"});
   REQUIRE(has);
   CHECK_FALSE(*has);
-  has = st->has_job(make_job(8).key, {});
+  has = st->jobs().has_job(make_job(8).key, {});
   REQUIRE(has);
   CHECK_FALSE(*has);
 
-  auto got = st->get_job(j.key);
+  auto got = st->jobs().get_job(j.key);
   REQUIRE(got);
   CHECK(got->key == j.key);
   CHECK(got->entry == j.entry);
@@ -264,21 +265,21 @@ TEST_CASE("put_job, has_job, get_job, job_refs and get_artifact round trip") {
   CHECK(got->compile_ms == doctest::Approx(12.25));
   CHECK(got->created_at == j.created_at);
 
-  auto art = st->get_artifact(j.key, "obj");
+  auto art = st->jobs().get_artifact(j.key, "obj");
   REQUIRE(art);
   CHECK(*art == obj);
-  auto empty = st->get_artifact(j.key, "bc");
+  auto empty = st->jobs().get_artifact(j.key, "bc");
   REQUIRE(empty);
   CHECK(empty->empty());
 
-  auto missing = st->get_artifact(j.key, "ptx");
+  auto missing = st->jobs().get_artifact(j.key, "ptx");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == Code::not_found);
-  auto missing_job = st->get_job(make_job(8).key);
+  auto missing_job = st->jobs().get_job(make_job(8).key);
   REQUIRE_FALSE(missing_job);
   CHECK(missing_job.error().code == Code::not_found);
 
-  auto refs = st->job_refs(j.key);
+  auto refs = st->jobs().job_refs(j.key);
   REQUIRE(refs);
   REQUIRE(refs->size() == 2);
   CHECK((*refs)[0].symbol == "__kiln_deferred_a"); // sorted by symbol
@@ -286,7 +287,7 @@ TEST_CASE("put_job, has_job, get_job, job_refs and get_artifact round trip") {
   CHECK((*refs)[1].symbol == "__kiln_deferred_b");
   CHECK((*refs)[1].entry == "child_b");
 
-  auto infos = st->artifact_infos(j.key);
+  auto infos = st->jobs().artifact_infos(j.key);
   REQUIRE(infos);
   REQUIRE(infos->size() == 2);
   CHECK((*infos)[0].format == "bc");
@@ -304,18 +305,18 @@ TEST_CASE("a job put twice is stored once and keeps its first content") {
   CHECK(again);
   // Same key with different artifact bytes: still the first row.
   JobRecord j = make_job(3, 5.0);
-  CHECK(st->put_job(j, {{"obj", "other bytes"}}, {}));
+  CHECK(st->jobs().put_job(j, {{"obj", "other bytes"}}, {}));
 
-  auto jobs = st->list_jobs();
+  auto jobs = st->jobs().list_jobs();
   REQUIRE(jobs);
   CHECK(jobs->size() == 1);
-  auto got = st->get_job(j.key);
+  auto got = st->jobs().get_job(j.key);
   REQUIRE(got);
   CHECK(got->compile_ms == doctest::Approx(1.0));
-  auto art = st->get_artifact(j.key, "obj");
+  auto art = st->jobs().get_artifact(j.key, "obj");
   REQUIRE(art);
   CHECK(*art == object_bytes(3));
-  auto refs = st->job_refs(j.key);
+  auto refs = st->jobs().job_refs(j.key);
   REQUIRE(refs);
   CHECK(refs->size() == 1);
 
@@ -353,12 +354,12 @@ TEST_CASE("a damaged artifact is corrupt, never a crash") {
   SUBCASE("raw size huge") { damage("raw_size = 9000000000000000000"); }
 
   auto st = open_store(path);
-  auto art = st->get_artifact(key, "obj");
+  auto art = st->jobs().get_artifact(key, "obj");
   REQUIRE_FALSE(art);
   CHECK(art.error().code == Code::corrupt);
   CHECK(art.error().message.find(hex) != std::string::npos);
   // The undamaged neighbour still reads back.
-  auto other = st->get_artifact(make_job(2).key, "obj");
+  auto other = st->jobs().get_artifact(make_job(2).key, "obj");
   REQUIRE(other);
   CHECK(*other == object_bytes(2));
 }
@@ -476,9 +477,9 @@ TEST_CASE("closures and names: put, get, resolve, retarget to the latest") {
   c1.target = "host";
   // Given out of order: read back sorted by symbol.
   c1.members = {{"sym_b", j2, {}}, {"sym_a", j1, {}}};
-  REQUIRE(st->put_closure(c1, {{"root", "host", c1.key}}));
+  REQUIRE(st->closures().put_closure(c1, {{"root", "host", c1.key}}));
 
-  auto got = st->get_closure(c1.key);
+  auto got = st->closures().get_closure(c1.key);
   REQUIRE(got);
   CHECK(got->key == c1.key);
   CHECK(got->root_job == j1);
@@ -491,12 +492,12 @@ TEST_CASE("closures and names: put, get, resolve, retarget to the latest") {
   CHECK(got->members[1].job == j2);
   CHECK(got->members[1].entry == "entry_2");
 
-  auto r = st->resolve_name("root", "host");
+  auto r = st->names().resolve_name("root", "host");
   REQUIRE(r);
   CHECK(*r == c1.key);
 
   // Idempotent.
-  REQUIRE(st->put_closure(c1, {{"root", "host", c1.key}}));
+  REQUIRE(st->closures().put_closure(c1, {{"root", "host", c1.key}}));
 
   // A later precompile of the same name points it at the new closure.
   ClosureRecord c2;
@@ -504,30 +505,30 @@ TEST_CASE("closures and names: put, get, resolve, retarget to the latest") {
   c2.root_job = j3;
   c2.target = "host";
   c2.members = {{"sym_c", j3, {}}, {"sym_d", j4, {}}};
-  REQUIRE(st->put_closure(c2, {{"root", "host", c2.key}, {"root", "other", c2.key}}));
-  r = st->resolve_name("root", "host");
+  REQUIRE(st->closures().put_closure(c2, {{"root", "host", c2.key}, {"root", "other", c2.key}}));
+  r = st->names().resolve_name("root", "host");
   REQUIRE(r);
   CHECK(*r == c2.key);
-  r = st->resolve_name("root", "other");
+  r = st->names().resolve_name("root", "other");
   REQUIRE(r);
   CHECK(*r == c2.key);
   // The old closure is still there.
-  CHECK(st->get_closure(c1.key));
+  CHECK(st->closures().get_closure(c1.key));
 
-  REQUIRE(st->put_closure(c1, {{"another", "host", c1.key}}));
+  REQUIRE(st->closures().put_closure(c1, {{"another", "host", c1.key}}));
 
-  auto nf = st->names_for("root");
+  auto nf = st->names().names_for("root");
   REQUIRE(nf);
   REQUIRE(nf->size() == 2);
   CHECK((*nf)[0].name == "root");
   CHECK((*nf)[0].target == "host");
   CHECK((*nf)[0].closure == c2.key);
   CHECK((*nf)[1].target == "other");
-  auto none = st->names_for("nobody");
+  auto none = st->names().names_for("nobody");
   REQUIRE(none);
   CHECK(none->empty());
 
-  auto all = st->list_names();
+  auto all = st->names().list_names();
   REQUIRE(all);
   REQUIRE(all->size() == 3);
   CHECK((*all)[0].name == "another");
@@ -535,14 +536,14 @@ TEST_CASE("closures and names: put, get, resolve, retarget to the latest") {
   CHECK((*all)[1].name == "root");
   CHECK((*all)[2].name == "root");
 
-  auto unknown = st->resolve_name("nobody", "host");
+  auto unknown = st->names().resolve_name("nobody", "host");
   REQUIRE_FALSE(unknown);
   CHECK(unknown.error().code == Code::not_found);
   CHECK(unknown.error().message.find("nobody") != std::string::npos);
-  auto wrong_target = st->resolve_name("root", "sm_90");
+  auto wrong_target = st->names().resolve_name("root", "sm_90");
   REQUIRE_FALSE(wrong_target);
   CHECK(wrong_target.error().code == Code::not_found);
-  auto no_closure = st->get_closure(hash128("closure-none"));
+  auto no_closure = st->closures().get_closure(hash128("closure-none"));
   REQUIRE_FALSE(no_closure);
   CHECK(no_closure.error().code == Code::not_found);
 }
@@ -556,10 +557,10 @@ TEST_CASE("a closure naming a job that is not stored is refused and leaves nothi
   c.root_job = make_job(1).key;
   c.target = "host";
   c.members = {{"sym_a", make_job(1).key, {}}, {"sym_x", hash128("no such job"), {}}};
-  Status s = st->put_closure(c, {{"bad", "host", c.key}});
+  Status s = st->closures().put_closure(c, {{"bad", "host", c.key}});
   CHECK_FALSE(s);
-  CHECK_FALSE(st->get_closure(c.key));
-  CHECK_FALSE(st->resolve_name("bad", "host"));
+  CHECK_FALSE(st->closures().get_closure(c.key));
+  CHECK_FALSE(st->names().resolve_name("bad", "host"));
   // The store still works afterwards (the failed transaction was rolled back).
   CHECK(put_simple(*st, 2));
 }
@@ -584,23 +585,23 @@ TEST_CASE("a name of key form is never recorded, and one already in a cache answ
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
 
   // Each write that records a name refuses one spelling a key, whole.
-  Status put = st->put_closure(impostor, {{key, "host", impostor.key}});
+  Status put = st->closures().put_closure(impostor, {{key, "host", impostor.key}});
   REQUIRE_FALSE(put);
   CHECK(put.error().code == Code::invalid_argument);
   CHECK_MESSAGE(put.error().message.find("root name '" + key + "' has the form of a closure key") !=
                     std::string::npos,
                 put.error().message);
-  CHECK(st->get_closure(impostor.key).error().code == Code::not_found);
-  REQUIRE(st->put_closure(real, {{"real", "host", real.key}}));
-  REQUIRE(st->put_closure(impostor, {{"impostor", "host", impostor.key}}));
-  auto pointed = st->point_name({upper, "host", impostor.key}, "attack.ll");
+  CHECK(st->closures().get_closure(impostor.key).error().code == Code::not_found);
+  REQUIRE(st->closures().put_closure(real, {{"real", "host", real.key}}));
+  REQUIRE(st->closures().put_closure(impostor, {{"impostor", "host", impostor.key}}));
+  auto pointed = st->names().point_name({upper, "host", impostor.key}, "attack.ll");
   REQUIRE_FALSE(pointed);
   CHECK(pointed.error().code == Code::invalid_argument);
-  Status lib = st->put_library(impostor, {key, "host", impostor.key, {"impostor"}});
+  Status lib = st->images().put_library(impostor, {key, "host", impostor.key, {"impostor"}});
   REQUIRE_FALSE(lib);
   CHECK(lib.error().code == Code::invalid_argument);
   CHECK(lib.error().message.find("library name '" + key + "'") != std::string::npos);
-  REQUIRE(st->put_library(impostor, {"lib", "host", impostor.key, {"impostor"}}));
+  REQUIRE(st->images().put_library(impostor, {"lib", "host", impostor.key, {"impostor"}}));
   RawDb raw(path);
   CHECK(raw.scalar("SELECT count(*) FROM names") == 2);
 
@@ -615,24 +616,24 @@ TEST_CASE("a name of key form is never recorded, and one already in a cache answ
            "', 'host', x'" + impostor.key.hex() + "', 0)");
   for (const std::string& lookup : {key, upper}) {
     CAPTURE(lookup);
-    auto read = st->read_root(lookup, "host", "");
+    auto read = st->closures().read_root(lookup, "host", "");
     REQUIRE(read);
     CHECK(read->closure.key == real.key);
-    CHECK(st->resolve_name(lookup, "host").error().code == Code::not_found);
-    auto names = st->names_for(lookup);
+    CHECK(st->names().resolve_name(lookup, "host").error().code == Code::not_found);
+    auto names = st->names().names_for(lookup);
     REQUIRE(names);
     CHECK(names->empty());
-    CHECK(st->get_library(lookup, "host").error().code == Code::not_found);
-    auto libs = st->list_libraries(lookup);
+    CHECK(st->images().get_library(lookup, "host").error().code == Code::not_found);
+    auto libs = st->images().list_libraries(lookup);
     REQUIRE(libs);
     CHECK(libs->empty());
   }
-  auto missing = st->read_root(stray, "host", "");
+  auto missing = st->closures().read_root(stray, "host", "");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == Code::not_found);
   CHECK(missing.error().message.find(stray) != std::string::npos);
   // Ordinary names still resolve by name only.
-  auto by_name = st->read_root("impostor", "host", "");
+  auto by_name = st->closures().read_root("impostor", "host", "");
   REQUIRE(by_name);
   CHECK(by_name->closure.key == impostor.key);
 }
@@ -646,20 +647,20 @@ TEST_CASE("images round trip; a damaged image is corrupt") {
     auto st = open_store(path);
     REQUIRE(put_simple(*st, 1));
     ClosureRecord c{ik.closure, make_job(1).key, "host", {{"sym_a", make_job(1).key, {}}}};
-    REQUIRE(st->put_closure(c, {{"root", "host", c.key}}));
+    REQUIRE(st->closures().put_closure(c, {{"root", "host", c.key}}));
 
-    auto absent = st->get_image(ik);
+    auto absent = st->images().get_image(ik);
     REQUIRE_FALSE(absent);
     CHECK(absent.error().code == Code::not_found);
 
-    REQUIRE(st->put_image(ik, "so", image));
-    auto got = st->get_image(ik);
+    REQUIRE(st->images().put_image(ik, "so", image));
+    auto got = st->images().get_image(ik);
     REQUIRE(got);
     CHECK(*got == image);
     // Idempotent, and keyed by arch and linker too.
-    CHECK(st->put_image(ik, "so", image));
-    CHECK_FALSE(st->get_image({ik.closure, "aarch64-linux", ik.linker}));
-    CHECK_FALSE(st->get_image({ik.closure, ik.arch, "lld 23"}));
+    CHECK(st->images().put_image(ik, "so", image));
+    CHECK_FALSE(st->images().get_image({ik.closure, "aarch64-linux", ik.linker}));
+    CHECK_FALSE(st->images().get_image({ik.closure, ik.arch, "lld 23"}));
   }
 
   SUBCASE("checksum mismatch") {
@@ -679,7 +680,7 @@ TEST_CASE("images round trip; a damaged image is corrupt") {
     raw.must("UPDATE images SET raw_size = -1");
   }
   auto st = open_store(path);
-  auto got = st->get_image(ik);
+  auto got = st->images().get_image(ik);
   REQUIRE_FALSE(got);
   CHECK(got.error().code == Code::corrupt);
 }
@@ -755,7 +756,7 @@ TEST_CASE("eight threads opening a fresh cache file at once all succeed") {
     for (const std::string& e : errors)
       CHECK(e == "");
     auto st = open_store(path);
-    auto jobs = st->list_jobs();
+    auto jobs = st->jobs().list_jobs();
     REQUIRE(jobs);
     CHECK(jobs->size() == 3);
   }
@@ -846,36 +847,36 @@ struct Contents {
 
 Contents contents_of(Store& st) {
   Contents c;
-  auto jobs = st.list_jobs();
+  auto jobs = st.jobs().list_jobs();
   REQUIRE(jobs);
   c.jobs = jobs.take();
   for (const JobRecord& j : c.jobs) {
-    auto infos = st.artifact_infos(j.key);
+    auto infos = st.jobs().artifact_infos(j.key);
     REQUIRE(infos);
     for (const ArtifactInfo& i : *infos) {
-      auto bytes = st.get_artifact(j.key, i.format);
+      auto bytes = st.jobs().get_artifact(j.key, i.format);
       INFO((bytes ? std::string() : bytes.error().message));
       REQUIRE(bytes);
       c.artifacts[j.key.hex()].emplace_back(i.format, bytes.take());
     }
-    auto refs = st.job_refs(j.key);
+    auto refs = st.jobs().job_refs(j.key);
     REQUIRE(refs);
     c.refs[j.key.hex()] = refs.take();
   }
-  auto closures = st.list_closures();
+  auto closures = st.closures().list_closures();
   REQUIRE(closures);
   c.closures = closures.take();
   for (const ClosureRecord& cl : c.closures) {
-    auto images = st.images_of(cl.key);
+    auto images = st.images().images_of(cl.key);
     REQUIRE(images);
     for (ImageRecord& i : *images)
       c.images.push_back(std::move(i));
   }
-  auto names = st.list_names();
+  auto names = st.names().list_names();
   REQUIRE(names);
   c.names = names.take();
   for (const NameRecord& n : c.names) {
-    auto unit = st.name_unit(n.name, n.target);
+    auto unit = st.names().name_unit(n.name, n.target);
     REQUIRE(unit);
     c.units[n.name + "\t" + n.target] = unit.take();
   }
@@ -967,7 +968,7 @@ std::string alike_blob(int i) {
 }
 
 Status put_alike(Store& st, int i) {
-  return st.put_job(consistent_job("e" + std::to_string(i)), {{"obj", alike_blob(i)}}, {});
+  return st.jobs().put_job(consistent_job("e" + std::to_string(i)), {{"obj", alike_blob(i)}}, {});
 }
 
 } // namespace
@@ -1007,10 +1008,10 @@ TestCache chain_and_library(const std::string& prefix, const std::string& librar
 TEST_CASE("an image whose arch and linker are missing is reported by verify and never found") {
   TestCache c = chain_and_library("kiln-links", "nest lib");
   c.open();
-  auto closures = c.store->list_closures();
+  auto closures = c.store->closures().list_closures();
   REQUIRE(closures);
   REQUIRE(!closures->empty());
-  auto images = c.store->images_of(closures->front().key);
+  auto images = c.store->images().images_of(closures->front().key);
   REQUIRE(images);
   REQUIRE(!images->empty());
   const ImageKey key = images->front().key;
@@ -1027,16 +1028,16 @@ TEST_CASE("an image whose arch and linker are missing is reported by verify and 
   for (const Problem& p : *problems)
     reported |= p.message.find("arch and linker missing (image_links)") != std::string::npos;
   CHECK(reported);
-  auto got = c.store->get_image(key);
+  auto got = c.store->images().get_image(key);
   REQUIRE(!got);
   CHECK(got.error().code == Code::not_found);
   // A new link never takes the id the orphaned rows name, which would give
   // them its arch and linker: the new image is stored beside them, and found.
   const ImageKey other{key.closure, "sm_90", key.linker};
-  REQUIRE(c.store->put_image(other, "cubin", "not this closure's host image"));
-  CHECK(!c.store->get_image(key));
-  REQUIRE(c.store->put_image(key, "so", images->front().bytes));
-  auto again = c.store->get_image(key);
+  REQUIRE(c.store->images().put_image(other, "cubin", "not this closure's host image"));
+  CHECK(!c.store->images().get_image(key));
+  REQUIRE(c.store->images().put_image(key, "so", images->front().bytes));
+  auto again = c.store->images().get_image(key);
   REQUIRE(again);
   CHECK(*again == images->front().bytes);
   c.store.reset();
@@ -1051,7 +1052,7 @@ TEST_CASE("an image whose arch and linker are missing is reported by verify and 
   // dictionary.
   c.open();
   const ImageKey orphan{key.closure, key.arch, "orphan linker"};
-  REQUIRE(c.store->put_image(orphan, "bin", alike_blob(0)));
+  REQUIRE(c.store->images().put_image(orphan, "bin", alike_blob(0)));
   c.store.reset();
   {
     RawDb raw(c.path());
@@ -1060,8 +1061,8 @@ TEST_CASE("an image whose arch and linker are missing is reported by verify and 
   }
   c.open();
   for (int i = 1; i <= kMinDictionarySamples; ++i)
-    REQUIRE(c.store->put_image({key.closure, key.arch, "linker " + std::to_string(i)}, "bin",
-                               alike_blob(i)));
+    REQUIRE(c.store->images().put_image({key.closure, key.arch, "linker " + std::to_string(i)},
+                                        "bin", alike_blob(i)));
   c.open(); // the writer's close compacts
   RawDb raw(c.path());
   CHECK(raw.scalar("SELECT count(*) FROM dictionaries WHERE kind = 'image bin'") == 1);
@@ -1104,7 +1105,7 @@ TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last write
     st->defer_checkpoint();
     Counters c;
     c.loads = 1;
-    REQUIRE(st->add_counters(c));
+    REQUIRE(st->upkeep().add_counters(c));
   }
   REQUIRE(exists(path + "-wal"));
   CHECK(file_size(path + "-wal") > 0);
@@ -1112,13 +1113,13 @@ TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last write
   {
     auto st = open_store(path);
     st->defer_checkpoint();
-    CHECK(st->get_job(make_job(1).key));
+    CHECK(st->jobs().get_job(make_job(1).key));
   }
   CHECK(exists(path + "-wal"));
   // Any other connection, when it is the last, checkpoints and cleans up.
   {
     auto st = open_store(path);
-    CHECK(st->get_job(make_job(1).key));
+    CHECK(st->jobs().get_job(make_job(1).key));
   }
   CHECK(one_file());
   CHECK(stats_ok(*open_store(path)).counters.loads == 1);
@@ -1127,7 +1128,7 @@ TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last write
   {
     auto st = open_store(path);
     st->defer_checkpoint();
-    CHECK(st->get_job(make_job(1).key));
+    CHECK(st->jobs().get_job(make_job(1).key));
   }
   CHECK(one_file());
   // A writer that is not the last to close leaves the WAL to the last.
@@ -1155,7 +1156,7 @@ TEST_CASE("schema 5: an empty cache is one file of at most 32 kB; the last write
   CHECK(exists(path + "-shm"));
   auto ro = Store::open(path, OpenMode::read_only);
   REQUIRE(ro);
-  CHECK(*(*ro)->get_artifact(make_job(3).key, "obj") == object_bytes(3));
+  CHECK(*(*ro)->jobs().get_artifact(make_job(3).key, "obj") == object_bytes(3));
 }
 
 TEST_CASE("dictionaries: trained when a writer closes having stored enough blobs of a kind "
@@ -1184,7 +1185,7 @@ TEST_CASE("dictionaries: trained when a writer closes having stored enough blobs
     GcOptions limit;
     limit.max_size = int64_t(1) << 40;
     limit.vacuum = false;
-    REQUIRE(c.store->gc(limit));
+    REQUIRE(c.store->upkeep().gc(limit));
     RawDb raw(c.path());
     CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 0);
   }
@@ -1212,7 +1213,7 @@ TEST_CASE("dictionaries: trained when a writer closes having stored enough blobs
     CHECK(stored + dict < plain / 4);
   }
   for (int i = 0; i < n; ++i)
-    CHECK(*c.store->get_artifact(consistent_job("e" + std::to_string(i)).key, "obj") ==
+    CHECK(*c.store->jobs().get_artifact(consistent_job("e" + std::to_string(i)).key, "obj") ==
           alike_blob(i));
   // A new blob is compressed with the dictionary as it is stored.
   REQUIRE(put_alike(*c.store, 1000));
@@ -1220,7 +1221,7 @@ TEST_CASE("dictionaries: trained when a writer closes having stored enough blobs
     RawDb raw(c.path());
     CHECK(raw.scalar("SELECT count(*) FROM artifacts WHERE dict_id IS NULL") == 0);
   }
-  CHECK(*c.store->get_artifact(consistent_job("e1000").key, "obj") == alike_blob(1000));
+  CHECK(*c.store->jobs().get_artifact(consistent_job("e1000").key, "obj") == alike_blob(1000));
   // Stats count the dictionary among the stored bytes.
   Stats st = stats_ok(*c.store);
   RawDb raw(c.path());
@@ -1237,12 +1238,12 @@ TEST_CASE("dictionaries: trained when a writer closes having stored enough blobs
     if (side_files) {
       holder = open_store(c.path());
       holder->defer_checkpoint();
-      REQUIRE(holder->add_counters(Counters{.loads = 1}));
+      REQUIRE(holder->upkeep().add_counters(Counters{.loads = 1}));
     }
     auto ro = Store::open(c.path(), OpenMode::read_only);
     REQUIRE(ro);
     for (int i : {0, n - 1, 1000})
-      CHECK(*(*ro)->get_artifact(consistent_job("e" + std::to_string(i)).key, "obj") ==
+      CHECK(*(*ro)->jobs().get_artifact(consistent_job("e" + std::to_string(i)).key, "obj") ==
             alike_blob(i));
     auto ro_rep = verify_cache(**ro);
     REQUIRE(ro_rep);
@@ -1287,8 +1288,8 @@ TEST_CASE("dictionaries: none for too few blobs or blobs a dictionary cannot hel
   int n = kMinDictionarySamples + 4;
   // Unlike blobs: each one random.
   for (int i = 0; i < n; ++i)
-    REQUIRE(c.store->put_job(consistent_job("r" + std::to_string(i)),
-                             {{"ptx", random_bytes(2000, uint32_t(i + 1))}}, {}));
+    REQUIRE(c.store->jobs().put_job(consistent_job("r" + std::to_string(i)),
+                                    {{"ptx", random_bytes(2000, uint32_t(i + 1))}}, {}));
   c.open();
   RawDb raw(c.path());
   CHECK(raw.scalar("SELECT count(*) FROM dictionaries") == 0);
@@ -1296,11 +1297,12 @@ TEST_CASE("dictionaries: none for too few blobs or blobs a dictionary cannot hel
   // The attempt is recorded and not repeated at every close.
   CHECK(raw.text("SELECT value FROM meta WHERE key = 'dictionary attempt: artifact ptx'") ==
         std::to_string(n));
-  REQUIRE(c.store->put_job(consistent_job("another"), {{"ptx", random_bytes(2000, 999)}}, {}));
+  REQUIRE(
+      c.store->jobs().put_job(consistent_job("another"), {{"ptx", random_bytes(2000, 999)}}, {}));
   c.open();
   CHECK(raw.text("SELECT value FROM meta WHERE key = 'dictionary attempt: artifact ptx'") ==
         std::to_string(n));
-  CHECK(*c.store->get_artifact(consistent_job("r3").key, "ptx") == random_bytes(2000, 4));
+  CHECK(*c.store->jobs().get_artifact(consistent_job("r3").key, "ptx") == random_bytes(2000, 4));
 }
 
 TEST_CASE("dictionaries: a damaged dictionary or blob is corrupt and verify names it") {
@@ -1321,7 +1323,7 @@ TEST_CASE("dictionaries: a damaged dictionary or blob is corrupt and verify name
     raw.must("UPDATE dictionaries SET data = substr(data, 1, 100) || x'00' || substr(data, 102)");
   }
   c.open();
-  auto art = c.store->get_artifact(consistent_job("e3").key, "obj");
+  auto art = c.store->jobs().get_artifact(consistent_job("e3").key, "obj");
   REQUIRE_FALSE(art);
   CHECK(art.error().code == Code::corrupt);
   auto rep = verify_cache(*c.store);
@@ -1338,7 +1340,7 @@ TEST_CASE("dictionaries: a damaged dictionary or blob is corrupt and verify name
     CHECK(rep->problems.size() == 1);
   // New blobs of the kind are still stored and read.
   REQUIRE(put_alike(*c.store, 500));
-  CHECK(*c.store->get_artifact(consistent_job("e500").key, "obj") == alike_blob(500));
+  CHECK(*c.store->jobs().get_artifact(consistent_job("e500").key, "obj") == alike_blob(500));
 }
 
 TEST_CASE("dictionaries: a real precompile's objects and images; bundles carry raw bytes that "
@@ -1373,7 +1375,7 @@ TEST_CASE("dictionaries: a real precompile's objects and images; bundles carry r
   REQUIRE(data->jobs.size() == 40);
   for (const BundleData::Job& j : data->jobs)
     for (const Artifact& a : j.artifacts)
-      CHECK(*c.store->get_artifact(j.record.key, a.format) == a.bytes);
+      CHECK(*c.store->jobs().get_artifact(j.record.key, a.format) == a.bytes);
   TestCache other = open_cache("kiln-dict-import");
   REQUIRE(import_bundle(*other.store, file));
   Contents there = contents_of(*other.store);
@@ -1436,7 +1438,7 @@ TEST_CASE("a stored blob whose raw_size and frame claim more than they hold is r
       }
       REQUIRE(kiln::test::reset_peak_rss());
       long before = kiln::test::rss_kib();
-      auto art = c.store->get_artifact(consistent_job("e" + std::to_string(i)).key, "obj");
+      auto art = c.store->jobs().get_artifact(consistent_job("e" + std::to_string(i)).key, "obj");
       long grown_kib = kiln::test::peak_rss_kib() - before;
       REQUIRE_FALSE(art);
       CHECK(art.error().code == Code::corrupt);
@@ -1447,7 +1449,7 @@ TEST_CASE("a stored blob whose raw_size and frame claim more than they hold is r
     }
   }
   // The neighbours still read back.
-  CHECK(*c.store->get_artifact(consistent_job("e2").key, "obj") == alike_blob(2));
+  CHECK(*c.store->jobs().get_artifact(consistent_job("e2").key, "obj") == alike_blob(2));
 }
 
 // SQLite's memory statistics are a process setting: Kiln turns them off
@@ -1472,7 +1474,7 @@ TEST_CASE("SQLite memory statistics: off where Kiln starts SQLite and the progra
   {
     auto store = Store::open(cache_file(dir));
     REQUIRE(store);
-    CHECK((*store)->stats());
+    CHECK((*store)->upkeep().stats());
   }
   // The program's own database, after Kiln's: counted only with statistics.
   sqlite3* db = nullptr;

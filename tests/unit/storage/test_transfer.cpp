@@ -62,33 +62,33 @@ TEST_CASE("transfer: export then import into a second cache moves the root whole
   CHECK(in->bytes == 0);
 
   // The same name, closure, jobs, artifacts and image as the source.
-  auto src_key = src.store->resolve_name("nest_a", "host");
-  auto dst_key = dst.store->resolve_name("nest_a", "host");
+  auto src_key = src.store->names().resolve_name("nest_a", "host");
+  auto dst_key = dst.store->names().resolve_name("nest_a", "host");
   REQUIRE(src_key);
   REQUIRE(dst_key);
   CHECK(*dst_key == *src_key);
-  auto closure = src.store->get_closure(*src_key);
+  auto closure = src.store->closures().get_closure(*src_key);
   REQUIRE(closure);
-  auto copied = dst.store->get_closure(*dst_key);
+  auto copied = dst.store->closures().get_closure(*dst_key);
   REQUIRE(copied);
   CHECK(copied->root_job == closure->root_job);
   REQUIRE(copied->members.size() == 3);
   for (const ClosureMember& m : closure->members) {
     CAPTURE(m.entry);
-    auto a = src.store->get_artifact(m.job, "obj");
-    auto b = dst.store->get_artifact(m.job, "obj");
+    auto a = src.store->jobs().get_artifact(m.job, "obj");
+    auto b = dst.store->jobs().get_artifact(m.job, "obj");
     REQUIRE(a);
     REQUIRE(b);
     CHECK(*a == *b);
-    auto ja = src.store->get_job(m.job);
-    auto jb = dst.store->get_job(m.job);
+    auto ja = src.store->jobs().get_job(m.job);
+    auto jb = dst.store->jobs().get_job(m.job);
     REQUIRE(jb);
     CHECK(jb->entry == ja->entry);
     CHECK(jb->symbol == ja->symbol);
     CHECK(jb->options == ja->options);
   }
-  auto src_images = src.store->images_of(*src_key);
-  auto dst_images = dst.store->images_of(*dst_key);
+  auto src_images = src.store->images().images_of(*src_key);
+  auto dst_images = dst.store->images().images_of(*dst_key);
   REQUIRE(src_images);
   REQUIRE(dst_images);
   REQUIRE(dst_images->size() == 1);
@@ -114,7 +114,7 @@ TEST_CASE("transfer: export then import into a second cache moves the root whole
 
 TEST_CASE("transfer: export by name or by closure key; a name that names nothing is refused") {
   TestCache src = compiled_source();
-  auto key = src.store->resolve_name("nest_a", "host");
+  auto key = src.store->names().resolve_name("nest_a", "host");
   REQUIRE(key);
   TempDir dir = temp_dir("kiln-transfer-files");
 
@@ -227,7 +227,7 @@ TEST_CASE("transfer: a well-formed bundle with forged content writes nothing, no
 TEST_CASE("transfer: a bundle naming a root like a closure key is refused; export never carries "
           "such a name") {
   TestCache src = compiled_source();
-  auto key = src.store->resolve_name("nest_a", "host");
+  auto key = src.store->names().resolve_name("nest_a", "host");
   REQUIRE(key);
   TestCache dst = open_cache();
   std::string file = dst.dir.path() + "/shadow.kiln";
@@ -251,7 +251,7 @@ TEST_CASE("transfer: a bundle naming a root like a closure key is refused; expor
       refused.error().message);
   check_empty(*dst.store);
   // Past the check, the store refuses it too, and writes nothing.
-  Status put = dst.store->put_bundle(shadow);
+  Status put = dst.store->upkeep().put_bundle(shadow);
   REQUIRE_FALSE(put);
   CHECK(put.error().code == Code::invalid_argument);
   check_empty(*dst.store);
@@ -264,7 +264,7 @@ TEST_CASE("transfer: a bundle naming a root like a closure key is refused; expor
   REQUIRE(out);
   CHECK(out->names == 1);
   REQUIRE(import_bundle(*dst.store, file));
-  auto names = dst.store->list_names();
+  auto names = dst.store->names().list_names();
   REQUIRE(names);
   REQUIRE(names->size() == 1);
   CHECK((*names)[0].name == "nest_a");

@@ -52,7 +52,7 @@ TEST_CASE("usage: counters are added to, survive a reopen, and are zeroed") {
   a.job_misses = 1;
   a.loads = 2;
   a.remote_bytes_out = 1000;
-  REQUIRE(c.store->add_counters(a));
+  REQUIRE(c.store->upkeep().add_counters(a));
   Counters b;
   b.job_hits = 4;
   b.image_hits = 5;
@@ -61,8 +61,8 @@ TEST_CASE("usage: counters are added to, survive a reopen, and are zeroed") {
   b.remote_misses = 8;
   b.remote_bytes_in = 9;
   b.remote_errors = 10;
-  REQUIRE(c.store->add_counters(b));
-  REQUIRE(c.store->add_counters(Counters{}));
+  REQUIRE(c.store->upkeep().add_counters(b));
+  REQUIRE(c.store->upkeep().add_counters(Counters{}));
 
   auto check_sum = [](const Counters& got) {
     CHECK(got.job_hits == 7);
@@ -80,11 +80,11 @@ TEST_CASE("usage: counters are added to, survive a reopen, and are zeroed") {
   c.open();
   check_sum(stats_ok(*c.store).counters);
 
-  REQUIRE(c.store->zero_counters());
+  REQUIRE(c.store->upkeep().zero_counters());
   CHECK(stats_ok(*c.store).counters.empty());
   Counters one;
   one.loads = 1;
-  REQUIRE(c.store->add_counters(one));
+  REQUIRE(c.store->upkeep().add_counters(one));
   CHECK(stats_ok(*c.store).counters.loads == 1);
   CHECK(stats_ok(*c.store).counters.job_hits == 0);
 }
@@ -101,13 +101,14 @@ TEST_CASE("usage: stats counts rows per kind and jobs per target, and measures b
 
   const std::string text(10000, 'k'); // compresses well
   JobRecord h1 = job("a", "host"), h2 = job("b", "host"), g = job("a", "sm_90");
-  REQUIRE(c.store->put_job(h1, {{"obj", text}}, {}));
-  REQUIRE(c.store->put_job(h2, {{"obj", text}}, {}));
-  REQUIRE(c.store->put_job(g, {{"ptx", text}, {"cubin", "tiny"}}, {}));
+  REQUIRE(c.store->jobs().put_job(h1, {{"obj", text}}, {}));
+  REQUIRE(c.store->jobs().put_job(h2, {{"obj", text}}, {}));
+  REQUIRE(c.store->jobs().put_job(g, {{"ptx", text}, {"cubin", "tiny"}}, {}));
   ClosureRecord ca = closure_for(h1), cg = closure_for(g);
-  REQUIRE(c.store->put_closure(ca, {{"a", "host", ca.key}}));
-  REQUIRE(c.store->put_closure(cg, {{"a", "sm_90", cg.key}, {"alias", "sm_90", cg.key}}));
-  REQUIRE(c.store->put_image({ca.key, "x86_64-linux", "lld 22"}, "so", text));
+  REQUIRE(c.store->closures().put_closure(ca, {{"a", "host", ca.key}}));
+  REQUIRE(
+      c.store->closures().put_closure(cg, {{"a", "sm_90", cg.key}, {"alias", "sm_90", cg.key}}));
+  REQUIRE(c.store->images().put_image({ca.key, "x86_64-linux", "lld 22"}, "so", text));
 
   Stats st = stats_ok(*c.store);
   CHECK(st.jobs == 3);
@@ -123,7 +124,7 @@ TEST_CASE("usage: stats counts rows per kind and jobs per target, and measures b
   CHECK(st.compression_ratio() < 1.0);
   CHECK(st.live_bytes > 0);
   CHECK(st.live_bytes <= st.file_bytes);
-  auto live = c.store->live_bytes();
+  auto live = c.store->upkeep().live_bytes();
   REQUIRE(live);
   CHECK(*live == st.live_bytes);
 }
@@ -131,50 +132,50 @@ TEST_CASE("usage: stats counts rows per kind and jobs per target, and measures b
 TEST_CASE("usage: touch_closures marks closures used and only ever moves recency forward") {
   TestCache c = open_cache();
   JobRecord a = job("a", "host"), b = job("b", "host");
-  REQUIRE(c.store->put_job(a, {{"obj", "a"}}, {}));
-  REQUIRE(c.store->put_job(b, {{"obj", "b"}}, {}));
+  REQUIRE(c.store->jobs().put_job(a, {{"obj", "a"}}, {}));
+  REQUIRE(c.store->jobs().put_job(b, {{"obj", "b"}}, {}));
   ClosureRecord ca = closure_for(a), cb = closure_for(b);
-  REQUIRE(c.store->put_closure(ca, {}));
-  REQUIRE(c.store->put_closure(cb, {}));
-  REQUIRE(c.store->touch_closures({}, 0));
+  REQUIRE(c.store->closures().put_closure(ca, {}));
+  REQUIRE(c.store->closures().put_closure(cb, {}));
+  REQUIRE(c.store->upkeep().touch_closures({}, 0));
 
   // Recency is what gc reads: its order shows which was used last.
   auto order = [&] {
     GcPolicy all;
     all.max_size = 0;
     all.dry_run = true;
-    auto rep = c.store->gc(all);
+    auto rep = c.store->upkeep().gc(all);
     REQUIRE(rep);
     return rep->evicted_closures;
   };
   int64_t t = int64_t(std::time(nullptr));
-  REQUIRE(c.store->touch_closures({ca.key}, t + 100));
+  REQUIRE(c.store->upkeep().touch_closures({ca.key}, t + 100));
   CHECK(order() == std::vector<Hash128>{cb.key, ca.key});
-  REQUIRE(c.store->touch_closures({cb.key}, t + 200));
+  REQUIRE(c.store->upkeep().touch_closures({cb.key}, t + 200));
   CHECK(order() == std::vector<Hash128>{ca.key, cb.key});
   // Touching with an earlier time does not make b older than a again.
-  REQUIRE(c.store->touch_closures({cb.key}, t + 50));
+  REQUIRE(c.store->upkeep().touch_closures({cb.key}, t + 50));
   CHECK(order() == std::vector<Hash128>{ca.key, cb.key});
   // A batch, and a key that is not stored, are fine.
-  REQUIRE(c.store->touch_closures({ca.key, hash128("no closure")}, t + 300));
+  REQUIRE(c.store->upkeep().touch_closures({ca.key, hash128("no closure")}, t + 300));
   CHECK(order() == std::vector<Hash128>{cb.key, ca.key});
 }
 
 TEST_CASE("usage: settings are not_found until set, then hold the last value set") {
   TestCache c = open_cache();
-  auto unset = c.store->setting("max_size");
+  auto unset = c.store->upkeep().setting("max_size");
   REQUIRE_FALSE(unset);
   CHECK(unset.error().code == Code::not_found);
-  REQUIRE(c.store->set_setting("max_size", "1048576"));
-  auto one = c.store->setting("max_size");
+  REQUIRE(c.store->upkeep().set_setting("max_size", "1048576"));
+  auto one = c.store->upkeep().setting("max_size");
   REQUIRE(one);
   CHECK(*one == "1048576");
-  REQUIRE(c.store->set_setting("max_size", "2048"));
-  CHECK(*c.store->setting("max_size") == "2048");
+  REQUIRE(c.store->upkeep().set_setting("max_size", "2048"));
+  CHECK(*c.store->upkeep().setting("max_size") == "2048");
   // Each setting by its own name.
-  REQUIRE(c.store->set_setting("other", "x"));
-  CHECK(*c.store->setting("max_size") == "2048");
-  CHECK(*c.store->setting("other") == "x");
+  REQUIRE(c.store->upkeep().set_setting("other", "x"));
+  CHECK(*c.store->upkeep().setting("max_size") == "2048");
+  CHECK(*c.store->upkeep().setting("other") == "x");
 }
 
 TEST_CASE("usage: parse_setting stores a size as bytes and refuses unknown names") {
@@ -204,9 +205,9 @@ TEST_CASE("usage: the size limit is $KILN_CACHE_MAX_SIZE, else the setting, else
     REQUIRE(def);
     CHECK(def->bytes == kDefaultMaxSize);
     CHECK(def->source == "default");
-    CHECK(*c.store->max_size() == kDefaultMaxSize);
+    CHECK(*c.store->upkeep().max_size() == kDefaultMaxSize);
 
-    REQUIRE(c.store->set_setting("max_size", "1048576"));
+    REQUIRE(c.store->upkeep().set_setting("max_size", "1048576"));
     auto set = size_limit(*c.store);
     REQUIRE(set);
     CHECK(set->bytes == 1048576);
@@ -218,7 +219,7 @@ TEST_CASE("usage: the size limit is $KILN_CACHE_MAX_SIZE, else the setting, else
     REQUIRE(from_env);
     CHECK(from_env->bytes == 2 * 1048576);
     CHECK(from_env->source == "KILN_CACHE_MAX_SIZE");
-    CHECK(*c.store->max_size() == 2 * 1048576);
+    CHECK(*c.store->upkeep().max_size() == 2 * 1048576);
   }
   {
     // Empty is unset.
@@ -237,8 +238,8 @@ TEST_CASE("usage: the size limit is $KILN_CACHE_MAX_SIZE, else the setting, else
   }
   {
     EnvVar unset("KILN_CACHE_MAX_SIZE", nullptr);
-    REQUIRE(c.store->set_setting("max_size", "plenty"));
-    auto refused = c.store->max_size();
+    REQUIRE(c.store->upkeep().set_setting("max_size", "plenty"));
+    auto refused = c.store->upkeep().max_size();
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code == Code::invalid_argument);
   }
@@ -247,12 +248,12 @@ TEST_CASE("usage: the size limit is $KILN_CACHE_MAX_SIZE, else the setting, else
 TEST_CASE("usage: stats_report reads the counters and the limit, zeroing them first if asked") {
   TestCache c = open_cache();
   EnvVar unset("KILN_CACHE_MAX_SIZE", nullptr);
-  REQUIRE(c.store->set_setting("max_size", "4096"));
+  REQUIRE(c.store->upkeep().set_setting("max_size", "4096"));
   JobRecord a = job("a", "host");
-  REQUIRE(c.store->put_job(a, {{"obj", "a"}}, {}));
+  REQUIRE(c.store->jobs().put_job(a, {{"obj", "a"}}, {}));
   Counters n;
   n.job_misses = 2;
-  REQUIRE(c.store->add_counters(n));
+  REQUIRE(c.store->upkeep().add_counters(n));
 
   auto rep = stats_report(*c.store, false);
   REQUIRE(rep);

@@ -26,7 +26,7 @@ using namespace kiln::test;
 namespace {
 
 void put_job(Store& store, const JobRecord& j, const std::vector<JobRef>& refs = {}) {
-  Status s = store.put_job(j, {{"obj", "object of " + j.entry}}, refs);
+  Status s = store.jobs().put_job(j, {{"obj", "object of " + j.entry}}, refs);
   INFO((s ? std::string() : s.error().message));
   REQUIRE(s);
 }
@@ -43,7 +43,7 @@ Healthy put_healthy(Store& store) {
   put_job(store, h.child);
   put_job(store, h.root, {{h.child.symbol, "child"}});
   h.closure = closure_of(h.root, {h.child});
-  Status s = store.put_closure(h.closure, {{"root", "host", h.closure.key}});
+  Status s = store.closures().put_closure(h.closure, {{"root", "host", h.closure.key}});
   REQUIRE(s);
   return h;
 }
@@ -136,7 +136,7 @@ TEST_CASE("verify_cache reports a closure whose key does not match its members")
   Healthy h = put_healthy(*c.store);
   ClosureRecord forged = h.closure;
   forged.key = hash128("a key the members do not hash to");
-  REQUIRE(c.store->put_closure(forged, {{"forged", "host", forged.key}}));
+  REQUIRE(c.store->closures().put_closure(forged, {{"forged", "host", forged.key}}));
 
   VerifyReport rep = verify_ok(*c.store);
   INFO(describe(rep));
@@ -158,7 +158,7 @@ TEST_CASE("verify_cache reports a closure whose rows are wrong once, not again b
   rootless.target = "host";
   rootless.members = {{h.child.symbol, h.child.key, ""}};
   rootless.key = hash128("rootless");
-  REQUIRE(c.store->put_closure(rootless, {}));
+  REQUIRE(c.store->closures().put_closure(rootless, {}));
 
   VerifyReport rep = verify_ok(*c.store);
   INFO(describe(rep));
@@ -170,7 +170,8 @@ TEST_CASE("verify_cache reports a closure whose rows are wrong once, not again b
 TEST_CASE("verify_cache reports a stored image a loader would refuse") {
   TestCache c = open_cache();
   Healthy h = put_healthy(*c.store);
-  REQUIRE(c.store->put_image({h.closure.key, "x86_64-linux", "lld 22"}, "elf", "not an ELF"));
+  REQUIRE(
+      c.store->images().put_image({h.closure.key, "x86_64-linux", "lld 22"}, "elf", "not an ELF"));
 
   VerifyReport rep = verify_ok(*c.store);
   INFO(describe(rep));
@@ -185,7 +186,7 @@ TEST_CASE("verify_cache reports a stored image a loader would refuse") {
   Healthy o = put_healthy(*other.store);
   auto self = read_file(KILN_TEST_LINK_LIBRARY);
   REQUIRE(self);
-  REQUIRE(other.store->put_image({o.closure.key, "x86_64-linux", "lld 22"}, "elf", *self));
+  REQUIRE(other.store->images().put_image({o.closure.key, "x86_64-linux", "lld 22"}, "elf", *self));
   VerifyReport lacking = verify_ok(*other.store);
   INFO(describe(lacking));
   auto l = about(lacking, "image", o.closure.key.hex());
@@ -209,7 +210,8 @@ TEST_CASE("kiln_cache_verify and kiln::Cache::verify report what verify_cache fi
   JobRecord moved = consistent_job("moved");
   moved.key = hash128("not the key of moved");
   put_job(*c.store, moved);
-  REQUIRE(c.store->put_image({h.closure.key, "x86_64-linux", "lld 22"}, "elf", "not an ELF"));
+  REQUIRE(
+      c.store->images().put_image({h.closure.key, "x86_64-linux", "lld 22"}, "elf", "not an ELF"));
   VerifyReport rep = verify_ok(*c.store);
   REQUIRE(rep.problems.size() == 2);
 

@@ -211,6 +211,21 @@ def test_single_flight_off_compiles_without_waiting(tmp_path):
         holder.wait()
 
 
+def test_a_holder_that_beats_is_outwaited_at_the_wait_limit(tmp_path):
+    stall = tmp_path / "stalled"
+    holder = _start(_env(tmp_path, "add_kernel", STALL=stall, KILN_CLAIM_LEASE_MS=400))
+    try:
+        _wait_for(stall, holder)
+        r = _result(_start(_env(tmp_path, "add_kernel", KILN_CLAIM_LEASE_MS=400, KILN_CLAIM_WAIT_S=2)),
+                    timeout=60)
+        assert r["compiled"] == [True]
+        assert r["stats"]["waited"] == 1 and r["stats"]["unclaimed"] == 1
+        assert r["stats"]["took_over"] == 0 and r["stats"]["waited_s"] >= 2
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_failed_compile_lets_go_of_its_claim(tmp_path, monkeypatch):
     """Triton drops its cache manager with a compile that raised: the claim
     goes with it, so that the others do not wait for a compile that ended."""

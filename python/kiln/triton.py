@@ -269,8 +269,9 @@ def _network_fs_kind(path):
 def triton_cache_path():
     """$KILN_TRITON_CACHE, else ``triton.db`` beside Kiln's default cache
     ($KILN_CACHE's directory, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)."""
-    if os.environ.get("KILN_TRITON_CACHE"):
-        return os.environ["KILN_TRITON_CACHE"]
+    path = os.environ.get("KILN_TRITON_CACHE")
+    if path:
+        return path
     if os.environ.get("KILN_CACHE"):
         return os.path.join(os.path.dirname(os.path.abspath(os.environ["KILN_CACHE"])), "triton.db")
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -304,6 +305,8 @@ class _Store:
         self.db = sqlite3.connect(path, timeout=120, isolation_level=None,
                                   check_same_thread=False)
         self.files = os.path.abspath(path) + ".files"
+        self.files_prefix = self.files + os.sep
+        self.uid = os.getuid()
         os.makedirs(self.files, mode=0o700, exist_ok=True)
         st = os.stat(self.files)
         if st.st_uid != os.getuid() or st.st_mode & 0o077:
@@ -402,6 +405,24 @@ class _Store:
                 "ON b.sha256 = g.sha256 LEFT JOIN recency r ON r.key = g.key AND r.name = g.name "
                 "WHERE g.key = ? AND g.name = ?", (key, name)).fetchall()
 
+    def group_members(self, key, name):
+        """[(member, sha256, used)]: the warm path's one read, of the groups
+        table alone (a blob's size would mean a lookup in the blobs tree,
+        whose rows are the files themselves, for every member)."""
+        with self.lock:
+            return self.db.execute(
+                "SELECT g.member, g.sha256, r.used FROM groups g LEFT JOIN recency r "
+                "ON r.key = g.key AND r.name = g.name WHERE g.key = ? AND g.name = ?",
+                (key, name)).fetchall()
+
+    def file_digest(self, key, name):
+        """(sha256, used) of a file outside groups, or None."""
+        with self.lock:
+            return self.db.execute(
+                "SELECT f.sha256, r.used FROM files f LEFT JOIN recency r "
+                "ON r.key = f.key AND r.name = f.name WHERE f.key = ? AND f.name = ?",
+                (key, name)).fetchone()
+
     def get_file(self, key, name):
         with self.lock:
             return self.db.execute(
@@ -421,6 +442,33 @@ class _Store:
             return None
         return row[0]
 
+    def path_of(self, digest, name):
+        """Where materialize puts blob ``digest`` for a member ``name``."""
+        return self.files_prefix + digest.hex()[:32] + "." + name
+
+    def in_place(self, path, size=None):
+        """Whether ``path`` is a file materialize wrote and nobody changed
+        since: a regular file (not a link), this user's, mode 0400, and of
+        ``size`` bytes where the size is known. The warm path checks only
+        this, without the blob's size: the name is the content's digest and
+        the file was written whole from bytes checked against it, in a 0700
+        directory only this user can enter, and it cannot be written again
+        without first being made writable, which the mode check sees. (A
+        change of content made after a chmod back to 0400 is not seen by a
+        size check either: ``verify`` reads every file against its blob.)"""
+        known = _materialized.get(path)
+        if known is not None and (size is None or known == size):
+            return True
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        if ((st.st_mode & 0o177777) != 0o100400 or st.st_uid != self.uid
+                or (size is not None and st.st_size != size)):
+            return False
+        _materialized[path] = st.st_size
+        return True
+
     def materialize(self, digest, name, size, data=None):
         """The path of a read-only file holding blob ``digest``, named
         ``<digest>.<name>`` (Triton reads a file's kind from its suffix), in
@@ -430,17 +478,9 @@ class _Store:
         written again: a file of another size, mode or owner is replaced. So
         a process served from the cache reads the blob only the first time
         any process needs that file. None if the blob is missing or damaged."""
-        path = os.path.join(self.files, digest.hex()[:32] + "." + name)
-        if _materialized.get(path) == size:
+        path = self.path_of(digest, name)
+        if self.in_place(path, size):
             return path
-        try:
-            st = os.lstat(path)
-            if (st.st_size == size and st.st_uid == os.getuid() and st.st_mode & 0o7777 == 0o400
-                    and (st.st_mode & 0o170000) == 0o100000):
-                _materialized[path] = size
-                return path
-        except FileNotFoundError:
-            pass
         if data is None:
             data = self.blob(digest)
             if data is None:
@@ -487,6 +527,11 @@ _materialized = {}  # path -> size, of files this process found or wrote whole
 
 
 def _store(path):
+    # Triton makes a manager per kernel: an absolute path already seen
+    # finds its store without being normalised again.
+    store = _stores.get((os.getpid(), path))
+    if store is not None:
+        return store
     key = (os.getpid(), os.path.abspath(path))
     with _stores_lock:
         if key not in _stores:
@@ -1223,7 +1268,14 @@ class CacheManager:
     def get_file(self, filename):
         if self._delegate:
             return self._delegate.get_file(filename)
-        row = self._store.get_file(self.key, filename)
+        store = self._store
+        found = store.file_digest(self.key, filename)
+        if found is not None:
+            path = store.path_of(found[0], filename)
+            if store.in_place(path):
+                store.used(self.key, filename, found[1])
+                return path
+        row = store.get_file(self.key, filename)
         if row is None or row[1] is None:
             members = self._fetch("triton-file", filename)
             if members is None:
@@ -1252,7 +1304,21 @@ class CacheManager:
     def get_group(self, filename):
         if self._delegate:
             return self._delegate.get_group(filename)
-        rows = self._store.get_group(self.key, filename)
+        store = self._store
+        members = store.group_members(self.key, filename)
+        if members:
+            # Warm: every member's file is in place, as the first process
+            # served the group left it. One read, and a stat per member.
+            group = {}
+            for member, digest, _ in members:
+                path = store.path_of(digest, member)
+                if not store.in_place(path):
+                    break
+                group[member] = path
+            else:
+                store.used(self.key, filename, members[0][2])
+                return group
+        rows = store.get_group(self.key, filename) if members else None
         if rows:
             group = self._serve(filename, rows)
             if group is not None:
@@ -1396,7 +1462,8 @@ def verify_cache(store):
             continue
         with open(path, "rb") as f:
             if hashlib.sha256(f.read()).digest() != digest:
-                problems.append(f"file {path}: differs from its blob (it is replaced when next used)")
+                problems.append(f"file {path}: differs from its blob (remove it: it is written "
+                                "again from the blob when next used)")
     return problems
 
 

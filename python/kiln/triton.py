@@ -22,7 +22,6 @@ As Triton's own cache: ``TRITON_CACHE_MANAGER=kiln.triton:CacheManager``
 (see ``CacheManager``).
 """
 import base64
-import ctypes
 import hashlib
 import hmac
 import json
@@ -200,6 +199,7 @@ def metadata(name, target, cache):
     """The launch metadata precompile recorded for kernel ``name`` and
     ``target`` (a dict: Triton's fields, ``name``, ``kiln_target``,
     ``kiln_closure``). Needs neither Triton nor a GPU."""
+    import ctypes  # only here: a process using Triton's cache manager never needs it
     entry = metadata_entry(name, kiln_target(target))
     with cache.load(entry, "host") as image:
         text = ctypes.CFUNCTYPE(ctypes.c_char_p)(image.function(entry))()
@@ -255,7 +255,11 @@ def _network_fs_kind(path):
         with open("/proc/self/mountinfo") as f:
             for line in f:
                 fields = line.split()
-                mount = fields[4].encode().decode("unicode_escape")
+                # Octal escapes (\040 for a space), undone without loading
+                # a codec at the first kernel of every process.
+                mount = fields[4]
+                if "\\" in mount:
+                    mount = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), mount)
                 fstype = fields[fields.index("-") + 1]
                 if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
                     best, kind = mount, fstype

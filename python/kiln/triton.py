@@ -1248,7 +1248,9 @@ class CacheManager:
     digest in ``<cache>.files`` (mode 0700), each written whole once, from
     bytes whose digest was checked as they left the cache file, and never
     written again. A damaged or missing member makes the group a miss, and
-    Triton compiles again. Dump and override directories stay Triton's own."""
+    Triton compiles again. Processes that miss the same group at once
+    compile it once: the first claims it, the others wait for its publish
+    (``_Flight``). Dump and override directories stay Triton's own."""
 
     def __init__(self, key, override=False, dump=False):
         self.key = key

@@ -664,7 +664,7 @@ class _Flight:
                     _flight_stats["theirs"] += 1
                 if state is not None:
                     return state
-        except sqlite3.Error:
+        except Exception:  # claims never fail a compile: this one goes on unclaimed
             _flight_stats["unclaimed"] += 1
             return "unclaimed"
         finally:
@@ -1343,7 +1343,11 @@ class CacheManager:
         if not _Flight.enabled():
             _flight_stats["unclaimed"] += 1
             return None
-        flight = _flight(self._store)
+        try:
+            flight = _flight(self._store)
+        except Exception:  # as acquire's errors: compiled unclaimed
+            _flight_stats["unclaimed"] += 1
+            return None
         state = flight.acquire(self.key, filename)
         if state == "stored":
             rows = self._store.get_group(self.key, filename)

@@ -242,3 +242,18 @@ def test_a_failed_compile_lets_go_of_its_claim(tmp_path, monkeypatch):
     del manager
     gc.collect()
     assert _claims(tmp_path) == []
+
+
+def test_an_error_with_claims_compiles_without_waiting(tmp_path, monkeypatch):
+    monkeypatch.setenv("KILN_TRITON_CACHE", str(tmp_path / "triton.db"))
+    kiln.triton.CacheManager("B" * 52)  # makes the cache file
+    db = sqlite3.connect(tmp_path / "triton.db")
+    db.execute("CREATE TABLE claims (claim_key TEXT PRIMARY KEY)")  # not the table claims need
+    db.commit()
+    db.close()
+    before = kiln.triton.flight_stats()
+    start = time.monotonic()
+    assert kiln.triton.CacheManager("B" * 52).get_group("k.json") is None
+    assert time.monotonic() - start < 5
+    after = kiln.triton.flight_stats()
+    assert after["unclaimed"] == before["unclaimed"] + 1 and after["claimed"] == before["claimed"]

@@ -1353,11 +1353,14 @@ class CacheManager:
             rows = self._store.get_group(self.key, filename)
             return self._serve(filename, rows) if rows else None
         if state == "mine":
-            if not self._claims:
+            claim_key = self.key + "/" + filename
+            if claim_key in self._claims:
+                flight.release({claim_key})  # this manager holds it once already
+            elif not self._claims:
                 # A compile that fails leaves its claim to this manager,
                 # which Triton drops with the failed compile's frame.
                 weakref.finalize(self, flight.release, self._claims)
-            self._claims.add(self.key + "/" + filename)
+            self._claims.add(claim_key)
         return None
 
     def _serve(self, filename, rows):

@@ -233,6 +233,7 @@ def test_a_failed_compile_lets_go_of_its_claim(tmp_path, monkeypatch):
     monkeypatch.setenv("KILN_TRITON_CACHE", str(tmp_path / "triton.db"))
     manager = kiln.triton.CacheManager("A" * 52)
     assert manager.get_group("k.json") is None
+    assert manager.get_group("k.json") is None  # asked twice, held once
     assert [pid for _, pid in _claims(tmp_path)] == [os.getpid()]
     # This process asks again (a retry): it holds the claim, so it compiles;
     # that compile ending too leaves the first one's claim.

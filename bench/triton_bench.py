@@ -21,6 +21,7 @@ import os
 import pathlib
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ sys.path.insert(0, str(TESTS))
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 TARGETS = ["sm_80", "sm_90", "gfx942"]
+STORM_KERNELS = ("add_kernel", "softmax_kernel", "layer_norm_kernel")
 
 
 def cuobjdump():
@@ -141,14 +143,18 @@ STORM = r"""
 import sys
 sys.path.insert(0, {tests!r})
 import triton
+import triton.knobs
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton_kernels import KERNELS
-for name in ("add_kernel", "softmax_kernel", "layer_norm_kernel"):
+compiled = []
+triton.knobs.compilation.listener = lambda **kw: compiled.append(not kw["cache_hit"])
+for name in STORM_KERNELS:
     fn, sig, cx = KERNELS[name]
     triton.compile(ASTSource(fn=fn, signature=dict(sig, **{{c: "constexpr" for c in cx}}),
                              constexprs=cx), target=GPUTarget("cuda", 80, 32))
-"""
+print(sum(compiled))
+""".replace("STORM_KERNELS", repr(STORM_KERNELS))
 
 
 def manager_env(work, manager, tag):
@@ -163,19 +169,25 @@ def manager_env(work, manager, tag):
     return env
 
 
-def warm(work):
-    out = {}
-    for manager in ("triton", "kiln"):
-        env = manager_env(work, manager, "warm")
-        script = WARM.format(tests=str(TESTS), targets=TARGETS)
+def warm(work, procs=5):
+    """Fresh processes served from each cache, the two caches' processes
+    taking turns (a machine whose load moves weighs on both alike)."""
+    script = WARM.format(tests=str(TESTS), targets=TARGETS)
+    envs = {m: manager_env(work, m, "warm") for m in ("triton", "kiln")}
+    for env in envs.values():  # fills the cache
         subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True)
-        runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env, check=True,
-                                          capture_output=True, text=True).stdout.splitlines()[-1])
-                for _ in range(5)]
-        # Per kernel: the median over 5 fresh processes, then the mean over kernels.
+    runs = {m: [] for m in envs}
+    for _ in range(procs):
+        for m, env in envs.items():
+            out = subprocess.run([sys.executable, "-c", script], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            runs[m].append(json.loads(out.splitlines()[-1]))
+    out = {}
+    for manager, rs in runs.items():
+        # Per kernel: the median over the fresh processes, then the mean over kernels.
         # The first kernel of a process also pays Triton's own start-up (its
         # key hashes Triton's sources): reported apart.
-        per_kernel = [sorted(r[i] for r in runs)[2] for i in range(len(runs[0]))]
+        per_kernel = [statistics.median(r[i] for r in rs) for i in range(len(rs[0]))]
         rest = sorted(per_kernel[1:])
         out[manager] = dict(first_ms=round(per_kernel[0], 3),
                             rest_mean_ms=round(sum(rest) / len(rest), 3),
@@ -188,22 +200,27 @@ def warm(work):
 def storm(work, procs, rounds, network=None):
     out = {}
     for manager in ("triton", "kiln"):
-        failures, errors = 0, {}
+        failures, errors, compiles = 0, {}, 0
         start = time.perf_counter()
         for r in range(rounds):
             env = manager_env(work, manager, f"storm-{network or 'local'}-{r}")
             if network:
                 env["KILN_NETWORK_FS"] = network
             ps = [subprocess.Popen([sys.executable, "-c", STORM.format(tests=str(TESTS))], env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                   for _ in range(procs)]
             for p in ps:
-                _, err = p.communicate()
-                if p.returncode != 0:
+                stdout, err = p.communicate()
+                if p.returncode == 0:
+                    compiles += int(stdout.split()[-1])
+                else:
                     failures += 1
                     last = (err.strip().splitlines() or ["?"])[-1][:160]
                     errors[last] = errors.get(last, 0) + 1
+        # compiles: how many times Triton compiled a kernel (a miss), over
+        # all processes and rounds; once per kernel and round is the least.
         out[manager] = dict(processes=procs, rounds=rounds, failures=failures, errors=errors,
+                            compiles=compiles, kernels=len(STORM_KERNELS) * rounds,
                             seconds=round(time.perf_counter() - start, 1))
         print(manager, "storm", network or "local", json.dumps(out[manager]), flush=True)
     return out
@@ -213,38 +230,60 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--procs", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--warm-procs", type=int, default=5,
+                    help="fresh processes per cache for the warm figures (their median per kernel)")
+    ap.add_argument("--parts", default="cold,warm,storm",
+                    help="which parts to run (cold needs the C++ package and kiln-inspect)")
     ap.add_argument("--json")
+    ap.add_argument("--merge", action="store_true",
+                    help="replace only the parts run in --json's file, keeping the others")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     import triton
+    result = dict(triton=triton.__version__)
     with tempfile.TemporaryDirectory(prefix="kiln-triton-bench-") as d:
         work = pathlib.Path(d)
-        result = dict(triton=triton.__version__, cold=cold_compiles(work), warm=warm(work),
-                      storm=storm(work, args.procs, args.rounds),
-                      storm_rollback=storm(work, args.procs, max(1, args.rounds // 4), "nfs"))
-    cold = result["cold"]
-    total_t = sum(r["triton_ms"] for r in cold)
-    total_k = sum(r["kiln_ms"] for r in cold)
-    print(f"\nTriton {result['triton']}: cold, all {len(cold)} kernels x targets: Triton "
-          f"{total_t:.0f} ms, Kiln AOT {total_k:.0f} ms ({total_k / total_t:.2f}x)")
-    print(f"{'kernel':20} {'target':7} {'triton ms':>9} {'kiln ms':>8} {'ratio':>6} "
-          f"{'regs T/K':>9} {'smem T/K':>13} kd")
-    for r in cold:
-        print(f"{r['kernel']:20} {r['target']:7} {r['triton_ms']:9.1f} {r['kiln_ms']:8.1f} "
-              f"{r['ratio']:6.2f} {r['triton_regs']!s:>4}/{r['kiln_regs']!s:<4} "
-              f"{r['triton_shared']!s:>6}/{r['kiln_shared']!s:<6} {r.get('kd', '')}")
-    w = result["warm"]
-    print(f"warm, a fresh process reaching each kernel (median of 5 processes): first kernel "
-          f"(with Triton's start-up) Triton's file cache {w['triton']['first_ms']:.1f} ms, Kiln's "
-          f"{w['kiln']['first_ms']:.1f} ms; the other {len(w['kiln']['per_kernel_ms']) - 1}: "
-          f"median {w['triton']['rest_median_ms']:.2f} ms against {w['kiln']['rest_median_ms']:.2f} ms, "
-          f"mean {w['triton']['rest_mean_ms']:.2f} ms against {w['kiln']['rest_mean_ms']:.2f} ms")
+        if "cold" in parts:
+            result["cold"] = cold_compiles(work)
+        if "warm" in parts:
+            result["warm"] = warm(work, args.warm_procs)
+        if "storm" in parts:
+            result["storm"] = storm(work, args.procs, args.rounds)
+            result["storm_rollback"] = storm(work, args.procs, max(1, args.rounds // 4), "nfs")
+    if "cold" in result:
+        cold = result["cold"]
+        total_t = sum(r["triton_ms"] for r in cold)
+        total_k = sum(r["kiln_ms"] for r in cold)
+        print(f"\nTriton {result['triton']}: cold, all {len(cold)} kernels x targets: Triton "
+              f"{total_t:.0f} ms, Kiln AOT {total_k:.0f} ms ({total_k / total_t:.2f}x)")
+        print(f"{'kernel':20} {'target':7} {'triton ms':>9} {'kiln ms':>8} {'ratio':>6} "
+              f"{'regs T/K':>9} {'smem T/K':>13} kd")
+        for r in cold:
+            print(f"{r['kernel']:20} {r['target']:7} {r['triton_ms']:9.1f} {r['kiln_ms']:8.1f} "
+                  f"{r['ratio']:6.2f} {r['triton_regs']!s:>4}/{r['kiln_regs']!s:<4} "
+                  f"{r['triton_shared']!s:>6}/{r['kiln_shared']!s:<6} {r.get('kd', '')}")
+    if "warm" in result:
+        w = result["warm"]
+        print(f"warm, a fresh process reaching each kernel (median of {args.warm_procs} processes): "
+              f"first kernel (with Triton's start-up) Triton's file cache {w['triton']['first_ms']:.1f} "
+              f"ms, Kiln's {w['kiln']['first_ms']:.1f} ms; the other "
+              f"{len(w['kiln']['per_kernel_ms']) - 1}: median {w['triton']['rest_median_ms']:.2f} ms "
+              f"against {w['kiln']['rest_median_ms']:.2f} ms, mean {w['triton']['rest_mean_ms']:.2f} "
+              f"ms against {w['kiln']['rest_mean_ms']:.2f} ms")
     for key in ("storm", "storm_rollback"):
+        if key not in result:
+            continue
         s = result[key]
         print(f"#11512 pattern ({key}): {s['kiln']['processes']} processes x {s['kiln']['rounds']} "
               f"rounds: Triton's file cache {s['triton']['failures']} failures "
-              f"{s['triton']['errors'] or ''}, Kiln {s['kiln']['failures']} failures")
+              f"{s['triton']['errors'] or ''}, {s['triton']['compiles']} compiles; Kiln "
+              f"{s['kiln']['failures']} failures, {s['kiln']['compiles']} compiles "
+              f"({s['kiln']['kernels']} kernels)")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        path = pathlib.Path(args.json)
+        if args.merge and path.exists():
+            result = dict(json.loads(path.read_text()), **result)
+        path.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ As Triton's own cache: ``TRITON_CACHE_MANAGER=kiln.triton:CacheManager``
 (see ``CacheManager``).
 """
 import base64
-import ctypes
 import hashlib
 import hmac
 import json
@@ -36,6 +35,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import weakref
 
 from ._errors import CorruptError, InternalError, InvalidArgumentError, UnavailableError
 
@@ -199,6 +199,7 @@ def metadata(name, target, cache):
     """The launch metadata precompile recorded for kernel ``name`` and
     ``target`` (a dict: Triton's fields, ``name``, ``kiln_target``,
     ``kiln_closure``). Needs neither Triton nor a GPU."""
+    import ctypes  # only here: a process using Triton's cache manager never needs it
     entry = metadata_entry(name, kiln_target(target))
     with cache.load(entry, "host") as image:
         text = ctypes.CFUNCTYPE(ctypes.c_char_p)(image.function(entry))()
@@ -254,7 +255,11 @@ def _network_fs_kind(path):
         with open("/proc/self/mountinfo") as f:
             for line in f:
                 fields = line.split()
-                mount = fields[4].encode().decode("unicode_escape")
+                # Octal escapes (\040 for a space), undone without loading
+                # a codec at the first kernel of every process.
+                mount = fields[4]
+                if "\\" in mount:
+                    mount = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), mount)
                 fstype = fields[fields.index("-") + 1]
                 if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
                     best, kind = mount, fstype
@@ -268,8 +273,9 @@ def _network_fs_kind(path):
 def triton_cache_path():
     """$KILN_TRITON_CACHE, else ``triton.db`` beside Kiln's default cache
     ($KILN_CACHE's directory, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)."""
-    if os.environ.get("KILN_TRITON_CACHE"):
-        return os.environ["KILN_TRITON_CACHE"]
+    path = os.environ.get("KILN_TRITON_CACHE")
+    if path:
+        return path
     if os.environ.get("KILN_CACHE"):
         return os.path.join(os.path.dirname(os.path.abspath(os.environ["KILN_CACHE"])), "triton.db")
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -303,6 +309,8 @@ class _Store:
         self.db = sqlite3.connect(path, timeout=120, isolation_level=None,
                                   check_same_thread=False)
         self.files = os.path.abspath(path) + ".files"
+        self.files_prefix = self.files + os.sep
+        self.uid = os.getuid()
         os.makedirs(self.files, mode=0o700, exist_ok=True)
         st = os.stat(self.files)
         if st.st_uid != os.getuid() or st.st_mode & 0o077:
@@ -401,6 +409,24 @@ class _Store:
                 "ON b.sha256 = g.sha256 LEFT JOIN recency r ON r.key = g.key AND r.name = g.name "
                 "WHERE g.key = ? AND g.name = ?", (key, name)).fetchall()
 
+    def group_members(self, key, name):
+        """[(member, sha256, used)]: the warm path's one read, of the groups
+        table alone (a blob's size would mean a lookup in the blobs tree,
+        whose rows are the files themselves, for every member)."""
+        with self.lock:
+            return self.db.execute(
+                "SELECT g.member, g.sha256, r.used FROM groups g LEFT JOIN recency r "
+                "ON r.key = g.key AND r.name = g.name WHERE g.key = ? AND g.name = ?",
+                (key, name)).fetchall()
+
+    def file_digest(self, key, name):
+        """(sha256, used) of a file outside groups, or None."""
+        with self.lock:
+            return self.db.execute(
+                "SELECT f.sha256, r.used FROM files f LEFT JOIN recency r "
+                "ON r.key = f.key AND r.name = f.name WHERE f.key = ? AND f.name = ?",
+                (key, name)).fetchone()
+
     def get_file(self, key, name):
         with self.lock:
             return self.db.execute(
@@ -420,6 +446,33 @@ class _Store:
             return None
         return row[0]
 
+    def path_of(self, digest, name):
+        """Where materialize puts blob ``digest`` for a member ``name``."""
+        return self.files_prefix + digest.hex()[:32] + "." + name
+
+    def in_place(self, path, size=None):
+        """Whether ``path`` is a file materialize wrote and nobody changed
+        since: a regular file (not a link), this user's, mode 0400, and of
+        ``size`` bytes where the size is known. The warm path checks only
+        this, without the blob's size: the name is the content's digest and
+        the file was written whole from bytes checked against it, in a 0700
+        directory only this user can enter, and it cannot be written again
+        without first being made writable, which the mode check sees. (A
+        change of content made after a chmod back to 0400 is not seen by a
+        size check either: ``verify`` reads every file against its blob.)"""
+        known = _materialized.get(path)
+        if known is not None and (size is None or known == size):
+            return True
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        if ((st.st_mode & 0o177777) != 0o100400 or st.st_uid != self.uid
+                or (size is not None and st.st_size != size)):
+            return False
+        _materialized[path] = st.st_size
+        return True
+
     def materialize(self, digest, name, size, data=None):
         """The path of a read-only file holding blob ``digest``, named
         ``<digest>.<name>`` (Triton reads a file's kind from its suffix), in
@@ -429,17 +482,9 @@ class _Store:
         written again: a file of another size, mode or owner is replaced. So
         a process served from the cache reads the blob only the first time
         any process needs that file. None if the blob is missing or damaged."""
-        path = os.path.join(self.files, digest.hex()[:32] + "." + name)
-        if _materialized.get(path) == size:
+        path = self.path_of(digest, name)
+        if self.in_place(path, size):
             return path
-        try:
-            st = os.lstat(path)
-            if (st.st_size == size and st.st_uid == os.getuid() and st.st_mode & 0o7777 == 0o400
-                    and (st.st_mode & 0o170000) == 0o100000):
-                _materialized[path] = size
-                return path
-        except FileNotFoundError:
-            pass
         if data is None:
             data = self.blob(digest)
             if data is None:
@@ -486,11 +531,268 @@ _materialized = {}  # path -> size, of files this process found or wrote whole
 
 
 def _store(path):
+    # Triton makes a manager per kernel: an absolute path already seen
+    # finds its store without being normalised again.
+    store = _stores.get((os.getpid(), path))
+    if store is not None:
+        return store
     key = (os.getpid(), os.path.abspath(path))
     with _stores_lock:
         if key not in _stores:
             _stores[key] = _Store(path)
         return _stores[key]
+
+
+# --- Single-flight: a group compiled once across the processes of a file ----
+
+_CLAIMS_TABLE = ("CREATE TABLE IF NOT EXISTS claims (claim_key TEXT PRIMARY KEY, holder TEXT NOT NULL, "
+                 "host TEXT NOT NULL, host_name TEXT NOT NULL, pid INTEGER NOT NULL, "
+                 "pid_start INTEGER NOT NULL, beat INTEGER NOT NULL, claimed_at INTEGER NOT NULL) "
+                 "WITHOUT ROWID")
+
+
+def _env_number(name, fallback, least):
+    try:
+        n = int(os.environ.get(name, ""))
+    except ValueError:
+        return fallback
+    return n if n >= least else fallback
+
+
+def _process_start(pid):
+    """(start of process ``pid`` in clock ticks after boot, field 22 of
+    /proc/PID/stat; whether it is a zombie), or None if no such process runs."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            line = f.read()
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold anything: fields are
+    # counted after its last ')'. fields[0] is field 3, the state.
+    fields = line[line.rfind(b")") + 1:].split()
+    try:
+        return int(fields[19]), fields[0] == b"Z"
+    except (IndexError, ValueError):
+        return None
+
+
+def _this_host():
+    """One machine: one boot and one pid namespace, where a pid names the
+    same process (as Kiln's own claims say it)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    try:
+        ns = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        ns = "?"
+    return (boot or "?") + "/" + ns
+
+
+_flight_stats = dict(claimed=0, waited=0, theirs=0, took_over=0, unclaimed=0, waited_s=0.0)
+
+
+def flight_stats():
+    """This process's single-flight figures for Triton's cache:
+    ``claimed`` (misses this process claimed and compiled), ``waited``
+    (misses another process held), ``theirs`` (of those, served by the
+    holder's compile), ``took_over`` (claims taken from a holder that died or
+    stopped beating), ``unclaimed`` (misses compiled without a claim: an
+    error, the wait limit, or ``KILN_SINGLE_FLIGHT=0``), ``waited_s``."""
+    return dict(_flight_stats)
+
+
+class _Flight:
+    """This process's claims on the groups of one Triton cache file, so that
+    of the processes that miss the same group only one compiles it, as Kiln's
+    own cache does for jobs (README, "Starting as a fleet").
+
+    A miss claims the group (a row of ``claims``, made by the first claim):
+    the holder compiles and publishes it, and its claim goes with the
+    publish. Others that miss it wait, reading the claim and the group every
+    poll, and are served the group once it is published. A claim belongs to
+    a live holder: a daemon thread bumps its beat every quarter of the lease
+    term. A waiter takes the claim over, by a compare-and-set on (holder,
+    beat) in one transaction, when the beat has not moved for a whole term on
+    the waiter's own clock (no two clocks are compared), or at once when the
+    holder ran on this machine and its process is gone (its pid not running,
+    running another process, or a zombie). Nothing waits forever: a holder
+    still beating after ``KILN_CLAIM_WAIT_S`` is outwaited, and any error
+    with claims means compiling without waiting."""
+
+    POLL = 0.02  # seconds between a waiter's reads of the claim
+
+    def __init__(self, store):
+        self.store = store
+        self.term = _env_number("KILN_CLAIM_LEASE_MS", 2000, 100) / 1000
+        self.wait_limit = _env_number("KILN_CLAIM_WAIT_S", 600, 1)
+        start = _process_start(os.getpid())
+        self.me = (os.urandom(16).hex(), _this_host(), socket.gethostname(), os.getpid(),
+                   start[0] if start else 0)
+        self.held = {}  # claim key -> how many of this process's managers hold it
+        self.cv = threading.Condition()
+        self.beating = False
+        self.exit_hook = False
+
+    @staticmethod
+    def enabled():
+        return os.environ.get("KILN_SINGLE_FLIGHT", "") not in ("0", "off")
+
+    def acquire(self, key, name):
+        """"mine" (this process holds the claim: compile, then publish),
+        "stored" (the group is published: read it) or "unclaimed" (compile
+        without a claim)."""
+        claim_key = key + "/" + name
+        start = time.monotonic()
+        lapsed, waited = None, False
+        try:
+            while True:
+                state, row = self._claim(claim_key, key, name, lapsed)
+                if state != "held":
+                    if waited and state == "stored":
+                        _flight_stats["theirs"] += 1
+                    elif state == "mine" and lapsed is not None:
+                        _flight_stats["took_over"] += 1
+                    return state
+                if not waited:
+                    waited = True
+                    _flight_stats["waited"] += 1
+                lapsed, state = self._wait(claim_key, key, name, row, start)
+                if state == "stored":
+                    _flight_stats["theirs"] += 1
+                if state is not None:
+                    return state
+        except Exception:  # claims never fail a compile: this one goes on unclaimed
+            _flight_stats["unclaimed"] += 1
+            return "unclaimed"
+        finally:
+            if waited:
+                _flight_stats["waited_s"] += time.monotonic() - start
+
+    def _claim(self, claim_key, key, name, lapsed):
+        """One transaction: the group's state, and this process's claim on it
+        if nobody else holds one (after taking it from ``lapsed``, the
+        (holder, beat) a waiter found dead, only if it is still that)."""
+        db = self.store.db
+        with self.store.transaction():
+            db.execute(_CLAIMS_TABLE)
+            if self._stored(key, name):
+                return "stored", None
+            if lapsed is not None:
+                db.execute("DELETE FROM claims WHERE claim_key = ? AND holder = ? AND beat = ?",
+                           (claim_key,) + lapsed)
+            db.execute("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+                       (claim_key,) + self.me + (int(time.time() * 1000),))
+            row = db.execute("SELECT holder, host, pid, pid_start, beat FROM claims WHERE claim_key = ?",
+                             (claim_key,)).fetchone()
+        if row[0] != self.me[0]:
+            return "held", row
+        with self.cv:
+            self.held[claim_key] = self.held.get(claim_key, 0) + 1
+            if not self.exit_hook:
+                import atexit
+                atexit.register(self.release_all)
+                self.exit_hook = True
+            if not self.beating:
+                self.beating = True
+                threading.Thread(target=self._beat, name="kiln-triton-claims", daemon=True).start()
+        _flight_stats["claimed"] += 1
+        return "mine", None
+
+    def _stored(self, key, name):
+        """Whether the group is published with every member's blob (a group
+        missing one is compiled again: that needs a claim too)."""
+        n, present = self.store.db.execute(
+            "SELECT count(*), count(b.sha256) FROM groups g LEFT JOIN blobs b ON b.sha256 = g.sha256 "
+            "WHERE g.key = ? AND g.name = ?", (key, name)).fetchone()
+        return n > 0 and n == present
+
+    def _wait(self, claim_key, key, name, row, start):
+        """Polls until the group is published ((None, "stored")), the claim
+        is free or lapsed ((the (holder, beat) to take it from, None)), or the
+        wait limit passes ((None, "unclaimed"))."""
+        seen, seen_at = row, time.monotonic()
+        while True:
+            time.sleep(self.POLL)
+            now = time.monotonic()
+            with self.store.lock:
+                if self._stored(key, name):
+                    return None, "stored"
+                current = self.store.db.execute(
+                    "SELECT holder, host, pid, pid_start, beat FROM claims WHERE claim_key = ?",
+                    (claim_key,)).fetchone()
+            if current is None:
+                return None, None
+            if (current[0], current[4]) != (seen[0], seen[4]):
+                seen, seen_at = current, now
+            if now - start >= self.wait_limit:
+                _flight_stats["unclaimed"] += 1
+                return None, "unclaimed"
+            if now - seen_at >= self.term or self._gone(current):
+                return (current[0], current[4]), None
+
+    def _gone(self, row):
+        """Whether the holder is known to be gone: it ran on this machine and
+        its pid runs no process, another one, or a zombie. Another machine's
+        holder is never known to be gone."""
+        _, host, pid, pid_start, _ = row
+        if host != self.me[1] or host.startswith("?") or pid <= 0:
+            return False
+        s = _process_start(pid)
+        return s is None or s[0] != pid_start or s[1]
+
+    def _beat(self):
+        while True:
+            with self.cv:
+                self.cv.wait(self.term / 4)
+                if not self.held or self.me[3] != os.getpid():
+                    self.beating = False
+                    return
+            try:
+                with self.store.transaction():
+                    self.store.db.execute("UPDATE claims SET beat = beat + 1 WHERE holder = ?",
+                                          (self.me[0],))
+            except sqlite3.Error:
+                pass  # a beat missed: a waiter may take the claim over, and compile too
+
+    def release(self, claim_keys):
+        """Lets go of the claims of ``claim_keys`` (a manager's set, emptied):
+        their groups are published, or will not be. A claim that another
+        manager of this process holds too is kept for that one."""
+        with self.cv:
+            keys = []
+            for k in claim_keys:
+                if k in self.held:
+                    self.held[k] -= 1
+                    if not self.held[k]:
+                        del self.held[k]
+                        keys.append(k)
+            claim_keys.clear()
+        if not keys or self.me[3] != os.getpid():
+            return
+        try:
+            with self.store.transaction():
+                self.store.db.executemany("DELETE FROM claims WHERE claim_key = ? AND holder = ?",
+                                          [(k, self.me[0]) for k in keys])
+        except sqlite3.Error:
+            pass  # the claim lapses: this process stops beating it
+
+    def release_all(self):
+        with self.cv:
+            self.held = dict.fromkeys(self.held, 1)
+        self.release(set(self.held))
+
+
+_flights = {}
+
+
+def _flight(store):
+    with _stores_lock:
+        if store not in _flights:
+            _flights[store] = _Flight(store)
+        return _flights[store]
 
 
 # --- Kiln's Redis tier for Triton's cache -----------------------------------
@@ -946,7 +1248,9 @@ class CacheManager:
     digest in ``<cache>.files`` (mode 0700), each written whole once, from
     bytes whose digest was checked as they left the cache file, and never
     written again. A damaged or missing member makes the group a miss, and
-    Triton compiles again. Dump and override directories stay Triton's own."""
+    Triton compiles again. Processes that miss the same group at once
+    compile it once: the first claims it, the others wait for its publish
+    (``_Flight``). Dump and override directories stay Triton's own."""
 
     def __init__(self, key, override=False, dump=False):
         self.key = key
@@ -958,6 +1262,7 @@ class CacheManager:
         self._store = _store(triton_cache_path())
         self._tier = _tier()
         self._staged = {}  # path handed out by put() -> (sha256, bytes)
+        self._claims = set()  # claim keys of the groups this manager is compiling
 
     def _fetch(self, kind, filename):
         """Members of a value fetched from the Redis tier, or None."""
@@ -969,7 +1274,14 @@ class CacheManager:
     def get_file(self, filename):
         if self._delegate:
             return self._delegate.get_file(filename)
-        row = self._store.get_file(self.key, filename)
+        store = self._store
+        found = store.file_digest(self.key, filename)
+        if found is not None:
+            path = store.path_of(found[0], filename)
+            if store.in_place(path):
+                store.used(self.key, filename, found[1])
+                return path
+        row = store.get_file(self.key, filename)
         if row is None or row[1] is None:
             members = self._fetch("triton-file", filename)
             if members is None:
@@ -998,16 +1310,62 @@ class CacheManager:
     def get_group(self, filename):
         if self._delegate:
             return self._delegate.get_group(filename)
-        rows = self._store.get_group(self.key, filename)
-        if not rows:
+        store = self._store
+        members = store.group_members(self.key, filename)
+        if members:
+            # Warm: every member's file is in place, as the first process
+            # served the group left it. One read, and a stat per member.
+            group = {}
+            for member, digest, _ in members:
+                path = store.path_of(digest, member)
+                if not store.in_place(path):
+                    break
+                group[member] = path
+            else:
+                store.used(self.key, filename, members[0][2])
+                return group
+        rows = store.get_group(self.key, filename) if members else None
+        if rows:
+            group = self._serve(filename, rows)
+            if group is not None:
+                return group
+        else:
             members = self._fetch("triton-group", filename)
-            if members is None:
-                return None
-            # The group as the tier holds it, stored locally in one
-            # transaction and handed out from the bytes just checked.
-            staged = {m: (hashlib.sha256(d).digest(), d) for m, d in members.items()}
-            self._store.put_group(self.key, filename, staged)
-            return {m: self._store.materialize(digest, m, len(d), d) for m, (digest, d) in staged.items()}
+            if members is not None:
+                # The group as the tier holds it, stored locally in one
+                # transaction and handed out from the bytes just checked.
+                staged = {m: (hashlib.sha256(d).digest(), d) for m, d in members.items()}
+                self._store.put_group(self.key, filename, staged)
+                return {m: self._store.materialize(digest, m, len(d), d)
+                        for m, (digest, d) in staged.items()}
+        # A miss: Triton compiles the group next, unless another process
+        # already is; then this one waits for that compile and is served it.
+        if not _Flight.enabled():
+            _flight_stats["unclaimed"] += 1
+            return None
+        try:
+            flight = _flight(self._store)
+        except Exception:  # as acquire's errors: compiled unclaimed
+            _flight_stats["unclaimed"] += 1
+            return None
+        state = flight.acquire(self.key, filename)
+        if state == "stored":
+            rows = self._store.get_group(self.key, filename)
+            return self._serve(filename, rows) if rows else None
+        if state == "mine":
+            claim_key = self.key + "/" + filename
+            if claim_key in self._claims:
+                flight.release({claim_key})  # this manager holds it once already
+            elif not self._claims:
+                # A compile that fails leaves its claim to this manager,
+                # which Triton drops with the failed compile's frame.
+                weakref.finalize(self, flight.release, self._claims)
+            self._claims.add(claim_key)
+        return None
+
+    def _serve(self, filename, rows):
+        """The group's files from its rows, or None (with a warning) when a
+        member is missing or damaged."""
         group = {}
         for member, digest, size, _ in rows:
             path = self._store.materialize(digest, member, size) if size is not None else None
@@ -1032,6 +1390,8 @@ class CacheManager:
                 staged = (hashlib.sha256(data).digest(), data)
             members[member] = staged
         self._store.put_group(self.key, filename, members)
+        if self._claims:
+            _flight(self._store).release(self._claims)
         if self._tier is not None:
             self._tier.publish("triton-group", self.key, filename,
                                {m: d for m, (_, d) in members.items()})
@@ -1115,7 +1475,8 @@ def verify_cache(store):
             continue
         with open(path, "rb") as f:
             if hashlib.sha256(f.read()).digest() != digest:
-                problems.append(f"file {path}: differs from its blob (it is replaced when next used)")
+                problems.append(f"file {path}: differs from its blob (remove it: it is written "
+                                "again from the blob when next used)")
     return problems
 
 

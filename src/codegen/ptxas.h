@@ -5,7 +5,9 @@
 // ptxas program runs once per job. KILN_PTXAS=nvjitlink (the default where
 // no program is found) defers assembly to the image link instead: nvJitLink
 // (already loaded to link images) assembles a closure's PTX in process, in
-// the same call that links it, with no process per job.
+// the same call that links it, with no process per job, and makes every
+// image with nvJitLink (otherwise a lone job's image comes from the ptxas
+// program as a whole program: link/ptxas_program.h).
 #pragma once
 
 #include <kiln/result.hpp>

@@ -5,6 +5,7 @@
 #include "core/target.h"
 #include "link/nvjitlink.h"
 #include "link/plugin.h"
+#include "link/ptxas_program.h"
 #include "storage/single_flight.h"
 #include "support/elf.h"
 
@@ -105,6 +106,27 @@ bool needs_device_runtime(const std::vector<link::NvInput>& inputs) {
   return false;
 }
 
+// The PTX of a lone job that needs no link, or nullptr: PTX (a relocatable
+// cubin needs a linker) that calls nothing in the CUDA device runtime (a
+// library only a linker adds). Only a lone job: ptxas as a whole program
+// takes longer than nvJitLink over a merged module of many kernels (a third
+// more on ten), while on one kernel it is the same assembly without
+// nvJitLink's loading and set-up.
+const std::string* lone_program(const std::vector<link::NvInput>& inputs, bool device_runtime) {
+  if (device_runtime || inputs.size() != 1 || !inputs[0].ptx)
+    return nullptr;
+  return &inputs[0].bytes;
+}
+
+// An image and the fingerprint of what made it (its image key's linker).
+struct Made {
+  std::string bytes;
+  std::string linker;
+};
+
+Result<Made> link_closure_made(storage::Records& store, const core::ClosureRecord& closure,
+                               unsigned threads, const NvLinker* nv_linker);
+
 } // namespace
 
 Result<std::string> link_closure(storage::Records& store, const core::ClosureRecord& closure,
@@ -114,6 +136,14 @@ Result<std::string> link_closure(storage::Records& store, const core::ClosureRec
 
 Result<std::string> link_closure_with(storage::Records& store, const core::ClosureRecord& closure,
                                       unsigned threads, const NvLinker* nv_linker) {
+  KILN_TRY_ASSIGN(auto made, link_closure_made(store, closure, threads, nv_linker));
+  return std::move(made.bytes);
+}
+
+namespace {
+
+Result<Made> link_closure_made(storage::Records& store, const core::ClosureRecord& closure,
+                               unsigned threads, const NvLinker* nv_linker) {
   std::string what = "linking closure " + closure.key.hex() + " (" + closure.target + ")";
   std::vector<std::string> blobs, names;
   TargetKind kind = core::target_kind(closure.target);
@@ -147,6 +177,19 @@ Result<std::string> link_closure_with(storage::Records& store, const core::Closu
   Result<std::string> image = make_error(Code::internal, "no linker");
   if (kind == TargetKind::nvptx) {
     bool runtime = needs_device_runtime(nv);
+    // A lone job's module needs no link, it is a whole program: ptxas makes
+    // the executable cubin in one process, where nvJitLink would cost its
+    // loading and set-up besides the same assembly. Should ptxas refuse it
+    // (a variable declared .extern, a PTX ISA newer than the program
+    // reads), nvJitLink links the inputs as ever.
+    if (!link::ptxas_program_path().empty())
+      if (const std::string* ptx = lone_program(nv, runtime)) {
+        auto cubin = link::ptxas_whole_program(*ptx, closure.target,
+                                               link::nv_assembly_parts(nv), nv[0].name);
+        auto fp = link::ptxas_program_fingerprint();
+        if (cubin && fp && core::check_image(*cubin, closure))
+          return Made{cubin.take(), fp.take()};
+      }
     image = nv_linker ? (*nv_linker)(nv, closure.target, runtime)
                       : link::nvjitlink_cubin(nv, closure.target, runtime);
   } else if (kind == TargetKind::host) {
@@ -160,8 +203,11 @@ Result<std::string> link_closure_with(storage::Records& store, const core::Closu
   if (!image)
     return image.error().context(what);
   KILN_TRY(core::check_image(*image, closure));
-  return image;
+  KILN_TRY_ASSIGN(auto fp, linker_fingerprint(closure.target));
+  return Made{image.take(), std::move(fp)};
 }
+
+} // namespace
 
 Result<std::string> fetch_or_link(storage::Storage& storage, const core::ClosureRecord& closure,
                                   bool* linked, unsigned threads, const NvLinker* nv) {
@@ -171,16 +217,19 @@ Result<std::string> fetch_or_link(storage::Storage& storage, const core::Closure
   KILN_TRY_ASSIGN(auto have, storage.get_image(closure, arch));
   if (have)
     return std::move(*have);
+  // What links this target here: part of the claim, so that processes with
+  // other toolchains do not wait on each other.
   KILN_TRY_ASSIGN(auto fp, linker_fingerprint(closure.target));
-  core::ImageKey key = core::image_key(closure.key, arch, fp);
   auto link = [&]() -> Result<std::string> {
     if (linked)
       *linked = true;
-    KILN_TRY_ASSIGN(auto image, link_closure_with(storage.records(), closure, threads, nv));
+    KILN_TRY_ASSIGN(auto made, link_closure_made(storage.records(), closure, threads, nv));
+    // Keyed by what made it: nvJitLink, or ptxas alone (a whole program).
     // A store failure (read-only cache, disk full) costs the next process a
     // relink; it does not fail this load.
-    (void)storage.put_image(key, core::image_format(core::target_kind(closure.target)), image);
-    return image;
+    (void)storage.put_image(core::image_key(closure.key, arch, made.linker),
+                            core::image_format(core::target_kind(closure.target)), made.bytes);
+    return std::move(made.bytes);
   };
   // Single-flight (storage/single_flight.h): the processes that need this
   // image at once (a fleet's precompiles, or its loads of a closure stored

@@ -2,6 +2,7 @@
 // name the architecture as their target.
 #include "link/nvjitlink.h"
 #include "link/ptx_merge.h"
+#include "link/ptxas_program.h"
 #include "support/fault.h"
 
 #include "support/files.h"
@@ -323,6 +324,12 @@ void wait_for_warm_up() {
 } // namespace
 
 void nvjitlink_warm_up(const std::string& arch, int ptx_isa) {
+  // Where the ptxas program makes the images that need no link (image.cpp),
+  // the usual ones, a warm-up would mostly set up a link never made, on a
+  // thread that competes with code generation; the rare link still made
+  // pays its own set-up.
+  if (!ptxas_program_path().empty())
+    return;
   const Api& a = api(); // before warm_up_state(), so that it is destroyed after it
   if (!a.error.empty() || ptx_isa <= 0)
     return;

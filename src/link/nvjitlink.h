@@ -59,7 +59,9 @@ int nv_assembly_parts(const std::vector<NvInput>& inputs);
 /// `ptx_isa` (78 for 7.8), on a thread of its own, once per process, so
 /// that the set-up a process's first link pays overlaps the caller's work
 /// (a job's code generation); nvjitlink_cubin waits for it to end. Does
-/// nothing without nvJitLink. Thread-safe.
+/// nothing without nvJitLink, nor where a ptxas program is found
+/// (ptxas_program_path): images that need no link, the usual ones, are then
+/// made without nvJitLink. Thread-safe.
 void nvjitlink_warm_up(const std::string& arch, int ptx_isa);
 
 /// Links the inputs for `arch` ("sm_90"), and the CUDA device runtime as a

@@ -12,6 +12,7 @@
 //   dlopen:kiln-link  loading the linker library fails
 //   dlopen:cuda, dlopen:hip, dlopen:nvjitlink   loading a vendor library fails
 //   link:host, link:amdgpu, link:nvjitlink      a link step fails
+//   link:ptxas        the ptxas program's whole-program image fails (nvJitLink links it)
 //   thread-start      a compile worker thread fails to start
 //   slow-plan         a plan counts as slow from its start: it reports its
 //                     discovery's progress at once, not after a second

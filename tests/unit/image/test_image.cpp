@@ -1,12 +1,17 @@
 // Unit tests for the image layer (src/image/image.cpp): a closure becomes an
 // image once, is served from the cache after that, is made again when the
 // stored one is damaged, and a custom maker (the CUDA JIT's shape) takes the
-// same path.
+// same path. A lone sm_90 job's image is the ptxas program's whole program,
+// without nvJitLink; a closure that links its members is nvJitLink's.
 #include "core/check.h"
 #include "core/target.h"
 #include "fixtures/cache.hpp"
 #include "image/image.h"
+#include "link/nvjitlink.h"
+#include "link/ptxas_program.h"
 #include "storage/storage.h"
+#include "support/elf.h"
+#include "support/fault.h"
 
 #include <doctest/doctest.h>
 
@@ -104,4 +109,110 @@ TEST_CASE("fetch_or_make: another maker, the same store-and-check path") {
   auto refused = image::fetch_or_make(f.storage->records(), f.closure, liar);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == Code::corrupt);
+}
+
+namespace {
+
+// `entry` of tests/data/<file> precompiled for sm_90 without its image, and
+// its closure.
+Fixture compiled_sm90(const std::string& file, const std::string& entry) {
+  TestCache c = empty_cache("kiln-image-test");
+  c.report = precompile(data_request(file, {entry}, {"sm_90"}, false), c.path());
+  c.open();
+  auto st = std::make_unique<storage::Storage>(std::move(c.store));
+  auto key = st->resolve_name(entry, "sm_90");
+  REQUIRE(key);
+  auto closure = st->get_closure(*key);
+  REQUIRE(closure);
+  return {std::move(c.dir), std::move(st), closure.take()};
+}
+
+// The linker its one stored image is keyed by.
+std::string stored_linker(Fixture& f) {
+  auto stored = f.storage->records().images_of(f.closure.key);
+  REQUIRE(stored);
+  REQUIRE(stored->size() == 1);
+  CHECK((*stored)[0].key.arch == "sm_90");
+  CHECK((*stored)[0].format == "cubin");
+  return (*stored)[0].key.linker;
+}
+
+bool have_nvidia_tools() {
+  if (auto fp = link::nvjitlink_fingerprint(); !fp) {
+    MESSAGE("skipped: " << fp.error().message);
+    return false;
+  }
+  if (auto v = link::ptxas_program_version(); !v) {
+    MESSAGE("skipped: " << v.error().message);
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+TEST_CASE("a lone sm_90 job's image is ptxas's whole program, made without nvJitLink; a closure "
+          "with deferred references is still linked by nvJitLink") {
+  if (!have_nvidia_tools())
+    return;
+  Fixture lone = compiled_sm90("cuda_vector_add_sm90.ll", "_Z9vectorAddPKfS0_Pfi");
+  REQUIRE(lone.closure.members.size() == 1);
+  // Where jobs store relocatable cubins (ptxas or its library at each job),
+  // every image needs a link: the lone path is for PTX.
+  bool ptx_only = !lone.storage->records().get_artifact(lone.closure.members[0].job, "cubin");
+  Fixture linked = compiled_sm90("gpu_nvptx.ll", "k_nested");
+  REQUIRE(linked.closure.members.size() == 3);
+
+  // nvJitLink's link fails in this process: the lone image does not go near
+  // it, the closure that links three jobs does.
+  fault::set_plan("link:nvjitlink");
+  bool made = false;
+  auto image = image::fetch_or_link(*lone.storage, lone.closure, &made);
+  auto refused = image::fetch_or_link(*linked.storage, linked.closure);
+  fault::set_plan("");
+  if (!ptx_only) {
+    CHECK_FALSE(image);
+    MESSAGE("jobs store cubins here: every sm_90 image is nvJitLink's");
+    return;
+  }
+  INFO((image ? std::string() : image.error().message));
+  REQUIRE(image);
+  CHECK(made);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("link:nvjitlink") != std::string::npos);
+
+  // Keyed by the program that made it, never by nvJitLink's fingerprint.
+  std::string linker = stored_linker(lone);
+  CHECK(linker == *link::ptxas_program_fingerprint());
+  CHECK(linker.rfind(*link::ptxas_program_version() + " whole program", 0) == 0);
+  CHECK(linker != *image::linker_fingerprint("sm_90"));
+
+  // An executable cubin for the CUDA machine, with the kernel in it, that
+  // the loader's checks accept.
+  auto elf = read_elf(*image);
+  REQUIRE(elf);
+  CHECK(elf->machine == kElfMachineCuda);
+  CHECK(elf->type == 2); // ET_EXEC: loadable as it is
+  CHECK(defined_symbols(*elf).count("_Z9vectorAddPKfS0_Pfi"));
+  CHECK(core::check_image(*image, lone.closure));
+
+  // The same bytes each time, and served from the cache after.
+  auto again = image::link_closure(lone.storage->records(), lone.closure);
+  REQUIRE(again);
+  CHECK(*again == *image);
+  made = false;
+  auto served = image::fetch_or_link(*lone.storage, lone.closure, &made);
+  REQUIRE(served);
+  CHECK_FALSE(made);
+  CHECK(*served == *image);
+
+  // With nvJitLink back, the closure of three jobs is its image.
+  auto nv = image::fetch_or_link(*linked.storage, linked.closure);
+  INFO((nv ? std::string() : nv.error().message));
+  REQUIRE(nv);
+  CHECK(stored_linker(linked) == *image::linker_fingerprint("sm_90"));
+  auto nv_elf = read_elf(*nv);
+  REQUIRE(nv_elf);
+  CHECK(nv_elf->machine == kElfMachineCuda);
+  CHECK(defined_symbols(*nv_elf).count("k_nested"));
 }

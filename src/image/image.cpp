@@ -181,8 +181,10 @@ Result<Made> link_closure_made(storage::Records& store, const core::ClosureRecor
     // the executable cubin in one process, where nvJitLink would cost its
     // loading and set-up besides the same assembly. Should ptxas refuse it
     // (a variable declared .extern, a PTX ISA newer than the program
-    // reads), nvJitLink links the inputs as ever.
-    if (!link::ptxas_program_path().empty())
+    // reads), nvJitLink links the inputs as ever. Only where a precompile
+    // links (it passes its NVIDIA linker): an application that loads starts
+    // no program.
+    if (nv_linker && !link::ptxas_program_path().empty())
       if (const std::string* ptx = lone_program(nv, runtime)) {
         auto cubin = link::ptxas_whole_program(*ptx, closure.target,
                                                link::nv_assembly_parts(nv), nv[0].name);

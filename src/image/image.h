@@ -37,7 +37,10 @@ using NvLinker = std::function<Result<std::string>(const std::vector<link::NvInp
                                                    bool device_runtime)>;
 
 /// link_closure, with NVIDIA images linked by `nv` where given (else in
-/// this process).
+/// this process). A precompile gives `nv`; only then is a lone PTX job's
+/// image made by the ptxas program as a whole program, without nvJitLink
+/// (link/ptxas_program.h), so that a loading application never starts a
+/// program.
 Result<std::string> link_closure_with(storage::Records& store, const core::ClosureRecord& closure,
                                       unsigned threads, const NvLinker* nv);
 

@@ -129,7 +129,7 @@ Fixture compiled_sm90(const std::string& file, const std::string& entry) {
 
 // The linker its one stored image is keyed by.
 std::string stored_linker(Fixture& f) {
-  auto stored = f.storage->records().images_of(f.closure.key);
+  auto stored = f.storage->records().images().images_of(f.closure.key);
   REQUIRE(stored);
   REQUIRE(stored->size() == 1);
   CHECK((*stored)[0].key.arch == "sm_90");
@@ -159,16 +159,22 @@ TEST_CASE("a lone sm_90 job's image is ptxas's whole program, made without nvJit
   REQUIRE(lone.closure.members.size() == 1);
   // Where jobs store relocatable cubins (ptxas or its library at each job),
   // every image needs a link: the lone path is for PTX.
-  bool ptx_only = !lone.storage->records().get_artifact(lone.closure.members[0].job, "cubin");
+  bool ptx_only = !lone.storage->records().jobs().get_artifact(lone.closure.members[0].job, "cubin");
   Fixture linked = compiled_sm90("gpu_nvptx.ll", "k_nested");
   REQUIRE(linked.closure.members.size() == 3);
 
   // nvJitLink's link fails in this process: the lone image does not go near
   // it, the closure that links three jobs does.
+  // A precompile passes its NVIDIA linker (here, this process's nvJitLink):
+  // only then may ptxas make the image.
+  const image::NvLinker nv_here = [](const std::vector<link::NvInput>& in, const std::string& arch,
+                                     bool runtime) { return link::nvjitlink_cubin(in, arch, runtime); };
+  // A loading application (no linker given) starts no program: nvJitLink.
   fault::set_plan("link:nvjitlink");
+  auto loader_refused = image::fetch_or_link(*lone.storage, lone.closure);
   bool made = false;
-  auto image = image::fetch_or_link(*lone.storage, lone.closure, &made);
-  auto refused = image::fetch_or_link(*linked.storage, linked.closure);
+  auto image = image::fetch_or_link(*lone.storage, lone.closure, &made, 1, &nv_here);
+  auto refused = image::fetch_or_link(*linked.storage, linked.closure, nullptr, 1, &nv_here);
   fault::set_plan("");
   if (!ptx_only) {
     CHECK_FALSE(image);
@@ -178,6 +184,7 @@ TEST_CASE("a lone sm_90 job's image is ptxas's whole program, made without nvJit
   INFO((image ? std::string() : image.error().message));
   REQUIRE(image);
   CHECK(made);
+  CHECK_FALSE(loader_refused);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("link:nvjitlink") != std::string::npos);
 
@@ -197,7 +204,7 @@ TEST_CASE("a lone sm_90 job's image is ptxas's whole program, made without nvJit
   CHECK(core::check_image(*image, lone.closure));
 
   // The same bytes each time, and served from the cache after.
-  auto again = image::link_closure(lone.storage->records(), lone.closure);
+  auto again = image::link_closure_with(lone.storage->records(), lone.closure, 1, &nv_here);
   REQUIRE(again);
   CHECK(*again == *image);
   made = false;

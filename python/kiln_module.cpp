@@ -2,6 +2,7 @@
 // The public names and argument handling are in kiln/__init__.py; this holds
 // the handles, releases the GIL around every compile and load, and turns
 // Kiln errors into the exceptions of kiln/_errors.py.
+#include <kiln/admin.hpp>
 #include <kiln/jit.hpp>
 
 #include <pybind11/pybind11.h>
@@ -238,7 +239,7 @@ PYBIND11_MODULE(_kiln, m) {
              return make_image(value_or_raise(std::move(r)));
            })
       .def("stats", [](const kiln::Cache& self) {
-        kiln::CacheStats s = value_or_raise(kiln::stats(self));
+        kiln::admin::Stats s = value_or_raise(kiln::admin::stats(self));
         py::dict d;
         d["jobs"] = s.jobs;
         d["closures"] = s.closures;
@@ -247,11 +248,11 @@ PYBIND11_MODULE(_kiln, m) {
         d["stored_bytes"] = s.stored_bytes;
         d["raw_bytes"] = s.raw_bytes;
         d["file_bytes"] = s.file_bytes;
-        d["job_hits"] = s.job_hits;
-        d["job_misses"] = s.job_misses;
-        d["image_hits"] = s.image_hits;
-        d["image_misses"] = s.image_misses;
-        d["loads"] = s.loads;
+        d["job_hits"] = s.counters.job_hits;
+        d["job_misses"] = s.counters.job_misses;
+        d["image_hits"] = s.counters.image_hits;
+        d["image_misses"] = s.counters.image_misses;
+        d["loads"] = s.counters.loads;
         py::dict per_target;
         for (const auto& [t, n] : s.jobs_per_target)
           per_target[py::str(t)] = n;

@@ -78,22 +78,5 @@ Result<Loaded> compile_or_load(const Cache& cache, std::span<const Source> sourc
 /// else "host".
 std::string present_target();
 
-/// A cache's contents and counters (what `kiln-inspect stats` shows).
-struct CacheStats {
-  int64_t jobs = 0, closures = 0, images = 0, names = 0;
-  int64_t stored_bytes = 0; ///< compressed blob bytes
-  int64_t raw_bytes = 0;    ///< their uncompressed size
-  int64_t file_bytes = 0;
-  int64_t job_hits = 0;     ///< jobs compiles found cached
-  int64_t job_misses = 0;   ///< jobs compiled
-  int64_t image_hits = 0;   ///< loads served by a stored image
-  int64_t image_misses = 0; ///< loads that linked their image
-  int64_t loads = 0;
-  std::vector<std::pair<std::string, int64_t>> jobs_per_target;
-};
-
-/// Statistics of the cache behind `cache`, including this handle's loads so
-/// far (they are written first).
-Result<CacheStats> stats(const Cache& cache);
 
 } // namespace kiln

@@ -214,6 +214,8 @@ Result<std::string> dump(const Cache& cache, const std::string& job_key,
 }
 
 Result<Stats> stats(const Cache& cache, bool zero_first) {
+  if (!cache.raw())
+    return make_error(Code::invalid_argument, "stats: the cache handle is empty");
   cache.raw()->flush_usage(); // this handle's own loads count too
   KILN_TRY_ASSIGN(Records * s, records_of(cache));
   if (zero_first) {

@@ -213,29 +213,6 @@ Result<Loaded> compile_or_load(const Cache& cache, std::span<const Source> sourc
   return compile_or_load_in(*cache.raw(), sources, entry, target, options);
 }
 
-Result<CacheStats> stats(const Cache& cache) {
-  if (!cache.raw())
-    return make_error(Code::invalid_argument, "stats: the cache handle is empty");
-  kiln_cache& c = *cache.raw();
-  c.flush_usage(); // this handle's loads count too
-  KILN_TRY_ASSIGN(storage::Storage * st, c.store());
-  KILN_TRY_ASSIGN(auto s, st->records().upkeep().stats());
-  CacheStats out;
-  out.jobs = s.jobs;
-  out.closures = s.closures;
-  out.images = s.images;
-  out.names = s.names;
-  out.stored_bytes = s.stored_bytes;
-  out.raw_bytes = s.raw_bytes;
-  out.file_bytes = s.file_bytes;
-  out.job_hits = s.counters.job_hits;
-  out.job_misses = s.counters.job_misses;
-  out.image_hits = s.counters.image_hits;
-  out.image_misses = s.counters.image_misses;
-  out.loads = s.counters.loads;
-  out.jobs_per_target = s.jobs_per_target;
-  return out;
-}
 
 } // namespace kiln
 

@@ -14,6 +14,7 @@
 #include "runtime/c_entry.h"
 #include "support/fault.h"
 
+#include <kiln/admin.hpp>
 #include <kiln/jit.hpp>
 #include <kiln/kiln_compiler.h>
 
@@ -683,7 +684,7 @@ TEST_CASE("compile_or_load: a miss compiles and loads, a hit loads without compi
   REQUIRE(fn);
   CHECK((*fn)(1) == 333);
 
-  auto before = stats(f.cache);
+  auto before = kiln::admin::stats(f.cache);
   REQUIRE(before);
   auto hit = compile_or_load(f.cache, sources, "nest_a", "host");
   REQUIRE(hit);
@@ -696,11 +697,11 @@ TEST_CASE("compile_or_load: a miss compiles and loads, a hit loads without compi
   auto hit_fn = hit->image.function<IntFn>("nest_b");
   REQUIRE(hit_fn);
   CHECK((*hit_fn)(0) == 30);
-  auto after = stats(f.cache);
+  auto after = kiln::admin::stats(f.cache);
   REQUIRE(after);
   CHECK(after->jobs == before->jobs);
   CHECK(after->images == before->images);
-  CHECK(after->job_misses == before->job_misses);
+  CHECK(after->counters.job_misses == before->counters.job_misses);
 
   // Other options are another closure: a miss.
   JitOptions o0;
@@ -852,7 +853,7 @@ TEST_CASE("compile: a cache handle is compiled into through its own connection, 
   CHECK(refused.error().code == Code::unavailable);
   CHECK(refused.error().message.find("is read-only (opened read-only): cannot compile into it") !=
         std::string::npos);
-  auto stats = kiln::stats(f.cache);
+  auto stats = kiln::admin::stats(f.cache);
   REQUIRE(stats);
   CHECK(stats->jobs == 0);
   // The writable handle compiles; the read-only one then sees the result
@@ -878,7 +879,7 @@ TEST_CASE("compile: the roots of one deferred cycle share one linked image, and 
   REQUIRE(compiled->roots.size() == 3);
   for (const RootReport& r : compiled->roots)
     CHECK(r.image);
-  auto stats_now = stats(f.cache);
+  auto stats_now = kiln::admin::stats(f.cache);
   REQUIRE(stats_now);
   CHECK(stats_now->closures == 3);
   CHECK(stats_now->images == 1); // one link of the three jobs, not three
@@ -892,7 +893,7 @@ TEST_CASE("compile: the roots of one deferred cycle share one linked image, and 
     REQUIRE(fn);
     CHECK(reinterpret_cast<int (*)(int)>(*fn)(arg) == want);
   }
-  auto after = stats(f.cache);
+  auto after = kiln::admin::stats(f.cache);
   REQUIRE(after);
   CHECK(after->images == 1); // the loads linked nothing
   auto problems = f.cache.verify(); // the shared image checked against each closure
@@ -994,12 +995,12 @@ TEST_CASE("stats: what the cache holds; an empty handle is refused") {
   Fixture f;
   std::string ir = data_file("nested.ll");
   std::vector<Source> sources{{"nested.ll", ir}};
-  auto empty = stats(f.cache);
+  auto empty = kiln::admin::stats(f.cache);
   REQUIRE(empty);
   CHECK(empty->jobs == 0);
   CHECK(empty->closures == 0);
   REQUIRE(compile_or_load(f.cache, sources, "nest_a", "host"));
-  auto s = stats(f.cache);
+  auto s = kiln::admin::stats(f.cache);
   REQUIRE(s);
   CHECK(s->jobs == 3);
   CHECK(s->closures == 1);
@@ -1013,7 +1014,7 @@ TEST_CASE("stats: what the cache holds; an empty handle is refused") {
   Cache moved = std::move(f.cache);
   REQUIRE(moved.raw());
   CHECK(f.cache.raw() == nullptr);
-  auto none = stats(f.cache);
+  auto none = kiln::admin::stats(f.cache);
   REQUIRE_FALSE(none);
   CHECK(none.error().code == Code::invalid_argument);
   auto loaded = compile_or_load(f.cache, sources, "nest_a", "host");
@@ -1024,7 +1025,7 @@ TEST_CASE("stats: what the cache holds; an empty handle is refused") {
   auto compiled = compile(req, f.cache);
   REQUIRE_FALSE(compiled);
   CHECK(compiled.error().code == Code::invalid_argument);
-  CHECK(stats(moved)->jobs == 3);
+  CHECK(kiln::admin::stats(moved)->jobs == 3);
 }
 
 namespace {

@@ -697,6 +697,10 @@ Result<Database::Header> Database::read_header(const CacheFiles& opened,
   Status s2 = read_int("PRAGMA user_version", &h.user_version);
   if (s2)
     s2 = read_int("SELECT count(*) FROM sqlite_master", &h.objects);
+  if (s2 && h.objects > 0 && h.app_id != kApplicationId)
+    s2 = read_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                  "('blobs', 'files', 'groups', 'recency')",
+                  &h.triton_tables);
   (void)exec("COMMIT");
   if (!s2)
     return s2.error();
@@ -707,6 +711,13 @@ Result<Database::Header> Database::read_header(const CacheFiles& opened,
 // cache or whose schema this Kiln cannot use.
 Status Database::check_header(const Header& h) const {
   const std::string& path = path_;
+  // Triton's cache as kiln.triton keeps it is the likeliest such file
+  // beside a Kiln cache: the refusal says where its commands are.
+  if (h.objects > 0 && h.app_id != kApplicationId && h.triton_tables == 4)
+    return make_error(Code::corrupt,
+                      "'" + path + "' is a Triton cache kept by kiln.triton, not a Kiln cache; "
+                      "inspect it with 'python -m kiln.triton --cache " + path +
+                      " ls|verify|gc|export' (the kiln-inspect that pip installs forwards to it)");
   if (h.objects > 0 && h.app_id != kApplicationId)
     return make_error(Code::corrupt,
                       "'" + path + "' is an SQLite database but not a Kiln cache; refusing to use it");

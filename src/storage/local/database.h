@@ -120,6 +120,9 @@ private:
   /// What a file says of itself before anything is written to it.
   struct Header {
     int app_id = 0, user_version = 0, objects = 0;
+    /// Another application's file: how many of kiln.triton's cache tables
+    /// (python/kiln/triton.py) it has, so that the refusal can say so.
+    int triton_tables = 0;
   };
   // The steps of open(), in order.
   Status connect_checked(OpenMode mode, const std::string& dir, const TrustedOwners& owners,

@@ -427,6 +427,40 @@ TEST_CASE("a cache with a newer schema is refused, naming both versions") {
   CHECK(raw.scalar("SELECT count(*) FROM jobs") == 1);
 }
 
+TEST_CASE("another application's SQLite file is refused unchanged; kiln.triton's cache is named "
+          "with where its commands are") {
+  TempDir dir = temp_dir("kiln-cache-test");
+  // kiln.triton's tables (python/kiln/triton.py), and a file of anything else.
+  const std::string triton = dir.path() + "/triton.db";
+  const std::string other = dir.path() + "/other.db";
+  {
+    RawDb raw(triton, true);
+    raw.must("CREATE TABLE blobs (sha256 BLOB PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID");
+    raw.must("CREATE TABLE files (key TEXT, name TEXT, sha256 BLOB)");
+    raw.must("CREATE TABLE groups (key TEXT, name TEXT, member TEXT)");
+    raw.must("CREATE TABLE recency (key TEXT, name TEXT, used INTEGER)");
+    RawDb raw_other(other, true);
+    raw_other.must("CREATE TABLE groups (key TEXT)");
+  }
+  for (const std::string& path : {triton, other}) {
+    CAPTURE(path);
+    std::string before = slurp(path);
+    for (bool read_only : {false, true}) {
+      CAPTURE(read_only);
+      auto st = read_only ? Store::open(path, OpenMode::read_only) : Store::open(path);
+      REQUIRE_FALSE(st);
+      CHECK(st.error().code == Code::corrupt);
+      const std::string& msg = st.error().message;
+      INFO(msg);
+      CHECK(msg.find("not a Kiln cache") != std::string::npos);
+      bool named = msg.find("Triton cache kept by kiln.triton") != std::string::npos &&
+                   msg.find("python -m kiln.triton --cache " + path) != std::string::npos;
+      CHECK(named == (path == triton));
+      CHECK(slurp(path) == before);
+    }
+  }
+}
+
 TEST_CASE("a cache of a schema before the baseline is refused unchanged, saying to remove it") {
   // Schemas 1 to 12 came before the first release and are not converted:
   // the open names the version and what to do, and writes nothing (not

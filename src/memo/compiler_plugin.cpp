@@ -4,6 +4,7 @@
 // a new number (and a new entry point name), never a silent misreading.
 #include "memo/compiler_plugin.h"
 
+#include "core/error_codec.h"
 #include "support/no_iostream.h"
 
 #include <cereal/archives/portable_binary.hpp>
@@ -37,9 +38,6 @@ template <class A> void serialize(A& a, CompileReport& r) {
   a(r.jobs, r.roots, r.libraries, r.evicted_closures, r.memo_hit, r.warnings);
 }
 
-template <class A> void serialize(A& a, Error& e) {
-  a(e.code, e.message, e.entry, e.target, e.source, e.line, e.column, e.job);
-}
 
 } // namespace kiln
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/error_codec.h"
+
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/utility.hpp>
@@ -22,10 +24,11 @@ namespace kiln::codegen::worker {
 namespace {
 
 // Bumped whenever a message changes form.
-constexpr uint32_t kProtocolVersion = 6; // 2: warnings in responses; 3: the toolchain in requests;
+constexpr uint32_t kProtocolVersion = 7; // 2: warnings in responses; 3: the toolchain in requests;
                                           // 4: requests that only read an input's bitcode;
                                           // 5: requests that link an NVIDIA image;
-                                          // 6: the linker's identity in those
+                                          // 6: the linker's identity in those;
+                                          // 7: a failure as one Error (core/error_codec.h)
 constexpr uint32_t kMagic = 0x4b434757; // "KCGW"
 
 struct WireHello {
@@ -58,14 +61,9 @@ struct WireRequest {
 struct WireResponse {
   bool ok = false;
   std::vector<std::pair<std::string, std::string>> artifacts; // format, bytes
-  int code = 0;
-  std::string message, entry, target, source;
-  unsigned line = 0, column = 0;
-  std::string job;
-  std::vector<std::string> warnings; // LLVM's, for the job
-  template <class A> void serialize(A& ar) {
-    ar(ok, artifacts, code, message, entry, target, source, line, column, job, warnings);
-  }
+  Error error;                                                // core/error_codec.h
+  std::vector<std::string> warnings;                          // LLVM's, for the job
+  template <class A> void serialize(A& ar) { ar(ok, artifacts, error, warnings); }
 };
 
 template <class T> std::string encode(const T& value) {
@@ -93,14 +91,6 @@ template <class T> bool decode(const std::string& message, T* out, std::string* 
     *why = e.what();
     return false;
   }
-}
-
-Code code_of(int value) {
-  for (Code c : {Code::ok, Code::not_found, Code::invalid_argument, Code::unavailable,
-                 Code::corrupt, Code::internal})
-    if (int(c) == value)
-      return c;
-  return Code::internal;
 }
 
 } // namespace
@@ -224,15 +214,7 @@ std::string encode_response(const Result<std::vector<CompiledArtifact>>& result,
     for (const CompiledArtifact& a : *result)
       w.artifacts.emplace_back(a.format, a.bytes);
   } else {
-    const Error& e = result.error();
-    w.code = int(e.code);
-    w.message = e.message;
-    w.entry = e.entry;
-    w.target = e.target;
-    w.source = e.source;
-    w.line = e.line;
-    w.column = e.column;
-    w.job = e.job;
+    w.error = result.error();
   }
   return encode(w);
 }
@@ -250,15 +232,9 @@ decode_response(const std::string& message, std::string* why, std::vector<std::s
       out.push_back({std::move(format), std::move(bytes)});
     return Result<std::vector<CompiledArtifact>>(std::move(out));
   }
-  Error e(code_of(w.code), std::move(w.message));
+  Error e = std::move(w.error);
   if (e.code == Code::ok)
     e.code = Code::internal; // a failure always has a failure's code
-  e.entry = std::move(w.entry);
-  e.target = std::move(w.target);
-  e.source = std::move(w.source);
-  e.line = w.line;
-  e.column = w.column;
-  e.job = std::move(w.job);
   return Result<std::vector<CompiledArtifact>>(std::move(e));
 }
 

@@ -1,13 +1,19 @@
 // Unit tests for the error model (include/kiln/result.hpp): the fields an
 // Error carries, how context() and the setters treat them, and the fields
-// the core checks set (src/core/check.cpp, src/core/keys.cpp).
+// the core checks set (src/core/check.cpp, src/core/keys.cpp), and the one
+// encoding of an Error that messages carry (src/core/error_codec.h).
 #include "core/check.h"
+#include "core/error_codec.h"
 #include "core/keys.h"
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
 
 #include <kiln/result.hpp>
 
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <string>
 
 using namespace kiln;
@@ -158,4 +164,46 @@ TEST_CASE("core: an image that is no ELF names its closure's target") {
   REQUIRE_FALSE(s);
   CHECK(s.error().code == Code::corrupt);
   CHECK(s.error().target == "sm_90");
+}
+
+TEST_CASE("an Error's encoding keeps every field, and reads an unknown code as internal") {
+  Error e(Code::corrupt, "bad blob");
+  e.entry = "k";
+  e.target = "sm_90";
+  e.source = "a.ll";
+  e.line = 3;
+  e.column = 7;
+  e.job = std::string(32, 'a');
+  auto round = [](const Error& in) {
+    std::stringstream ss;
+    {
+      cereal::PortableBinaryOutputArchive out(ss);
+      out(in);
+    }
+    Error back;
+    cereal::PortableBinaryInputArchive in_ar(ss);
+    in_ar(back);
+    return back;
+  };
+  Error back = round(e);
+  CHECK(back.code == Code::corrupt);
+  CHECK(back.message == "bad blob");
+  CHECK(back.entry == "k");
+  CHECK(back.target == "sm_90");
+  CHECK(back.source == "a.ll");
+  CHECK(back.line == 3);
+  CHECK(back.column == 7);
+  CHECK(back.job == e.job);
+  // A code no Code names (a newer or damaged peer) is read as internal.
+  Error odd(Code::ok, "odd");
+  std::stringstream ss;
+  {
+    cereal::PortableBinaryOutputArchive out(ss);
+    out(int(4242), odd.message, odd.entry, odd.target, odd.source, odd.line, odd.column, odd.job);
+  }
+  Error read;
+  cereal::PortableBinaryInputArchive in(ss);
+  in(read);
+  CHECK(read.code == Code::internal);
+  CHECK(read.message == "odd");
 }

@@ -27,14 +27,7 @@ const std::string& ptxas_path() {
   static const std::string path = [] {
     if (const char* p = std::getenv("KILN_PTXAS"); p && std::string(p) != kAssembleAtLink)
       return std::string(p); // empty disables cubin generation
-    std::vector<std::string> cands;
-    if (const char* home = std::getenv("CUDA_HOME"); home && *home)
-      cands.push_back(std::string(home) + "/bin/ptxas");
-    cands.push_back("/usr/local/cuda/bin/ptxas");
-    for (const std::string& c : cands)
-      if (::access(c.c_str(), X_OK) == 0)
-        return c;
-    return find_in_path("ptxas");
+    return find_cuda_program("ptxas");
   }();
   return path;
 }

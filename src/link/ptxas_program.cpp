@@ -57,12 +57,7 @@ const std::string& ptxas_program_path() {
   static const std::string path = []() -> std::string {
     if (const char* p = std::getenv("KILN_PTXAS"))
       return std::string(p) == kNvJitLinkOnly ? std::string() : std::string(p);
-    if (const char* home = std::getenv("CUDA_HOME"); home && *home)
-      if (std::string c = std::string(home) + "/bin/ptxas"; ::access(c.c_str(), X_OK) == 0)
-        return c;
-    if (::access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-      return "/usr/local/cuda/bin/ptxas";
-    return find_in_path("ptxas");
+    return find_cuda_program("ptxas"); // as codegen/ptxas.cpp finds it
   }();
   return path;
 }
@@ -91,7 +86,7 @@ Result<std::string> ptxas_whole_program(const std::string& ptx, const std::strin
         .with_target(arch);
   // The version goes into the image key: asked beside the assembly (its own
   // process), not before it.
-  std::thread ask([] { (void)version(); });
+  std::jthread ask([] { (void)version(); }); // joined on every way out
   auto run = [&]() -> Result<ProcessResult> {
     KILN_TRY_ASSIGN(auto dir, TempDir::create("kiln-ptxas"));
     std::string in = dir.path() + "/image.ptx", out = dir.path() + "/image.cubin";

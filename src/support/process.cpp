@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <vector>
+
 extern char** environ;
 
 namespace kiln {
@@ -79,6 +81,17 @@ std::string find_in_path(const std::string& name) {
     start = end + 1;
   }
   return {};
+}
+
+std::string find_cuda_program(const std::string& name) {
+  std::vector<std::string> dirs;
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+    dirs.push_back(std::string(home) + "/bin");
+  dirs.push_back("/usr/local/cuda/bin");
+  for (const std::string& d : dirs)
+    if (std::string c = d + "/" + name; ::access(c.c_str(), X_OK) == 0)
+      return c;
+  return find_in_path(name);
 }
 
 } // namespace kiln

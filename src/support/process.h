@@ -23,4 +23,9 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv,
 /// The first executable named `name` in $PATH, or empty.
 std::string find_in_path(const std::string& name);
 
+/// A CUDA toolkit program (`name`: "ptxas"): $CUDA_HOME/bin's, else
+/// /usr/local/cuda/bin's, else the first in $PATH; empty if none. One search
+/// for every layer that runs the toolkit's programs.
+std::string find_cuda_program(const std::string& name);
+
 } // namespace kiln
